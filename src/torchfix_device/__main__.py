@@ -1,0 +1,4 @@
+from torchfix_device.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""Small libcst helpers shared by the codemods: argument lookup, node templates, torch aliases."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+import libcst.matchers as m
+
+
+def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    """The ``name=...`` argument of ``call``, if any."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional_args(call: cst.Call) -> list[cst.Arg]:
+    """Plain positional arguments (no keyword, no ``*``/``**``)."""
+    return [a for a in call.args if a.keyword is None and a.star == ""]
+
+
+def has_star_args(call: cst.Call) -> bool:
+    """True when ``call`` passes ``*args`` or ``**kwargs`` (which may hide any argument)."""
+    return any(a.star for a in call.args)
+
+
+def add_keyword_arg(call: cst.Call, name: str, value: str | cst.BaseExpression) -> cst.Call:
+    """``f(a)`` → ``f(a, name=value)``, keeping a trailing comma and multi-line layout."""
+    expr = cst.parse_expression(value) if isinstance(value, str) else value
+    template = cst.ensure_type(cst.parse_expression(f"f({name}=x)"), cst.Call).args[0]
+    new_arg = template.with_changes(value=expr)
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new_arg])
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        # Multi-line call with a trailing comma: the new argument takes the old trailing comma
+        # (and so the line break before ``)``); the old last argument gets a separator shaped like
+        # the whitespace before the first argument.
+        separator = call.whitespace_before_args
+        if isinstance(separator, cst.SimpleWhitespace) and separator.value == "":
+            separator = cst.SimpleWhitespace(" ")
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=separator))
+        args.append(new_arg.with_changes(comma=last.comma))
+    else:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(new_arg)
+    return call.with_changes(args=args)
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """Source text of a node, as libcst would print it."""
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def torch_module_alias(module: cst.Module) -> str | None:
+    """The name under which ``torch`` itself is imported at module level (``torch``, ``T``)."""
+    for stmt in _top_level_small_statements(module):
+        if isinstance(stmt, cst.Import):
+            for alias in stmt.names:
+                if dotted_name(alias.name) == "torch":
+                    if alias.asname is None:
+                        return "torch"
+                    return cst.ensure_type(alias.asname.name, cst.Name).value
+                if alias.asname is None and (dotted_name(alias.name) or "").startswith("torch."):
+                    return "torch"  # ``import torch.nn`` binds ``torch`` too
+    return None
+
+
+def nn_alias(module: cst.Module) -> str | None:
+    """How ``torch.nn`` can be spelled in this file (``nn``, ``torch.nn``), if at all."""
+    for stmt in _top_level_small_statements(module):
+        if isinstance(stmt, cst.ImportFrom) and not isinstance(stmt.names, cst.ImportStar):
+            if stmt.module is not None and dotted_name(stmt.module) == "torch" and stmt.relative == ():
+                for alias in stmt.names:
+                    if isinstance(alias.name, cst.Name) and alias.name.value == "nn":
+                        return cst.ensure_type(alias.asname.name, cst.Name).value if alias.asname else "nn"
+        if isinstance(stmt, cst.Import):
+            for alias in stmt.names:
+                if dotted_name(alias.name) == "torch.nn" and alias.asname is not None:
+                    return cst.ensure_type(alias.asname.name, cst.Name).value
+    torch_alias = torch_module_alias(module)
+    return f"{torch_alias}.nn" if torch_alias else None
+
+
+def _top_level_small_statements(module: cst.Module) -> Iterator[cst.BaseSmallStatement]:
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield from stmt.body
+        elif isinstance(stmt, (cst.Try, cst.If)):
+            for inner in stmt.body.body:
+                if isinstance(inner, cst.SimpleStatementLine):
+                    yield from inner.body
+
+
+def is_import_statement(stmt: cst.BaseStatement) -> bool:
+    """A top-level statement that only imports (``import x``, ``from x import y``, a
+    ``try:``/``if`` block of imports)."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+    if isinstance(stmt, cst.Try):
+        return all(is_import_statement(s) for s in stmt.body.body)
+    return False
+
+
+def is_docstring(stmt: cst.BaseStatement) -> bool:
+    return m.matches(stmt, m.SimpleStatementLine(body=[m.Expr(value=m.SimpleString() | m.ConcatenatedString())]))
+
+
+def end_of_import_block(module: cst.Module) -> int:
+    """Index in ``module.body`` just after the leading docstring and imports."""
+    index = 0
+    for i, stmt in enumerate(module.body):
+        if is_import_statement(stmt) or (i == 0 and is_docstring(stmt)):
+            index = i + 1
+        else:
+            break
+    return index
+
+
+def all_names(module: cst.Module) -> set[str]:
+    """Every identifier that appears in the file (to pick a name that clashes with none)."""
+    names: set[str] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+    module.visit(_Collect())
+    return names
+
+
+def decorator_names(func: cst.FunctionDef) -> set[str]:
+    return {dotted_name(d.decorator) or "" for d in func.decorators}
+
+
+def first_positional_param(func: cst.FunctionDef, skip_self: bool = True) -> cst.Param | None:
+    params = [*func.params.posonly_params, *func.params.params]
+    if skip_self:
+        params = params[1:]
+    return params[0] if params else None
+
+
+def all_params(func: cst.FunctionDef) -> list[cst.Param]:
+    p = func.params
+    extra = [s for s in (p.star_arg, p.star_kwarg) if isinstance(s, cst.Param)]
+    return [*p.posonly_params, *p.params, *p.kwonly_params, *extra]

@@ -1,0 +1,210 @@
+"""The codemod base class and the registry it fills.
+
+A codemod is a libcst ``VisitorBasedCodemodCommand`` carrying a code (``TFD`` + 3 digits), a
+name, a one-line summary, whether its fixes are safe, and the substrings a file must contain for
+it to match at all (the runner's prefilter). Defining a subclass with a ``code`` registers it:
+there is no hand-kept list.
+
+Findings are recorded with :meth:`Codemod.report`; the rewrite itself is ordinary libcst.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar, Iterable
+
+import libcst as cst
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.metadata import PositionProvider, QualifiedNameProvider, ScopeProvider
+
+from torchfix_device.device_source import DeviceSource
+
+DOC_SECTIONS = (
+    "What it does",
+    "Why is this bad?",
+    "Example",
+    "Use instead",
+    "Not rewritten",
+    "Fix safety",
+)
+
+_CODE_RE = re.compile(r"^TFD\d{3}$")
+
+REGISTRY: dict[str, type["Codemod"]] = {}
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One place a codemod matched: fixed (or fixable) or left for manual review."""
+
+    line: int
+    column: int
+    code: str
+    message: str
+    fixed: bool
+    """True when the codemod rewrote this place (or, in ``check``, would rewrite it)."""
+    held_back: bool = False
+    """True when a fix exists but is unsafe and ``--unsafe-fixes`` was not given."""
+
+    @property
+    def kind(self) -> str:
+        if self.fixed:
+            return "fix"
+        if self.held_back:
+            return "unsafe-fix"
+        return "manual"
+
+
+class Codemod(VisitorBasedCodemodCommand):
+    """Base class of every torchfix-device codemod.
+
+    Subclasses set ``code``, ``name``, ``summary``, ``safe`` and ``triggers`` and write their
+    documentation in the docstring, in the sections of :data:`DOC_SECTIONS` (Markdown, each
+    section headed ``## <name>``).
+
+    ``self.device_source`` (a :class:`DeviceSource`) chooses the device expression for a site;
+    a binding it inserts is added when the module is left (subclasses overriding
+    ``visit_Module``/``leave_Module`` must call ``super()``).
+
+    The base class tracks the classes and functions being visited (``class_stack`` and
+    ``function_stack`` hold the original nodes); subclasses overriding ``visit_ClassDef``,
+    ``leave_ClassDef``, ``visit_FunctionDef`` or ``leave_FunctionDef`` must call ``super()``.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    safe: ClassVar[bool] = True
+    triggers: ClassVar[tuple[str, ...]] = ()
+    """Substrings of which at least one must occur in a file's text for this codemod to match."""
+
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ScopeProvider)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" not in cls.__dict__:
+            return
+        if not _CODE_RE.match(cls.code):
+            raise ValueError(f"{cls.__name__}: code {cls.code!r} is not TFD + 3 digits")
+        for attr in ("name", "summary", "triggers"):
+            if attr not in cls.__dict__:
+                raise ValueError(f"{cls.__name__}: missing class attribute {attr!r}")
+        for other in REGISTRY.values():
+            if other.code == cls.code or other.name == cls.name:
+                if other.__qualname__ != cls.__qualname__ or other.__module__ != cls.__module__:
+                    raise ValueError(f"{cls.__name__}: code or name already used by {other.__name__}")
+        REGISTRY[cls.code] = cls
+
+    def __init__(self, context: CodemodContext, unsafe_fixes: bool = False) -> None:
+        super().__init__(context)
+        self.unsafe_fixes = unsafe_fixes
+        self.findings: list[Finding] = []
+        self.class_stack: list[cst.ClassDef] = []
+        self.function_stack: list[cst.FunctionDef] = []
+        self.checkpoint_notes: list[str] = []
+        """Lines for the run's output about ``state_dict`` keys this rewrite adds."""
+
+    # -- context tracking -------------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        self.device_source = DeviceSource(self, node)
+        return None
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return self.device_source.finish(updated_node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool | None:
+        self.class_stack.append(node)
+        return None
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.CSTNode:
+        self.class_stack.pop()
+        return updated_node
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        self.function_stack.append(node)
+        return None
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.CSTNode:
+        self.function_stack.pop()
+        return updated_node
+
+    # -- findings ---------------------------------------------------------------------------
+    def report(self, node: cst.CSTNode, message: str, *, fixable: bool = True, safe: bool | None = None) -> bool:
+        """Record a finding at ``node``; return True when the caller should apply its fix.
+
+        ``fixable=False`` records a place left for manual review. ``safe`` overrides the
+        codemod's own safety for this one finding (weaker evidence makes a finding unsafe).
+        """
+        position = self.get_metadata(PositionProvider, node).start
+        is_safe = self.safe if safe is None else safe
+        apply = fixable and (is_safe or self.unsafe_fixes)
+        self.findings.append(
+            Finding(
+                line=position.line,
+                column=position.column + 1,
+                code=self.code,
+                message=message,
+                fixed=apply,
+                held_back=fixable and not apply,
+            )
+        )
+        return apply
+
+    # -- helpers ----------------------------------------------------------------------------
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        """The fully qualified names ``node`` may refer to (``torch.load`` for ``T.load``)."""
+        try:
+            return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+        except KeyError:
+            return set()
+
+    @classmethod
+    def documentation(cls) -> dict[str, str]:
+        """The docstring's sections, by heading."""
+        return parse_doc_sections(cls.__doc__ or "")
+
+
+def parse_doc_sections(doc: str) -> dict[str, str]:
+    """Split a rule docstring into ``{heading: body}`` on ``## heading`` lines."""
+    import inspect
+
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in inspect.cleandoc(doc).splitlines():
+        if line.startswith("## "):
+            current = sections.setdefault(line[3:].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return {k: "\n".join(v).strip() for k, v in sections.items()}
+
+
+class UnknownRuleError(ValueError):
+    pass
+
+
+def all_codemods() -> list[type[Codemod]]:
+    """Every registered codemod, ordered by code."""
+    import torchfix_device.codemods  # noqa: F401  (importing fills the registry)
+
+    return [REGISTRY[c] for c in sorted(REGISTRY)]
+
+
+def lookup(code_or_name: str) -> type[Codemod]:
+    """The codemod with this code (``TFD005``) or name (``torch-load-without-map-location``)."""
+    wanted = code_or_name.strip()
+    for codemod in all_codemods():
+        if wanted.upper() == codemod.code or wanted.lower() == codemod.name:
+            return codemod
+    known = ", ".join(f"{c.code} ({c.name})" for c in all_codemods())
+    raise UnknownRuleError(f"unknown codemod {code_or_name!r}; known: {known}")
+
+
+def select_codemods(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[type[Codemod]]:
+    """The codemods that ``--select`` / ``--ignore`` leave, ordered by code."""
+    chosen = [lookup(s) for s in select] if select else all_codemods()
+    dropped = {lookup(i).code for i in ignore or ()}
+    unique = {c.code: c for c in chosen if c.code not in dropped}
+    return [unique[c] for c in sorted(unique)]

@@ -1,0 +1,71 @@
+import libcst as cst
+
+from torchfix_device import _cst
+from torchfix_device.codemod import Codemod
+from torchfix_device.device_source import NoDevice
+
+TORCH_LOAD = {"torch.load", "torch.serialization.load"}
+
+
+class TorchLoadWithoutMapLocation(Codemod):
+    """
+    ## What it does
+    Adds `map_location=<device>` to `torch.load(...)` calls that do not pass one, however
+    `torch.load` was imported (`import torch as T`, `from torch import load as L`).
+
+    The device is the one the surrounding code runs on: inside an `nn.Module` method, the
+    module's own device (`x.device`, `self.weight.device`); in a function with a `device`
+    argument, that argument; elsewhere an existing `device = torch.device(...)` binding, or
+    `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` inserted once after
+    the imports. That device is what the loaded tensors are about to be used with, and it exists
+    on the machine that runs the code — unlike the device recorded in the checkpoint.
+
+    ## Why is this bad?
+    `torch.load` puts every tensor back on the device it was saved from. A checkpoint written on
+    a GPU fails to load on a CPU-only machine (`RuntimeError: Attempting to deserialize object on
+    a CUDA device but torch.cuda.is_available() is False`), and one written on `cuda:1` lands on
+    `cuda:1` even when the model runs on `cuda:0`, giving `Expected all tensors to be on the same
+    device`.
+
+    ## Example
+    ```python
+    state = torch.load("ckpt.pt")
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    state = torch.load("ckpt.pt", map_location=device)
+    ```
+
+    ## Not rewritten
+    Calls that already pass `map_location` (by keyword or as the second positional argument) or
+    pass `**kwargs` (which may hold it); every other `load` (`np.load`, `pickle.load`,
+    `json.load`, `yaml.load`, a method called `load`); calls inside `__init__`, static methods or
+    nested functions of an `nn.Module`, where no module device exists yet — those are reported.
+
+    ## Fix safety
+    Safe. The loaded values are the same; only where they live changes, and they are placed
+    where the code that uses them runs.
+    """
+
+    code = "TFD005"
+    name = "torch-load-without-map-location"
+    summary = "`torch.load` without `map_location` fails on machines without the saving device"
+    safe = True
+    triggers = ("load",)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if not (self.qualified_names(original_node.func) & TORCH_LOAD):
+            return updated_node
+        if _cst.keyword_arg(original_node, "map_location") is not None:
+            return updated_node
+        if len(_cst.positional_args(original_node)) >= 2 or any(a.star == "**" for a in original_node.args):
+            return updated_node
+        device = self.device_source.for_site(original_node)
+        if isinstance(device, NoDevice):
+            self.report(original_node, f"`torch.load` without `map_location`: {device.reason}", fixable=False)
+            return updated_node
+        if self.report(original_node, f"`torch.load` without `map_location`: add `map_location={device.code}`"):
+            return _cst.add_keyword_arg(updated_node, "map_location", device.code)
+        return updated_node

@@ -1,0 +1,68 @@
+"""Defaults from ``[tool.torchfix-device]`` in the nearest ``pyproject.toml``."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+KNOWN_KEYS = {"select", "ignore", "exclude", "unsafe-fixes"}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class Config:
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    unsafe_fixes: bool = False
+    source: Path | None = None
+
+
+def find_pyproject(start: Path) -> Path | None:
+    folder = start.absolute()
+    if not folder.is_dir():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        path = candidate / "pyproject.toml"
+        if path.is_file():
+            return path
+    return None
+
+
+def load_config(start: Path) -> Config:
+    """The settings of the nearest ``pyproject.toml`` above ``start``; empty when there is none."""
+    path = find_pyproject(start)
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    table = data.get("tool", {}).get("torchfix-device")
+    if table is None:
+        return Config(source=None)
+    unknown = sorted(set(table) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{path}: [tool.torchfix-device]: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_KEYS))}"
+        )
+    config = Config(source=path)
+    for key in ("select", "ignore", "exclude"):
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: [tool.torchfix-device] {key} must be a list of strings")
+        setattr(config, key, value)
+    unsafe = table.get("unsafe-fixes", False)
+    if not isinstance(unsafe, bool):
+        raise ConfigError(f"{path}: [tool.torchfix-device] unsafe-fixes must be true or false")
+    config.unsafe_fixes = unsafe
+    return config

@@ -1,0 +1,108 @@
+"""Reading source files byte-faithfully and replacing them atomically.
+
+A file is decoded with its PEP 263 coding cookie (UTF-8 by default), a UTF-8 BOM is remembered,
+line endings are left inside the text untouched, and the rewrite is encoded back the same way.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+BOM = b"\xef\xbb\xbf"
+TEMP_SUFFIX = ".torchfix-device.tmp"
+
+
+class SourceError(Exception):
+    """A file that cannot be read as Python source; ``line`` where one can be named."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    raw: bytes
+    text: str
+    """Decoded text without the BOM; line endings as in the file."""
+    encoding: str
+    bom: bool
+
+    def encode(self, text: str) -> bytes:
+        """``text`` as bytes in this file's encoding, with its BOM if it had one."""
+        return (BOM if self.bom else b"") + text.encode(self.encoding)
+
+
+def decode_source(path: Path, raw: bytes) -> SourceFile:
+    """Decode ``raw`` as Python source; raise :class:`SourceError` naming the line on failure."""
+    if b"\x00" in raw:
+        raise SourceError("contains NUL bytes: not a text file", raw[: raw.index(b"\x00")].count(b"\n") + 1)
+    bom = raw.startswith(BOM)
+    body = raw[len(BOM):] if bom else raw
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"bad coding cookie: {exc.msg if hasattr(exc, 'msg') else exc}", getattr(exc, "lineno", None)) from None
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+    try:
+        text = body.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = body[: exc.start].count(b"\n") + 1
+        hint = "" if encoding != "utf-8" else " (add a `# -*- coding: ... -*-` line if the file uses another encoding)"
+        raise SourceError(f"cannot decode byte 0x{body[exc.start]:02x} as {encoding}{hint}", line) from None
+    return SourceFile(path=path, raw=raw, text=text, encoding=encoding, bom=bom)
+
+
+def read_source(path: Path) -> SourceFile:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    return decode_source(path, raw)
+
+
+class WriteError(Exception):
+    pass
+
+
+def atomic_replace(path: Path, data: bytes, expected_old: bytes) -> None:
+    """Replace ``path`` with ``data`` through a temp file in the same folder and a rename.
+
+    The file mode is kept. If the file on disk no longer holds ``expected_old`` (changed or
+    deleted while we worked), nothing is written and :class:`WriteError` is raised.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise WriteError("file was deleted during the run; not recreated") from None
+    if not st.st_mode & stat.S_IWUSR:
+        raise WriteError("file is read-only; left unchanged")
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, stat.S_IMODE(st.st_mode))
+        try:
+            current = path.read_bytes()
+        except FileNotFoundError:
+            raise WriteError("file was deleted during the run; not recreated") from None
+        if current != expected_old:
+            raise WriteError("file changed on disk during the run; the newer version was kept")
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise

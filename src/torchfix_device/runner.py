@@ -1,0 +1,238 @@
+"""Find files, prefilter, parse once, apply the selected codemods until stable.
+
+The runner never raises on a bad file: every file yields one :class:`FileResult` (changed,
+unchanged, failed with a reason, or skipped).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Literal, Sequence
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+
+from torchfix_device.codemod import Codemod, Finding
+from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
+
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", "__pycache__", "build", "dist", "site-packages", ".tox", ".nox",
+        ".venv", "venv", ".eggs", "node_modules", ".mypy_cache", ".pytest_cache",
+        ".torchfix_device_cache",
+    }
+)
+MAX_PASSES = 6
+
+Status = Literal["changed", "unchanged", "failed", "skipped"]
+
+
+@dataclass
+class FileResult:
+    path: Path
+    display: str
+    status: Status
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    """For ``failed``/``skipped``: the reason, starting with ``line N:`` where there is one."""
+    source: SourceFile | None = None
+    new_text: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TransformOutput:
+    text: str
+    findings: list[Finding]
+    notes: list[str]
+
+
+class InternalError(Exception):
+    """A codemod produced code that does not compile (a bug in the codemod, not the input)."""
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the current directory when it is below it (POSIX separators)."""
+    try:
+        return Path(os.path.relpath(path)).as_posix() if not _outside_cwd(path) else path.as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _outside_cwd(path: Path) -> bool:
+    return os.path.relpath(path.absolute()).startswith("..")
+
+
+# -- file discovery ---------------------------------------------------------------------------
+def collect_files(paths: Sequence[Path], exclude: Iterable[str] = ()) -> tuple[list[Path], list[FileResult]]:
+    """Python files under ``paths`` (sorted, de-duplicated) and results for paths that are not."""
+    exclude = tuple(exclude)
+    found: dict[Path, Path] = {}
+    problems: list[FileResult] = []
+    for given in paths:
+        if given.is_symlink() and given.is_file():
+            problems.append(FileResult(given, display_path(given), "skipped", error="symbolic link: not followed, never written through"))
+        elif given.is_file():
+            if given.suffix not in (".py", ".pyi"):
+                problems.append(FileResult(given, display_path(given), "failed", error="not a Python file (.py); skipped"))
+            else:
+                found.setdefault(given.resolve(), given)
+        elif given.is_dir():
+            before = len(found)
+            for path in _walk_python_files(given, exclude, problems):
+                found.setdefault(path.resolve(), path)
+            if len(found) == before:
+                problems.append(FileResult(given, display_path(given), "failed", error="no Python files found in this folder"))
+        else:
+            problems.append(FileResult(given, display_path(given), "failed", error="no such file or folder"))
+    files = sorted(found.values(), key=lambda p: display_path(p))
+    return files, problems
+
+
+def _walk_python_files(root: Path, exclude: tuple[str, ...], problems: list[FileResult]) -> Iterable[Path]:
+    def on_error(exc: OSError) -> None:
+        where = Path(exc.filename) if exc.filename else root
+        problems.append(FileResult(where, display_path(where), "failed", error=f"cannot read folder: {exc.strerror}"))
+
+    for folder, dirs, files in os.walk(root, onerror=on_error):
+        base = Path(folder)
+        dirs[:] = sorted(
+            d for d in dirs
+            if d not in SKIP_DIRS
+            and not (base / d).is_symlink()
+            and not (base / d / "pyvenv.cfg").exists()
+            and not _excluded(base / d, exclude)
+        )
+        for name in sorted(files):
+            path = base / name
+            if name.endswith(".py") and not path.is_symlink() and not _excluded(path, exclude):
+                yield path
+
+
+def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
+    posix = path.as_posix()
+    return any(path.match(p) or Path(posix).match(p.rstrip("/") + "/**") or p.rstrip("/") in path.parts for p in patterns)
+
+
+# -- transforming -----------------------------------------------------------------------------
+def active_codemods(text: str, codemods: Sequence[type[Codemod]]) -> list[type[Codemod]]:
+    """The codemods whose trigger substrings occur in ``text`` (the cheap prefilter)."""
+    return [c for c in codemods if any(t in text for t in c.triggers)]
+
+
+def transform_source(
+    text: str,
+    codemods: Sequence[type[Codemod]],
+    *,
+    unsafe_fixes: bool = False,
+    filename: str | None = None,
+) -> TransformOutput:
+    """Apply ``codemods`` to ``text`` until the tree stops changing.
+
+    Findings carry positions in ``text``. Raises ``libcst.ParserSyntaxError`` for code that does
+    not parse and :class:`InternalError` when the result does not compile.
+    """
+    active = active_codemods(text, codemods)
+    if not active:
+        return TransformOutput(text, [], [])
+    original = cst.parse_module(text)
+    findings: set[Finding] = set()
+    notes: list[str] = []
+    current, current_code = original, text
+    for pass_number in range(MAX_PASSES):
+        changed_in_pass = False
+        for codemod_class in active:
+            codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes)
+            result = codemod.transform_module(current)
+            if pass_number == 0:
+                if current is original:
+                    findings.update(codemod.findings)
+                    notes.extend(codemod.checkpoint_notes)
+                else:  # positions must refer to the file as it was: look at the original tree
+                    fresh = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes)
+                    fresh.transform_module(original)
+                    findings.update(fresh.findings)
+                    notes.extend(fresh.checkpoint_notes)
+            result_code = result.code
+            if result_code != current_code:
+                current, current_code = result, result_code
+                changed_in_pass = True
+        if not changed_in_pass:
+            break
+    else:
+        raise InternalError(f"codemods {', '.join(c.code for c in active)} did not reach a fixed point")
+    if current_code != text:
+        try:
+            compile(current_code, filename or "<rewrite>", "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            raise InternalError(
+                f"rewrite by {', '.join(c.code for c in active)} does not compile "
+                f"(line {exc.lineno}: {exc.msg}); file left unchanged — please report this bug"
+            ) from None
+    return TransformOutput(current_code, sorted(findings), notes)
+
+
+def _parse_error_message(exc: cst.ParserSyntaxError, text: str) -> str:
+    line_text = text.splitlines()[exc.raw_line - 1] if 0 < exc.raw_line <= len(text.splitlines()) else ""
+    hint = ""
+    stripped = line_text.strip()
+    if stripped.startswith(("print ", "exec ")) or " except " in f" {stripped}" and "," in stripped or "ur'" in stripped:
+        hint = " (Python 2 syntax? this tool reads Python 3 only; convert with 2to3 first)"
+    return f"line {exc.raw_line}:{exc.raw_column + 1}: syntax error: {exc.message}{hint}"
+
+
+def process_file(
+    path: Path,
+    codemods: Sequence[type[Codemod]],
+    *,
+    write: bool,
+    unsafe_fixes: bool = False,
+) -> FileResult:
+    """Read, transform and (when ``write``) atomically replace one file. Never raises."""
+    shown = display_path(path)
+    try:
+        source = read_source(path)
+    except SourceError as exc:
+        where = f"line {exc.line}: " if exc.line else ""
+        return FileResult(path, shown, "failed", error=f"{where}{exc.message}")
+    try:
+        output = transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=str(path))
+    except cst.ParserSyntaxError as exc:
+        return FileResult(path, shown, "failed", error=_parse_error_message(exc, source.text), source=source)
+    except RecursionError:
+        return FileResult(path, shown, "failed", error="expression nested too deeply for the parser; skipped", source=source)
+    except InternalError as exc:
+        return FileResult(path, shown, "failed", error=f"internal error: {exc}", source=source)
+    except Exception as exc:  # a codemod bug must not stop the other files
+        return FileResult(path, shown, "failed", error=f"internal error: {type(exc).__name__}: {exc}", source=source)
+    result = FileResult(path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes)
+    if output.text == source.text:
+        return result
+    result.status = "changed"
+    result.new_text = output.text
+    if write:
+        try:
+            atomic_replace(path, source.encode(output.text), source.raw)
+        except (WriteError, OSError) as exc:
+            result.status = "failed"
+            result.error = str(exc) if isinstance(exc, WriteError) else f"cannot write: {exc.strerror or exc}"
+        except UnicodeEncodeError as exc:
+            result.status = "failed"
+            result.error = f"rewrite cannot be encoded as {source.encoding}: {exc.reason}"
+    return result
+
+
+def run(
+    paths: Sequence[Path],
+    codemods: Sequence[type[Codemod]],
+    *,
+    write: bool,
+    unsafe_fixes: bool = False,
+    exclude: Iterable[str] = (),
+) -> list[FileResult]:
+    """Process every Python file under ``paths``; one result per file, in display order."""
+    files, problems = collect_files(paths, exclude)
+    results = [process_file(p, codemods, write=write, unsafe_fixes=unsafe_fixes) for p in files]
+    return problems + results
