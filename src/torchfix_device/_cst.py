@@ -60,6 +60,15 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under ``node`` (itself included), in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
 def code_of(node: cst.CSTNode) -> str:
     """Source text of a node, as libcst would print it."""
     return cst.Module(body=[]).code_for_node(node)
@@ -157,3 +166,54 @@ def all_params(func: cst.FunctionDef) -> list[cst.Param]:
     p = func.params
     extra = [s for s in (p.star_arg, p.star_kwarg) if isinstance(s, cst.Param)]
     return [*p.posonly_params, *p.params, *p.kwonly_params, *extra]
+
+
+LEGACY_TENSOR_DTYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
+    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
+}
+
+
+def legacy_tensor_type(qualified: set[str]) -> tuple[str, bool] | None:
+    """``torch.FloatTensor`` → ("float32", False); ``torch.cuda.LongTensor`` → ("int64", True)."""
+    for name in qualified:
+        parts = name.split(".")
+        if parts[0] != "torch" or parts[-1] not in LEGACY_TENSOR_DTYPES:
+            continue
+        if len(parts) == 2:
+            return LEGACY_TENSOR_DTYPES[parts[-1]], False
+        if parts[1:-1] == ["cuda"]:
+            return LEGACY_TENSOR_DTYPES[parts[-1]], True
+    return None
+
+
+def _is_size_expression(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        return _is_size_expression(node.left) and _is_size_expression(node.right)
+    return isinstance(node, cst.Call) and dotted_name(node.func) == "len"
+
+
+def legacy_constructor_call(call: cst.Call, torch_name: str, dtype: str, device_code: str) -> cst.Call | None:
+    """``torch.FloatTensor(2, 3)`` → ``torch.empty(2, 3, dtype=torch.float32, device=...)``;
+    ``torch.LongTensor([1, 2])`` → ``torch.tensor([1, 2], dtype=torch.int64, device=...)``.
+
+    None when the arguments do not show whether they are a size or data (a lone name).
+    """
+    if any(a.keyword is not None or a.star for a in call.args):
+        return None
+    args = list(call.args)
+    if len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)):
+        factory = "tensor"
+    elif len(args) >= 2 or (len(args) == 1 and _is_size_expression(args[0].value)):
+        factory = "empty"
+    elif not args:
+        factory = "empty"
+        call = call.with_changes(args=[cst.Arg(cst.Integer("0"))])
+    else:
+        return None
+    new = call.with_changes(func=cst.parse_expression(f"{torch_name}.{factory}"))
+    new = add_keyword_arg(new, "dtype", f"{torch_name}.{dtype}")
+    return add_keyword_arg(new, "device", device_code)

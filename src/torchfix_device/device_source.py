@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import libcst as cst
 import libcst.matchers as m
@@ -102,8 +102,13 @@ class DeviceSource:
         return self._scoped_device(node)
 
     def finish(self, module: cst.Module) -> cst.Module:
-        """Insert the module-level device binding if a site asked for it."""
-        if self.inserted_name is None:
+        """Insert the module-level device binding if a rewrite uses it.
+
+        The inserted name was chosen free in the original file, so it occurs in ``module`` only
+        where a rewrite put it; a site that asked for a device but was then not rewritten
+        (reported, or an unsafe fix held back) inserts nothing.
+        """
+        if self.inserted_name is None or self.inserted_name not in _cst.all_names(module):
             return module
         torch_name = _cst.torch_module_alias(module)
         if torch_name is None:
@@ -115,12 +120,11 @@ class DeviceSource:
         )
         index = _cst.end_of_import_block(module)
         body = list(module.body)
-        if index < len(body):
-            nxt = body[index]
-            # Keep a blank line between the imports and the new line when the file had one there.
-            if getattr(nxt, "leading_lines", None):
-                stmt = stmt.with_changes(leading_lines=nxt.leading_lines)
-                body[index] = nxt.with_changes(leading_lines=[cst.EmptyLine()])
+        if index > 0:  # one blank line between the imports and the new line
+            stmt = stmt.with_changes(leading_lines=[cst.EmptyLine()])
+        elif body:  # at the very top: keep the file's leading comments (shebang, license) above it
+            stmt = stmt.with_changes(leading_lines=body[0].leading_lines)
+            body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine()])
         body.insert(index, stmt)
         return module.with_changes(body=body)
 
@@ -176,7 +180,7 @@ class DeviceSource:
     def module_classes(self) -> dict[int, cst.ClassDef]:
         """Classes of this file that subclass ``torch.nn`` classes, directly or through others."""
         if self._module_classes is None:
-            classes = [n for n in _walk(self.module) if isinstance(n, cst.ClassDef)]
+            classes = [n for n in _cst.walk(self.module) if isinstance(n, cst.ClassDef)]
             found: dict[int, cst.ClassDef] = {}
             names: set[str] = set()
             changed = True
@@ -251,7 +255,7 @@ class DeviceSource:
     def _scoped_device(self, node: cst.CSTNode) -> DeviceExpr:
         scope = self._scope(node)
         taken: set[str] = set()
-        for name in DEVICE_NAMES:
+        for name in (*DEVICE_NAMES, *self._module_level_device_names()):
             visible = set(scope[name]) if scope is not None else set()
             if not visible:
                 continue
@@ -266,6 +270,17 @@ class DeviceSource:
             )
         return DeviceExpr(self.inserted_name)
 
+    def _module_level_device_names(self) -> list[str]:
+        """Names bound at module level to a device (``dev = torch.device(...)``, an inserted line)."""
+        names = []
+        for stmt in self.module.body:
+            if m.matches(stmt, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name())])])):
+                assign = cst.ensure_type(cst.ensure_type(stmt, cst.SimpleStatementLine).body[0], cst.Assign)
+                name = cst.ensure_type(assign.targets[0].target, cst.Name).value
+                if name not in DEVICE_NAMES and self._looks_like_device(assign.value):
+                    names.append(name)
+        return names
+
     def _scope(self, node: cst.CSTNode):
         try:
             return self.codemod.get_metadata(ScopeProvider, node)
@@ -278,7 +293,7 @@ class DeviceSource:
         target = assignment.node
         if isinstance(target, cst.Param):
             return True
-        value = self._assigned_value().get(id(target))
+        value = self.assigned_values().get(id(target))
         if value is None or not self._looks_like_device(value):
             return False
         # A binding made later in the same scope is not there yet when a module-level use runs.
@@ -301,15 +316,16 @@ class DeviceSource:
             return isinstance(text, str) and text.split(":")[0] in {"cuda", "cpu", "mps", "xpu", "meta"}
         return False
 
-    def _assigned_value(self) -> dict[int, cst.BaseExpression]:
+    def assigned_values(self) -> dict[int, cst.BaseExpression]:
+        """Assigned ``Name`` node (by id) → the value assigned to it (``=``, ``x: T =``, ``+=``)."""
         if self._assigned_values is None:
             values: dict[int, cst.BaseExpression] = {}
-            for node in _walk(self.module):
+            for node in _cst.walk(self.module):
                 if isinstance(node, cst.Assign):
                     for t in node.targets:
                         if isinstance(t.target, cst.Name):
                             values[id(t.target)] = node.value
-                elif isinstance(node, cst.AnnAssign) and node.value is not None and isinstance(node.target, cst.Name):
+                elif isinstance(node, (cst.AnnAssign, cst.AugAssign)) and node.value is not None and isinstance(node.target, cst.Name):
                     values[id(node.target)] = node.value
             self._assigned_values = values
         return self._assigned_values
@@ -320,18 +336,10 @@ class DeviceSource:
         return self._names
 
 
-def _walk(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
-
-
 def _self_method_calls(node: cst.CSTNode) -> set[str]:
     """Names of ``self.<name>(...)`` calls anywhere under ``node``."""
     found = set()
-    for n in _walk(node):
+    for n in _cst.walk(node):
         if m.matches(n, m.Call(func=m.Attribute(m.Name("self"), m.Name()))):
             found.add(cst.ensure_type(cst.ensure_type(n, cst.Call).func, cst.Attribute).attr.value)
     return found

@@ -67,9 +67,8 @@ class LossDataIndex(Codemod):
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
-        self._values: dict[int, cst.BaseExpression | None] = {}
-        self._criteria: set[str] = set()
-        self._collect_bindings(node)
+        self._values = self.device_source.assigned_values()
+        self._criteria: set[str] = self._loss_module_names(node)
         return None
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> cst.BaseExpression:
@@ -113,7 +112,7 @@ class LossDataIndex(Codemod):
             values.append(self._values[id(assignment.node)])
         if not values:
             return f"cannot tell whether `{name.value}` is a scalar"
-        if all(v is not None and self._is_scalar_expr(v) for v in values):
+        if all(self._is_scalar_expr(v) for v in values):
             return True
         return f"cannot tell whether `{name.value}` is a scalar (not every assignment is a loss or reduction)"
 
@@ -146,33 +145,13 @@ class LossDataIndex(Codemod):
             return False
         return any(q.startswith("torch.nn.") and q.endswith("Loss") for q in self.qualified_names(call.func))
 
-    def _collect_bindings(self, module: cst.Module) -> None:
-        """Map each assigned Name node to its value (None when not a plain ``=``), and collect
-        the names (``criterion``, ``self.criterion``) bound to loss-module instances."""
-        codemod = self
-
-        class _Collect(cst.CSTVisitor):
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for t in node.targets:
-                    self._target(t.target, node.value)
-
-            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-                if node.value is not None:
-                    self._target(node.target, node.value)
-
-            def visit_AugAssign(self, node: cst.AugAssign) -> None:
-                if isinstance(node.target, cst.Name):
-                    codemod._values[id(node.target)] = node.value
-
-            def _target(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-                if isinstance(target, cst.Name):
-                    codemod._values[id(target)] = value
-                if isinstance(value, cst.Call) and codemod._is_loss_constructor(value):
-                    dotted = _cst.dotted_name(target)
-                    if dotted:
-                        codemod._criteria.add(dotted)
-
-        module.visit(_Collect())
+    def _loss_module_names(self, module: cst.Module) -> set[str]:
+        """Names (``criterion``, ``self.criterion``) bound to loss-module instances."""
+        names = set()
+        for node in _cst.walk(module):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and self._is_loss_constructor(node.value):
+                names.update(filter(None, (_cst.dotted_name(t.target) for t in node.targets)))
+        return names
 
 
 def _keeps_elements(call: cst.Call) -> bool:

@@ -1,0 +1,207 @@
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from torchfix_device import _cst
+from torchfix_device.codemod import Codemod
+from torchfix_device.device_source import NoDevice
+
+NOT_TORCH_PREFIXES = ("numba", "cupy", "pycuda", "jax", "tensorflow", "cudf", "mxnet", "chainer")
+MOVE_METHODS = {"cuda", "to"}
+
+
+class CudaCall(Codemod):
+    """
+    ## What it does
+    Rewrites `.cuda()` calls to `.to(device)`: `model.cuda()`, `x.cuda()`, chains such as
+    `torch.randn(3).cuda()`, `Net().cuda()`, `torch.load(p).cuda()`, and
+    `.cuda(non_blocking=True)` → `.to(device, non_blocking=True)`.
+
+    The device comes from where the call is (see `torchfix_device.device_source`): inside an
+    `nn.Module` method the module's own device (`x.device` of `forward`'s input, or
+    `self.weight.device`), never a module-level global; in a function with a `device` argument,
+    that argument; elsewhere an existing `device = torch.device(...)` binding, or
+    `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` inserted once after
+    the imports (with a free name when `device` is already bound to something else).
+
+    A guard that only existed to call `.cuda()` — `if use_cuda: x = x.cuda()`,
+    `if torch.cuda.is_available(): model.cuda()`, `x.cuda() if args.cuda else x` — is dropped
+    when its body is nothing but moves and it has no `else`: the device expression now decides.
+
+    ## Why is this bad?
+    `.cuda()` hard-codes one kind of hardware: the code crashes on a CPU-only machine, an Apple
+    GPU or an XPU, and every tensor and module must be moved by hand to the same place.
+    A single device expression makes the code run anywhere and keeps every tensor on one device,
+    avoiding `RuntimeError: Expected all tensors to be on the same device`.
+
+    ## Example
+    ```python
+    model = Net().cuda()
+    if use_cuda:
+        inputs = inputs.cuda(non_blocking=True)
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+    inputs = inputs.to(device, non_blocking=True)
+    ```
+
+    ## Not rewritten
+    - `.cuda(0)`, `.cuda(args.gpu)`, `.cuda(device=...)`: the index was the user's decision;
+      the call is left as it is and reported for manual review (no device-agnostic expression is
+      equivalent to a fixed GPU index).
+    - `self.cuda()` inside a class (the object moves itself: only its caller knows where to),
+      and `.cuda()` inside `__init__`, static methods or nested functions of an `nn.Module`
+      (no module device exists there): reported for manual review.
+    - `x.cuda` without a call, the `torch.cuda.*` namespace (`torch.cuda.is_available()`,
+      `torch.cuda.synchronize()`), and objects that are not torch (numba's `cuda`, cupy, pycuda,
+      a class's own `cuda` method called on `self`).
+    - Guards with an `else`, or whose body does more than move tensors: only the calls inside
+      are rewritten.
+
+    ## Fix safety
+    Safe. On a machine with CUDA the chosen device is the current CUDA device, as `.cuda()`
+    was; elsewhere the code now runs on the CPU instead of raising. Dropping a `use_cuda` guard
+    means a CUDA machine uses its GPU even when the flag was off: the flag is no longer
+    consulted, which the review of the diff shows.
+    """
+
+    code = "TFD001"
+    name = "cuda-call"
+    summary = "`.cuda()` hard-codes CUDA: use `.to(device)` with one device expression"
+    safe = True
+    triggers = ("cuda",)
+
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        super().visit_Module(node)
+        self._own_cuda_classes = {
+            id(c) for c in _walk_classes(node)
+            if any(isinstance(s, cst.FunctionDef) and s.name.value == "cuda" for s in c.body.body)
+        }
+        self._rewritten: set[int] = set()
+        self._declined: set[int] = set()
+        return None
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if not m.matches(original_node.func, m.Attribute(attr=m.Name("cuda"))):
+            return updated_node
+        receiver = cst.ensure_type(original_node.func, cst.Attribute).value
+        if self._not_torch(receiver):
+            return updated_node
+        if m.matches(receiver, m.Name("self")):
+            self._declined.add(id(original_node))
+            self.report(original_node, "`self.cuda()`: the object moves itself; let its caller choose the device", fixable=False)
+            return updated_node
+        explicit = [a for a in original_node.args if a.keyword is None or a.keyword.value == "device"]
+        if explicit or _cst.has_star_args(original_node):
+            self._declined.add(id(original_node))
+            shown = _cst.code_of(original_node)
+            self.report(original_node, f"`{shown}` names a device explicitly: choose a device expression by hand", fixable=False)
+            return updated_node
+        device = self.device_source.for_site(original_node)
+        if isinstance(device, NoDevice):
+            self._declined.add(id(original_node))
+            self.report(original_node, f"`.cuda()`: {device.reason}", fixable=False)
+            return updated_node
+        if not self.report(original_node, f"`.cuda()` hard-codes CUDA: use `.to({device.code})`"):
+            return updated_node
+        self._rewritten.add(id(original_node))
+        return _to_device_call(updated_node, device.code)
+
+    # -- guards -----------------------------------------------------------------------------
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement | cst.FlattenSentinel:
+        if original_node.orelse is not None or not self._is_cuda_condition(original_node.test):
+            return updated_node
+        original_statements = _small_statements(original_node.body)
+        if original_statements is None or not original_statements:
+            return updated_node
+        if not all(self._is_move(s) for s in original_statements):
+            return updated_node
+        if not self._all_cuda_calls_rewritten(original_node.body):
+            return updated_node
+        body = updated_node.body
+        if isinstance(body, cst.SimpleStatementSuite):
+            small = [s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for s in body.body]
+            lines: list[cst.BaseStatement] = [cst.SimpleStatementLine(body=small, trailing_whitespace=body.trailing_whitespace)]
+        else:
+            lines = list(cst.ensure_type(body, cst.IndentedBlock).body)
+        header_comment = _header_comment(updated_node)
+        first = lines[0]
+        leading = [*updated_node.leading_lines, *([header_comment] if header_comment else []), *first.leading_lines]
+        lines[0] = first.with_changes(leading_lines=leading)
+        return cst.FlattenSentinel(lines)
+
+    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
+        """``x.cuda() if use_cuda else x`` → ``x.to(device)``."""
+        if not self._is_cuda_condition(original_node.test):
+            return updated_node
+        if not (isinstance(original_node.body, cst.Call) and id(original_node.body) in self._rewritten):
+            return updated_node
+        receiver = cst.ensure_type(original_node.body.func, cst.Attribute).value
+        if not original_node.orelse.deep_equals(receiver):
+            return updated_node
+        return updated_node.body.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
+
+    def _is_cuda_condition(self, test: cst.BaseExpression) -> bool:
+        if isinstance(test, cst.Call):
+            return "torch.cuda.is_available" in self.qualified_names(test.func)
+        dotted = _cst.dotted_name(test)
+        return dotted is not None and any(w in dotted.lower() for w in ("cuda", "gpu"))
+
+    def _is_move(self, stmt: cst.BaseSmallStatement) -> bool:
+        value: cst.BaseExpression | None = None
+        if isinstance(stmt, cst.Expr):
+            value = stmt.value
+        elif isinstance(stmt, cst.Assign):
+            value = stmt.value
+        return isinstance(value, cst.Call) and m.matches(value.func, m.Attribute(attr=m.Name("cuda") | m.Name("to")))
+
+    def _all_cuda_calls_rewritten(self, body: cst.BaseSuite) -> bool:
+        calls = [n for n in _cst.walk(body) if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda")))]
+        return bool(calls) and all(id(c) in self._rewritten for c in calls)
+
+    def _not_torch(self, receiver: cst.BaseExpression) -> bool:
+        if m.matches(receiver, m.Name("self")) and self.class_stack and id(self.class_stack[-1]) in self._own_cuda_classes:
+            return True
+        for q in self.qualified_names(receiver):
+            if q == "torch" or q.split(".")[0] in NOT_TORCH_PREFIXES:
+                return True
+        return False
+
+
+def _to_device_call(call: cst.Call, device_code: str) -> cst.Call:
+    """``r.cuda(kw=v)`` → ``r.to(<device>, kw=v)``."""
+    func = cst.ensure_type(call.func, cst.Attribute).with_changes(attr=cst.Name("to"))
+    new = cst.ensure_type(cst.parse_expression(f"_.to({device_code})"), cst.Call).with_changes(
+        func=func, lpar=call.lpar, rpar=call.rpar, whitespace_after_func=call.whitespace_after_func
+    )
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value != "async":
+            new = _cst.add_keyword_arg(new, arg.keyword.value, arg.value)
+    return new
+
+
+def _small_statements(body: cst.BaseSuite) -> list[cst.BaseSmallStatement] | None:
+    if isinstance(body, cst.SimpleStatementSuite):
+        return list(body.body)
+    statements: list[cst.BaseSmallStatement] = []
+    for stmt in cst.ensure_type(body, cst.IndentedBlock).body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return None
+        statements.extend(stmt.body)
+    return statements
+
+
+def _header_comment(node: cst.If) -> cst.EmptyLine | None:
+    """A comment on the ``if ...:`` line, kept as a comment line above the unguarded body."""
+    body = node.body
+    if not isinstance(body, cst.IndentedBlock) or body.header.comment is None:
+        return None  # a one-line ``if c: stmt  # comment`` keeps its comment on the statement
+    return cst.EmptyLine(comment=body.header.comment)
+
+
+def _walk_classes(node: cst.CSTNode):
+    return (n for n in _cst.walk(node) if isinstance(n, cst.ClassDef))

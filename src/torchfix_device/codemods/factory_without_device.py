@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from torchfix_device import _cst
+from torchfix_device.codemod import Codemod
+from torchfix_device.device_source import NoDevice
+
+FACTORIES = {
+    "randn", "rand", "randint", "randperm", "zeros", "ones", "empty", "full", "arange", "range",
+    "linspace", "logspace", "eye", "tensor", "as_tensor", "normal", "bernoulli_",
+}
+FACTORIES = {f"torch.{name}" for name in FACTORIES if not name.endswith("_")}
+MOVES = {"to", "cuda", "cpu", "type"}
+
+
+class FactoryWithoutDevice(Codemod):
+    """
+    ## What it does
+    Adds `device=` to tensor factory calls — `torch.randn`, `rand`, `randint`, `randperm`,
+    `zeros`, `ones`, `empty`, `full`, `arange`, `linspace`, `logspace`, `eye`, `tensor`,
+    `as_tensor`, `normal` — made inside methods of an `nn.Module` (helpers such as `reset_noise`
+    or `init_hidden` included), and rewrites legacy constructors there
+    (`torch.FloatTensor(n)` → `torch.empty(n, dtype=torch.float32, device=...)`).
+
+    The device is the module's own: the method's tensor argument (`x.device` in `forward(x)`),
+    else a parameter, buffer or layer created in `__init__` that already exists when the method
+    runs (`self.sigma_weight.device`), else `next(self.parameters()).device`.
+
+    ## Why is this bad?
+    Factories create tensors on the default device, the CPU. After `model.to("cuda")` the
+    module's weights are on the GPU but the tensors its methods create are not, and the next
+    operation fails with `RuntimeError: Expected all tensors to be on the same device, but found
+    at least two devices, cuda:0 and cpu!` — the NoisyNet `reset_noise()` bug.
+
+    ## Example
+    ```python
+    def reset_noise(self):
+        eps_in = torch.randn(self.num_in)
+        self.epsilon_weight.copy_(eps_in.ger(torch.randn(self.num_out)))
+    ```
+
+    ## Use instead
+    ```python
+    def reset_noise(self):
+        eps_in = torch.randn(self.num_in, device=self.sigma_weight.device)
+        self.epsilon_weight.copy_(eps_in.ger(torch.randn(self.num_out, device=self.sigma_weight.device)))
+    ```
+
+    ## Not rewritten
+    - `*_like` calls (they follow their argument), calls that already pass `device`, calls moved
+      at once (`torch.zeros(3).to(x.device)`, `.cuda()`, `.type(...)`).
+    - Anything in `__init__`: the module is still being built on the CPU, and factories whose
+      result goes into `nn.Parameter(...)` or `register_buffer(...)` move with the module.
+    - Static methods, class methods and functions nested in methods (no module to ask), and
+      methods run during `__init__` before any parameter exists: reported, not guessed.
+    - Plain functions: reported when they also deal with devices (mention `device`, `.to(` or
+      `cuda`), since a CPU tensor there is a likely mismatch; otherwise left alone (data
+      preparation on the CPU is normal).
+    - Legacy constructors given a name (`torch.FloatTensor(x)`: a size or data?) are reported.
+
+    ## Fix safety
+    Safe. The values are drawn from the same generator in the same order; only where the new
+    tensor lives changes, and it is placed with the module it is used with. (On a CUDA device the
+    random numbers come from the CUDA generator, which the CPU-only check cannot compare.)
+    """
+
+    code = "TFD003"
+    name = "factory-without-device"
+    summary = "Tensor factories inside nn.Module methods create CPU tensors: pass `device=`"
+    safe = True
+    triggers = ("torch", "Tensor")
+
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        super().visit_Module(node)
+        self._moved: set[int] = set()
+        self._device_aware: dict[int, bool] = {}
+        self._torch = _cst.torch_module_alias(node) or "torch"
+        return None
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool | None:
+        if isinstance(node.value, cst.Call) and node.attr.value in MOVES:
+            self._moved.add(id(node.value))
+        return None
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        qualified = self.qualified_names(original_node.func)
+        legacy = _cst.legacy_tensor_type(qualified)
+        is_factory = bool(qualified & FACTORIES)
+        if not (is_factory or legacy) or (legacy and legacy[1]):
+            return updated_node  # torch.cuda.* types are TFD008's
+        if id(original_node) in self._moved or _cst.keyword_arg(original_node, "device") is not None:
+            return updated_node
+        if _cst.has_star_args(original_node):
+            return updated_node
+        if not self._in_module_method_or_device_aware_function():
+            return updated_node
+        function = self.function_stack[-1] if self.function_stack else None
+        if function is not None and function.name.value == "__init__" and self.device_source.enclosing_module_class():
+            return updated_node
+        device = self.device_source.for_site(original_node, allow_global=False)
+        shown = _cst.code_of(original_node.func)
+        if isinstance(device, NoDevice):
+            self.report(original_node, f"`{shown}(...)` creates a CPU tensor: {device.reason}", fixable=False)
+            return updated_node
+        if legacy:
+            rewritten = _cst.legacy_constructor_call(updated_node, self._torch, legacy[0], device.code)
+            if rewritten is None:
+                self.report(original_node, f"`{shown}(...)`: cannot tell a size from data; pass `device=` by hand", fixable=False)
+                return updated_node
+            if self.report(original_node, f"legacy `{shown}(...)` creates a CPU tensor: use a factory with `device={device.code}`"):
+                return rewritten
+            return updated_node
+        if self.report(original_node, f"`{shown}(...)` creates a CPU tensor: add `device={device.code}`"):
+            return _cst.add_keyword_arg(updated_node, "device", device.code)
+        return updated_node
+
+    def _in_module_method_or_device_aware_function(self) -> bool:
+        if self.device_source.enclosing_module_class() is not None:
+            return True
+        if not self.function_stack:
+            return False
+        function = self.function_stack[-1]
+        if id(function) not in self._device_aware:
+            text = _cst.code_of(function)
+            self._device_aware[id(function)] = "device" in text or ".to(" in text or "cuda" in text
+        return self._device_aware[id(function)]
