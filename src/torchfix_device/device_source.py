@@ -252,7 +252,7 @@ class DeviceSource:
         return None, is_layer
 
     # -- everywhere else --------------------------------------------------------------------
-    def _scoped_device(self, node: cst.CSTNode) -> DeviceExpr:
+    def _scoped_device(self, node: cst.CSTNode) -> DeviceExpr | NoDevice:
         scope = self._scope(node)
         taken: set[str] = set()
         for name in (*DEVICE_NAMES, *self._module_level_device_names()):
@@ -263,12 +263,30 @@ class DeviceSource:
                 return DeviceExpr(name)
             taken.add(name)
         if self.inserted_name is None:
-            names = self._all_names()
             self.inserted_name = next(
-                (n for n in FREE_NAME_CANDIDATES if n not in names and n not in taken),
-                _numbered_free_name(names),
-            )
+                (n for n in FREE_NAME_CANDIDATES if n not in taken and self._is_free_global(n)),
+                None,
+            ) or _numbered_free_name(self._all_names())
+        elif scope is not None and scope[self.inserted_name]:
+            return NoDevice(f"`{self.inserted_name}` is bound to something else here; pass a device by hand")
         return DeviceExpr(self.inserted_name)
+
+    def _is_free_global(self, name: str) -> bool:
+        """``name`` can be bound at module level without changing what any code refers to:
+        nothing binds it there, and no use of it resolves to a binding we cannot see
+        (an undefined name, a star import). Functions binding it locally just shadow it."""
+        global_scope = self._scope(self.module)
+        if global_scope is None or global_scope.assignments[name]:
+            return False
+        for node in _cst.walk(self.module):
+            if isinstance(node, cst.Name) and node.value == name:
+                scope = self._scope(node)
+                if scope is None:
+                    continue
+                for access in scope.accesses[name]:
+                    if access.node is node and not access.referents:
+                        return False
+        return True
 
     def _module_level_device_names(self) -> list[str]:
         """Names bound at module level to a device (``dev = torch.device(...)``, an inserted line)."""

@@ -60,7 +60,8 @@ class CudaCall(Codemod):
       `torch.cuda.synchronize()`), and objects that are not torch (numba's `cuda`, cupy, pycuda,
       a class's own `cuda` method called on `self`).
     - Guards with an `else`, or whose body does more than move tensors: only the calls inside
-      are rewritten.
+      are rewritten. A user flag (`if args.cuda:`) must keep one meaning in a file, so when one
+      guard on it has to stay, every guard on the same condition stays.
 
     ## Fix safety
     Safe. On a machine with CUDA the chosen device is the current CUDA device, as `.cuda()`
@@ -83,6 +84,7 @@ class CudaCall(Codemod):
         }
         self._rewritten: set[int] = set()
         self._declined: set[int] = set()
+        self._kept_conditions = self._conditions_of_guards_that_stay(node)
         return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -112,13 +114,32 @@ class CudaCall(Codemod):
         return _to_device_call(updated_node, device.code)
 
     # -- guards -----------------------------------------------------------------------------
+    def _conditions_of_guards_that_stay(self, module: cst.Module) -> set[str]:
+        """Conditions (as code) of CUDA guards around moves that cannot all be dropped.
+
+        A user flag (``if args.cuda:``) must mean one thing in a file: dropping some of its
+        guards and keeping others would put the model on one device and its inputs on another.
+        """
+        kept = set()
+        for node in _cst.walk(module):
+            if isinstance(node, cst.If) and self._is_cuda_condition(node.test) and _contains_move(node.body):
+                if not self._guard_can_go(node):
+                    kept.add(_cst.code_of(node.test))
+        return kept
+
+    def _guard_can_go(self, node: cst.If) -> bool:
+        if node.orelse is not None:
+            return False
+        statements = _small_statements(node.body)
+        if not statements or not all(self._is_move(s) for s in statements):
+            return False
+        calls = [n for n in _cst.walk(node.body) if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda")))]
+        return not any(a.keyword is None or a.keyword.value == "device" for c in calls for a in c.args)
+
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement | cst.FlattenSentinel:
-        if original_node.orelse is not None or not self._is_cuda_condition(original_node.test):
+        if not self._is_cuda_condition(original_node.test) or not self._guard_can_go(original_node):
             return updated_node
-        original_statements = _small_statements(original_node.body)
-        if original_statements is None or not original_statements:
-            return updated_node
-        if not all(self._is_move(s) for s in original_statements):
+        if _cst.code_of(original_node.test) in self._kept_conditions:
             return updated_node
         if not self._all_cuda_calls_rewritten(original_node.body):
             return updated_node
@@ -140,6 +161,8 @@ class CudaCall(Codemod):
             return updated_node
         if not (isinstance(original_node.body, cst.Call) and id(original_node.body) in self._rewritten):
             return updated_node
+        if _cst.code_of(original_node.test) in self._kept_conditions:
+            return updated_node
         receiver = cst.ensure_type(original_node.body.func, cst.Attribute).value
         if not original_node.orelse.deep_equals(receiver):
             return updated_node
@@ -152,12 +175,11 @@ class CudaCall(Codemod):
         return dotted is not None and any(w in dotted.lower() for w in ("cuda", "gpu"))
 
     def _is_move(self, stmt: cst.BaseSmallStatement) -> bool:
-        value: cst.BaseExpression | None = None
-        if isinstance(stmt, cst.Expr):
-            value = stmt.value
-        elif isinstance(stmt, cst.Assign):
-            value = stmt.value
-        return isinstance(value, cst.Call) and m.matches(value.func, m.Attribute(attr=m.Name("cuda") | m.Name("to")))
+        """``x.cuda()``, ``x = x.to(d)``, ``a, b = a.cuda(), b.cuda()``."""
+        if not isinstance(stmt, (cst.Expr, cst.Assign)):
+            return False
+        values = stmt.value.elements if isinstance(stmt.value, cst.Tuple) else [stmt.value]
+        return all(_is_move_call(v.value if isinstance(v, cst.BaseElement) else v) for v in values)
 
     def _all_cuda_calls_rewritten(self, body: cst.BaseSuite) -> bool:
         calls = [n for n in _cst.walk(body) if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda")))]
@@ -170,6 +192,14 @@ class CudaCall(Codemod):
             if q == "torch" or q.split(".")[0] in NOT_TORCH_PREFIXES:
                 return True
         return False
+
+
+def _is_move_call(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and m.matches(node.func, m.Attribute(attr=m.Name("cuda") | m.Name("to")))
+
+
+def _contains_move(node: cst.CSTNode) -> bool:
+    return any(isinstance(n, cst.Call) and _is_move_call(n) for n in _cst.walk(node))
 
 
 def _to_device_call(call: cst.Call, device_code: str) -> cst.Call:
