@@ -1,0 +1,118 @@
+"""The engine with every codemod at once: nested hits, one device line, positions, idempotence."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchfix_device.codemod import all_codemods, lookup, select_codemods
+from torchfix_device.runner import active_codemods, transform_source
+
+
+def rewrite(source: str, **kwargs):
+    return transform_source(textwrap.dedent(source), all_codemods(), **kwargs)
+
+
+def test_nested_hits_all_land_and_share_one_device_line() -> None:
+    out = rewrite(
+        """\
+        import torch
+
+        model = torch.load("m.pt").cuda()
+        state = torch.load("s.pt")
+        """
+    )
+    assert out.text == textwrap.dedent(
+        """\
+        import torch
+
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        model = torch.load("m.pt", map_location=device).to(device)
+        state = torch.load("s.pt", map_location=device)
+        """
+    )
+    assert sorted({f.code for f in out.findings}) == ["TFD001", "TFD005"]
+
+
+def test_findings_point_at_the_original_lines_even_after_an_insertion() -> None:
+    out = rewrite(
+        """\
+        import torch
+
+        x = torch.randn(3)
+        x.cuda()
+        y = torch.load("p")
+        """
+    )
+    lines = {(f.code, f.line) for f in out.findings}
+    assert ("TFD001", 4) in lines and ("TFD002", 4) in lines and ("TFD005", 5) in lines
+    assert "x = x.to(device)" in out.text
+
+
+def test_second_run_is_a_no_op() -> None:
+    first = rewrite(
+        """\
+        import torch
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+
+            def forward(self, x):
+                return self.fc(x) + torch.randn(2)
+
+        net = Net().cuda()
+        loss = nn.MSELoss()(net(torch.randn(1, 2).cuda()), torch.zeros(1, 2).cuda())
+        print(loss.data[0])
+        """
+    )
+    assert first.text != ""
+    second = transform_source(first.text, all_codemods())
+    assert second.text == first.text
+    assert [f for f in second.findings if f.fixed] == []
+
+
+def test_file_without_triggers_is_not_parsed() -> None:
+    # Not even valid Python: proves the prefilter skips the parse entirely.
+    text = "def broken(:\n    return 1\n"
+    assert active_codemods(text, all_codemods()) == []
+    assert transform_source(text, all_codemods()).text == text
+
+
+def test_unsafe_fix_is_held_back_without_the_flag() -> None:
+    import libcst as cst
+
+    from torchfix_device.codemod import REGISTRY, Codemod
+
+    class RenameSpam(Codemod):
+        """A throw-away unsafe codemod: ``spam`` → ``eggs``."""
+
+        code = "TFD999"
+        name = "test-rename-spam"
+        summary = "test only"
+        safe = False
+        triggers = ("spam",)
+
+        def leave_Name(self, original_node, updated_node):
+            if original_node.value == "spam" and self.report(original_node, "spam"):
+                return cst.Name("eggs")
+            return updated_node
+
+    try:
+        held = transform_source("spam = 1\n", [RenameSpam])
+        assert held.text == "spam = 1\n"
+        assert [(f.fixed, f.held_back) for f in held.findings] == [(False, True)]
+        applied = transform_source("spam = 1\n", [RenameSpam], unsafe_fixes=True)
+        assert applied.text == "eggs = 1\n"
+        assert [(f.fixed, f.held_back) for f in applied.findings] == [(True, False)]
+    finally:
+        REGISTRY.pop("TFD999", None)
+
+
+def test_select_and_ignore_by_code_and_name() -> None:
+    assert [c.code for c in select_codemods(["TFD005", "loss-data-index"], None)] == ["TFD005", "TFD006"]
+    chosen = [c.code for c in select_codemods(None, ["cuda-call"])]
+    assert "TFD001" not in chosen and "TFD005" in chosen
+    assert lookup("tfd001").name == "cuda-call"
