@@ -68,6 +68,8 @@ class CudaTensorType(Codemod):
             self._handled.add(id(node.func))
         if m.matches(node.func, m.Attribute(attr=m.Name("type"))) and len(node.args) == 1 and self._cuda_dtype(node.args[0].value):
             self._handled.add(id(node.args[0].value))
+        if "torch.set_default_tensor_type" in self.qualified_names(node.func):
+            self._handled.update(id(a.value) for a in node.args)  # TFD014's finding
         return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from torchfix_device import _cst
+from torchfix_device.codemod import Codemod
+
+# Index of ``size_average`` among the positional parameters (after ``self`` for classes), as in
+# torch 2.x; an argument at or past it passed positionally may be a legacy argument.
+LOSS_CLASSES = {
+    "BCELoss": 1, "BCEWithLogitsLoss": 1, "CosineEmbeddingLoss": 1, "CrossEntropyLoss": 1,
+    "HingeEmbeddingLoss": 1, "KLDivLoss": 0, "L1Loss": 0, "MSELoss": 0, "MarginRankingLoss": 1,
+    "MultiLabelMarginLoss": 0, "MultiLabelSoftMarginLoss": 1, "MultiMarginLoss": 3, "NLLLoss": 1,
+    "NLLLoss2d": 1, "PoissonNLLLoss": 2, "SmoothL1Loss": 0, "SoftMarginLoss": 0,
+    "TripletMarginLoss": 4,
+}
+LOSS_FUNCTIONS = {
+    "binary_cross_entropy": 3, "binary_cross_entropy_with_logits": 3, "cosine_embedding_loss": 4,
+    "cross_entropy": 3, "hinge_embedding_loss": 3, "kl_div": 2, "l1_loss": 2,
+    "margin_ranking_loss": 4, "mse_loss": 2, "multi_margin_loss": 5, "multilabel_margin_loss": 2,
+    "multilabel_soft_margin_loss": 3, "nll_loss": 3, "poisson_nll_loss": 4, "smooth_l1_loss": 2,
+    "soft_margin_loss": 2, "triplet_margin_loss": 7,
+}
+LEGACY = ("size_average", "reduce")
+LITERALS = {"True": True, "False": False, "None": None}
+
+
+def legacy_reduction(size_average: bool | None, reduce: bool | None) -> str | None:
+    """What torch does with literal legacy arguments: the ``reduction`` string they force, or
+    None when both are None (then torch uses the ``reduction=`` argument as given).
+
+    Mirrors ``torch.nn._reduction.legacy_get_string``, which torch calls only when one of them is
+    not None.
+    """
+    if size_average is None and reduce is None:
+        return None
+    if reduce is False:
+        return "none"
+    return "mean" if size_average in (None, True) else "sum"
+
+
+class LegacyLossReductionArgs(Codemod):
+    """
+    ## What it does
+    Replaces the deprecated `size_average=` and `reduce=` arguments of the `nn.*Loss` classes and
+    the `F.*` loss functions by the `reduction=` they stand for, with torch's own mapping
+    (`torch.nn._reduction.legacy_get_string`): `reduce=False` → `reduction="none"`; otherwise
+    `size_average=False` → `reduction="sum"`, else `reduction="mean"`. When both are `None`
+    they are dropped and the `reduction=` given (or its default) stays. A `reduction=` passed
+    together with them is replaced, since torch ignores it. `reduction="elementwise_mean"`
+    becomes `reduction="mean"`.
+
+    ## Why is this bad?
+    `size_average` and `reduce` have been deprecated since PyTorch 0.4.1; every call prints
+    `UserWarning: size_average and reduce args will be deprecated, please use
+    reduction='sum' instead.`, and the two flags interact in a way that is easy to misread
+    (`reduce=False` silently overrides `size_average`). `"elementwise_mean"` is likewise a
+    deprecated spelling of `"mean"`.
+
+    ## Example
+    ```python
+    criterion = nn.MSELoss(size_average=False)
+    loss = F.cross_entropy(logits, target, reduce=False)
+    kl = nn.KLDivLoss(reduction="elementwise_mean")
+    ```
+
+    ## Use instead
+    ```python
+    criterion = nn.MSELoss(reduction="sum")
+    loss = F.cross_entropy(logits, target, reduction="none")
+    kl = nn.KLDivLoss(reduction="mean")
+    ```
+
+    ## Not rewritten
+    Values that are not the literals `True`, `False` or `None` (`size_average=args.avg`): the
+    result depends on the value at run time, so the call is reported for manual review. Calls
+    that may pass the legacy arguments positionally (as many positional arguments as come before
+    `size_average`, or `*args`) are reported too. Calls with `**kwargs` and no legacy keyword,
+    and functions or classes that are not torch losses, are left alone.
+
+    ## Fix safety
+    Safe: for literal values the new `reduction=` is exactly the one torch computes from the
+    legacy arguments (checked against `legacy_get_string` for every combination in the
+    test-suite), so the loss returns the same values, minus the deprecation warning.
+    """
+
+    code = "TFD010"
+    name = "legacy-loss-reduction-args"
+    summary = "`size_average=`/`reduce=` on losses are deprecated: use the equivalent `reduction=`"
+    safe = True
+    triggers = ("size_average", "reduce", "elementwise_mean")
+
+    def _legacy_position(self, func: cst.BaseExpression) -> int | None:
+        for q in self.qualified_names(func):
+            parts = q.split(".")
+            if q.startswith("torch.nn.functional.") and len(parts) == 4 and parts[-1] in LOSS_FUNCTIONS:
+                return LOSS_FUNCTIONS[parts[-1]]
+            if q.startswith("torch.nn.") and parts[-1] in LOSS_CLASSES and parts[2] in (parts[-1], "modules"):
+                return LOSS_CLASSES[parts[-1]]
+        return None
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        position = self._legacy_position(original_node.func)
+        if position is None:
+            return updated_node
+        legacy = {k: _cst.keyword_arg(original_node, k) for k in LEGACY}
+        reduction = _cst.keyword_arg(original_node, "reduction")
+        if not any(legacy.values()):
+            return self._elementwise_mean(original_node, updated_node, reduction)
+        shown = ", ".join(f"{k}=" for k, a in legacy.items() if a)
+        if any(a.star for a in original_node.args) or len(_cst.positional_args(original_node)) > position:
+            self.report(original_node, f"deprecated `{shown}`: arguments passed positionally; use `reduction=` by hand", fixable=False)
+            return updated_node
+        values: dict[str, bool | None] = {}
+        for key, arg in legacy.items():
+            if arg is None:
+                values[key] = None
+            elif isinstance(arg.value, cst.Name) and arg.value.value in LITERALS:
+                values[key] = LITERALS[arg.value.value]
+            else:
+                self.report(
+                    original_node,
+                    f"deprecated `{key}={_cst.code_of(arg.value)}`: not a literal; use `reduction=` by hand",
+                    fixable=False,
+                )
+                return updated_node
+        new_value = legacy_reduction(values["size_average"], values["reduce"])
+        if new_value is None:
+            message = f"deprecated `{shown}` with `None` has no effect: remove it"
+        else:
+            message = f"deprecated `{shown}`: use `reduction=\"{new_value}\"`"
+        if not self.report(original_node, message):
+            return updated_node
+        drop = {k for k, a in legacy.items() if a is not None}
+        if new_value is not None:
+            drop.add("reduction")
+        new_arg = None
+        if new_value is not None:
+            new_arg = cst.parse_expression(f'f(reduction="{new_value}")').args[0]  # type: ignore[attr-defined]
+        return _replace_keywords(updated_node, drop, new_arg)
+
+    def _elementwise_mean(
+        self, original: cst.Call, updated: cst.Call, reduction: cst.Arg | None
+    ) -> cst.BaseExpression:
+        if reduction is None or not isinstance(reduction.value, cst.SimpleString):
+            return updated
+        if reduction.value.evaluated_value != "elementwise_mean":
+            return updated
+        if not self.report(original, 'deprecated `reduction="elementwise_mean"`: use `"mean"`'):
+            return updated
+        old = reduction.value
+        quote = old.quote
+        new_string = old.with_changes(value=f"{old.prefix}{quote}mean{quote}")
+        args = [
+            a.with_changes(value=new_string) if a.keyword is not None and a.keyword.value == "reduction" else a
+            for a in updated.args
+        ]
+        return updated.with_changes(args=args)
+
+
+def _replace_keywords(call: cst.Call, drop: set[str], new_arg: cst.Arg | None) -> cst.Call:
+    """Remove the keyword arguments in ``drop``; ``new_arg`` takes the place of the first one."""
+    args: list[cst.Arg] = []
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in drop:
+            if new_arg is not None:
+                args.append(arg.with_changes(keyword=new_arg.keyword, value=new_arg.value))
+                new_arg = None
+            continue
+        args.append(arg)
+    original_last = call.args[-1]
+    if args and args[-1] is not original_last:
+        args[-1] = args[-1].with_changes(comma=original_last.comma)
+    return call.with_changes(args=args)

@@ -1,0 +1,245 @@
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.codemod.visitors import RemoveImportsVisitor
+
+from torchfix_device import _cst
+from torchfix_device.codemod import Codemod
+
+VARIABLE = {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
+VARIABLE_MODULES = ("torch.autograd", "torch.autograd.variable")
+
+# torch functions whose result is a new tensor that does not require grad (unless asked to):
+# they take no tensor whose graph they could continue.
+FACTORIES_WITH_REQUIRES_GRAD = {
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange",
+    "linspace", "logspace", "eye", "tensor", "zeros_like", "ones_like", "empty_like",
+    "full_like", "rand_like", "randn_like", "randint_like",
+}
+FRESH_FUNCTIONS = FACTORIES_WITH_REQUIRES_GRAD | {"from_numpy"}
+# Tensor methods that give a tensor that requires grad only when their receiver does.
+NO_GRAD_KEEPING_METHODS = {
+    "float", "double", "half", "bfloat16", "long", "int", "short", "byte", "char", "bool",
+    "cuda", "cpu", "to", "type", "view", "reshape", "unsqueeze", "squeeze", "permute",
+    "transpose", "t", "contiguous", "clone", "expand", "flatten", "fill_", "zero_", "normal_",
+    "uniform_", "pin_memory",
+}
+# Expressions that can stand as the receiver of ``.attr`` / an operand without parentheses.
+ATOMS = (
+    cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.ConcatenatedString,
+    cst.FormattedString, cst.Integer, cst.Float, cst.Imaginary, cst.List, cst.Dict, cst.Set,
+    cst.ListComp, cst.SetComp, cst.DictComp, cst.Ellipsis,
+)
+
+
+class VariableWrapper(Codemod):
+    """
+    ## What it does
+    Removes the `torch.autograd.Variable` wrapper, however it was imported
+    (`from torch.autograd import Variable`, `torch.autograd.Variable`):
+    `Variable(torch.randn(3))` → `torch.randn(3)`,
+    `Variable(torch.randn(3), requires_grad=True)` → `torch.randn(3, requires_grad=True)`,
+    `Variable(torch.from_numpy(a).float(), requires_grad=True)` →
+    `torch.from_numpy(a).float().requires_grad_()`, and `volatile=True/False` (which has had no
+    effect since PyTorch 0.4) is dropped. `Variable(a + b).cuda()` becomes `(a + b).cuda()`.
+    The `Variable` import is removed once nothing uses it.
+
+    ## Why is this bad?
+    Since PyTorch 0.4 `Variable` and `Tensor` are the same class. `Variable(x)` is a deprecated
+    wrapper that today returns `x.detach()` (a new tensor cut from the autograd graph), and
+    `volatile=True` only prints `UserWarning: volatile was removed and now has no effect`: code
+    that relies on it for inference runs with autograd on. Use `with torch.no_grad():` instead.
+
+    ## Example
+    ```python
+    from torch.autograd import Variable
+
+    noise = Variable(torch.randn(batch, dim))
+    w = Variable(torch.zeros(dim, 1), requires_grad=True)
+    state = Variable(torch.from_numpy(obs).float().unsqueeze(0), volatile=True)
+    ```
+
+    ## Use instead
+    ```python
+    noise = torch.randn(batch, dim)
+    w = torch.zeros(dim, 1, requires_grad=True)
+    state = torch.from_numpy(obs).float().unsqueeze(0)  # under `with torch.no_grad():`
+    ```
+
+    ## Not rewritten
+    Calls with `*args`/`**kwargs`, `data=` by keyword, more than one positional argument, other
+    keywords, or a `volatile=` that is not a literal `True`/`False`: reported for manual review.
+    `Variable` used as a value (`isinstance(x, Variable)`) is left alone.
+
+    ## Fix safety
+    Safe where the wrapped expression is provably a fresh tensor that does not require grad (a
+    factory call such as `torch.randn`/`torch.zeros`/`torch.from_numpy`, a legacy constructor
+    given sizes or a list, `x.data`, `x.detach()`, conversions and reshapes of those, or one of
+    those times a number): there the `.detach()` that `Variable` does is a no-op.
+    Unsafe for anything else (`Variable(inputs)` → `inputs`,
+    `Variable(w, requires_grad=True)` → `w.requires_grad_()`): if `inputs` already requires grad,
+    `Variable` cut it from the graph and the rewrite does not, and `requires_grad_()` now marks
+    `w` itself instead of a detached copy. These fixes are applied only with `--unsafe-fixes`;
+    where the input may require grad, write `inputs.detach()` by hand.
+    """
+
+    code = "TFD009"
+    name = "variable-wrapper"
+    summary = "`torch.autograd.Variable` is a deprecated no-op wrapper since PyTorch 0.4: use the tensor"
+    safe = True
+    triggers = ("Variable",)
+
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        super().visit_Module(node)
+        self._tight: set[int] = set()
+        self._rewrote = False
+        self._imports: list[tuple[str, str | None]] = []
+        for small in _cst.walk(node):
+            if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                module = _cst.dotted_name(small.module)
+                if module in VARIABLE_MODULES and not isinstance(small.names, cst.ImportStar):
+                    for alias in small.names:
+                        if _cst.dotted_name(alias.name) == "Variable":
+                            asname = _cst.dotted_name(alias.asname.name) if alias.asname else None
+                            self._imports.append((module, asname))
+        return None
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if self._rewrote:
+            for module, asname in self._imports:
+                RemoveImportsVisitor.remove_unused_import(self.context, module, "Variable", asname)
+        return super().leave_Module(original_node, updated_node)
+
+    # -- where a replacement needs parentheses --------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._tight.add(id(node.value))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._tight.add(id(node.value))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._tight.add(id(node.func))
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        self._tight.add(id(node.expression))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._tight.update((id(node.left), id(node.right)))
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._tight.add(id(node.left))
+        self._tight.update(id(c.comparator) for c in node.comparisons)
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        self._tight.update((id(node.left), id(node.right)))
+
+    def visit_Await(self, node: cst.Await) -> None:
+        self._tight.add(id(node.expression))
+
+    # -- the rewrite ----------------------------------------------------------------------
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if not (self.qualified_names(original_node.func) & VARIABLE):
+            return updated_node
+        problem = _unsupported(original_node)
+        if problem:
+            self.report(original_node, f"`Variable(...)` {problem}: remove the wrapper by hand", fixable=False)
+            return updated_node
+        data = updated_node.args[0].value
+        requires = _cst.keyword_arg(updated_node, "requires_grad")
+        volatile = _cst.keyword_arg(original_node, "volatile")
+        requires_value = None if requires is None or m.matches(requires.value, m.Name("False")) else requires.value
+        fresh = self._is_fresh(original_node.args[0].value)
+
+        if requires_value is None:
+            new: cst.BaseExpression = data
+            shown = "the tensor itself"
+        elif fresh and self._factory_taking_requires_grad(original_node.args[0].value):
+            new = _cst.add_keyword_arg(cst.ensure_type(data, cst.Call), "requires_grad", requires_value)
+            shown = "`requires_grad=` on the factory call"
+        else:
+            args = [] if m.matches(requires_value, m.Name("True")) else [cst.Arg(requires_value)]
+            new = cst.Call(func=cst.Attribute(value=_atom(data), attr=cst.Name("requires_grad_")), args=args)
+            shown = "`.requires_grad_()`"
+        message = f"`Variable(...)` is a deprecated wrapper since PyTorch 0.4: use {shown}"
+        if volatile is not None and m.matches(volatile.value, m.Name("True")):
+            message += "; `volatile=True` has no effect: run inference under `with torch.no_grad():`"
+        if not fresh:
+            message += " (unsafe: `Variable` also detached the tensor from the autograd graph)"
+        if not self.report(original_node, message, safe=None if fresh else False):
+            return updated_node
+        self._rewrote = True
+        if id(original_node) in self._tight:
+            new = _atom(new)
+        if isinstance(new, (cst.NamedExpr, cst.Yield)) and not new.lpar:
+            new = _atom(new, force=True)
+        if updated_node.lpar:
+            new = new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
+        return new
+
+    # -- evidence ---------------------------------------------------------------------------
+    def _is_fresh(self, expr: cst.BaseExpression) -> bool:
+        """A new tensor that does not require grad and that nothing else refers to."""
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value == "data"
+        if isinstance(expr, cst.BinaryOperation):
+            return (self._is_fresh(expr.left) and _is_number(expr.right)) or (
+                _is_number(expr.left) and self._is_fresh(expr.right)
+            )
+        if not isinstance(expr, cst.Call) or any(a.star for a in expr.args):
+            return False
+        if _cst.keyword_arg(expr, "requires_grad") is not None:
+            return False
+        qualified = self.qualified_names(expr.func)
+        if any(q.startswith("torch.") and q.count(".") == 1 and q[6:] in FRESH_FUNCTIONS for q in qualified):
+            return True
+        legacy = _cst.legacy_tensor_type(qualified)
+        if legacy is not None:
+            args = list(expr.args)
+            return all(a.keyword is None for a in args) and (
+                (len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)))
+                or all(isinstance(a.value, cst.Integer) for a in args)
+            )
+        if isinstance(expr.func, cst.Attribute):
+            method = expr.func.attr.value
+            if method == "detach" and not expr.args:
+                return True
+            if method in NO_GRAD_KEEPING_METHODS:
+                return self._is_fresh(expr.func.value)
+        return False
+
+    def _factory_taking_requires_grad(self, expr: cst.BaseExpression) -> bool:
+        if not isinstance(expr, cst.Call):
+            return False
+        return any(
+            q.startswith("torch.") and q.count(".") == 1 and q[6:] in FACTORIES_WITH_REQUIRES_GRAD
+            for q in self.qualified_names(expr.func)
+        )
+
+
+def _unsupported(call: cst.Call) -> str | None:
+    if any(a.star for a in call.args):
+        return "with `*args`/`**kwargs`"
+    positional = _cst.positional_args(call)
+    if len(positional) != 1 or call.args[0].keyword is not None:
+        return "without exactly one positional argument"
+    for arg in call.args[1:]:
+        keyword = arg.keyword.value if arg.keyword else ""
+        if keyword not in ("requires_grad", "volatile"):
+            return f"with `{keyword}=`"
+        if keyword == "volatile" and not m.matches(arg.value, m.Name("True") | m.Name("False")):
+            return "with a `volatile=` that is not `True`/`False`"
+    return None
+
+
+def _is_number(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_number(expr.expression)
+    return isinstance(expr, (cst.Integer, cst.Float))
+
+
+def _atom(expr: cst.BaseExpression, force: bool = False) -> cst.BaseExpression:
+    """``expr`` in parentheses unless it can stand as a receiver/operand as it is."""
+    if expr.lpar or (isinstance(expr, ATOMS) and not force):
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
