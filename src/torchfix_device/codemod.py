@@ -11,12 +11,14 @@ Findings are recorded with :meth:`Codemod.report`; the rewrite itself is ordinar
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import ClassVar, Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Iterable, Iterator
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
-from libcst.metadata import PositionProvider, QualifiedNameProvider, ScopeProvider
+from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
+from libcst.metadata.base_provider import LazyValue
 
 from torchfix_device.device_source import DeviceSource
 
@@ -79,7 +81,10 @@ class Codemod(VisitorBasedCodemodCommand):
     triggers: ClassVar[tuple[str, ...]] = ()
     """Substrings of which at least one must occur in a file's text for this codemod to match."""
 
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ScopeProvider)
+    METADATA_DEPENDENCIES = ()
+    """Nothing is resolved up front: :meth:`get_metadata` resolves a provider the first time a
+    codemod asks for it, through a wrapper the runner shares between codemods (positions are
+    only computed for files with a finding, scopes only for files with a candidate site)."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -96,9 +101,13 @@ class Codemod(VisitorBasedCodemodCommand):
                     raise ValueError(f"{cls.__name__}: code or name already used by {other.__name__}")
         REGISTRY[cls.code] = cls
 
-    def __init__(self, context: CodemodContext, unsafe_fixes: bool = False) -> None:
+    def __init__(
+        self, context: CodemodContext, unsafe_fixes: bool = False, shared: "SharedWrapper | None" = None
+    ) -> None:
         super().__init__(context)
         self.unsafe_fixes = unsafe_fixes
+        self.shared = shared
+        self._metadata_cache: dict[Any, Any] = {}
         self.findings: list[Finding] = []
         self.class_stack: list[cst.ClassDef] = []
         self.function_stack: list[cst.FunctionDef] = []
@@ -130,6 +139,32 @@ class Codemod(VisitorBasedCodemodCommand):
     ) -> cst.CSTNode:
         self.function_stack.pop()
         return updated_node
+
+    # -- metadata, shared and lazy ----------------------------------------------------------
+    def _handle_metadata_reference(self, module: cst.Module):  # type: ignore[override]
+        if self.shared is None:
+            return super()._handle_metadata_reference(module)
+        return self._use_wrapper(self.shared.wrapper_for(module))
+
+    @contextmanager
+    def _use_wrapper(self, wrapper: MetadataWrapper) -> Iterator[cst.Module]:
+        old = self.context.wrapper
+        self.context = replace(self.context, wrapper=wrapper)
+        self._metadata_cache = {}
+        try:
+            yield wrapper.module
+        finally:
+            self.context = replace(self.context, wrapper=old)
+
+    def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = ...) -> Any:  # type: ignore[override]
+        mapping = self._metadata_cache.get(key)
+        if mapping is None:
+            wrapper = self.context.wrapper
+            if wrapper is None:
+                raise KeyError(f"no metadata for {node!r}: not inside a transform")
+            mapping = self._metadata_cache[key] = wrapper.resolve(key)
+        value = mapping[node] if default is ... else mapping.get(node, default)
+        return value() if isinstance(value, LazyValue) else value
 
     # -- findings ---------------------------------------------------------------------------
     def report(self, node: cst.CSTNode, message: str, *, fixable: bool = True, safe: bool | None = None) -> bool:
@@ -165,6 +200,20 @@ class Codemod(VisitorBasedCodemodCommand):
     def documentation(cls) -> dict[str, str]:
         """The docstring's sections, by heading."""
         return parse_doc_sections(cls.__doc__ or "")
+
+
+class SharedWrapper:
+    """One ``MetadataWrapper`` per module, shared by the codemods that run on that module, so
+    scopes, qualified names and positions are computed once instead of once per codemod."""
+
+    def __init__(self) -> None:
+        self._module: cst.Module | None = None
+        self._wrapper: MetadataWrapper | None = None
+
+    def wrapper_for(self, module: cst.Module) -> MetadataWrapper:
+        if self._module is not module or self._wrapper is None:
+            self._module, self._wrapper = module, MetadataWrapper(module)
+        return self._wrapper
 
 
 def parse_doc_sections(doc: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ from typing import Iterable, Literal, Sequence
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from torchfix_device.codemod import Codemod, Finding
+from torchfix_device.codemod import Codemod, Finding, SharedWrapper
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
 
 SKIP_DIRS = frozenset(
@@ -140,18 +140,21 @@ def transform_source(
     original = cst.parse_module(text)
     findings: set[Finding] = set()
     notes: list[str] = []
+    shared, shared_original = SharedWrapper(), SharedWrapper()
     current, current_code = original, text
     for pass_number in range(MAX_PASSES):
         changed_in_pass = False
         for codemod_class in active:
-            codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes)
+            codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
             result = codemod.transform_module(current)
             if pass_number == 0:
                 if current is original:
                     findings.update(codemod.findings)
                     notes.extend(codemod.checkpoint_notes)
                 else:  # positions must refer to the file as it was: look at the original tree
-                    fresh = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes)
+                    fresh = codemod_class(
+                        CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared_original
+                    )
                     fresh.transform_module(original)
                     findings.update(fresh.findings)
                     notes.extend(fresh.checkpoint_notes)

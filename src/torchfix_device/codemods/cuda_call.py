@@ -170,7 +170,8 @@ class CudaCall(Codemod):
 
     def _is_cuda_condition(self, test: cst.BaseExpression) -> bool:
         if isinstance(test, cst.Call):
-            return "torch.cuda.is_available" in self.qualified_names(test.func)
+            name = _cst.dotted_name(test.func) or ""
+            return name.endswith("is_available") and "torch.cuda.is_available" in self.qualified_names(test.func)
         dotted = _cst.dotted_name(test)
         return dotted is not None and any(w in dotted.lower() for w in ("cuda", "gpu"))
 
