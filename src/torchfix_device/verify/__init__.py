@@ -1,0 +1,18 @@
+"""Prove rewrites by running models: the fixture models and the before/after verifier.
+
+Nothing here is imported by the rewrite engine, and only ``checker`` imports torch at import
+time (it is used inside the harness interpreters); everything else imports it lazily, so
+``torchfix-device verify`` without torch says what to install and exits 2.
+
+Modules, one idea each:
+
+``contract``  what a model file must define, read without running it (``ast``)
+``checker``   the stand-in device checker: a dispatch mode that raises on mixed devices
+``legacy``    shims that let legacy originals run on any target (``.cuda()``, ``loss.data[0]``,
+              ``.item()`` on meta), counted so that a rewrite relying on one fails
+``harness``   ``python -m torchfix_device.verify.harness``: one model, one device, one run
+``compare``   are the CPU numbers of original and rewrite the same?
+``verifier``  one model: rewrite it, run the four legs in fresh interpreters, judge
+``cli``       ``torchfix-device verify``: devices, the table or JSON, the exit code
+``models/``   the bundled fixture models, one per seed article bug, plus one needing several
+"""

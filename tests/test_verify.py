@@ -1,0 +1,235 @@
+"""The verifier and the runnable fixture models (tests/fixtures/models -> the package's models).
+
+Each bundled model is verified on ``meta`` (the stand-in second device, under the device
+checker): the original must fail with a device error, the rewrite must run, the CPU numbers must
+agree (or the model declares ``INTENDED_CHANGE``), and the declared codemods must have fired.
+The same on CUDA where there is one (``-m gpu``; skipped, never failed, without a GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torchfix_device.verify.contract import MODELS_DIR, bundled_models, read_spec  # noqa: E402
+from torchfix_device.verify.verifier import ModelReport, verify_model  # noqa: E402
+
+FIXTURE_MODELS = Path(__file__).resolve().parent / "fixtures" / "models"
+MODELS = bundled_models()
+EXPECTED_MODELS = {
+    "seed000_noisy_dqn", "seed001_training_loop", "seed002_checkpoint_export",
+    "seed003_resnet_list", "seed004_eval_model", "multi_codemod",
+}
+
+
+def explain(report: ModelReport) -> str:
+    """Everything a failing assertion should show."""
+    return json.dumps(report.to_json(), indent=1, default=str)
+
+
+def assert_as_expected(report: ModelReport) -> None:
+    why = explain(report)
+    assert not report.problems, why
+    assert not report.missing_codemods, f"declared codemods did not fire: {report.missing_codemods}\n{why}"
+    assert report.original_dev.status == "failed" and report.original_dev.device_error, (
+        f"BROKEN FIXTURE: the original must fail with a device error on {report.device}\n{why}"
+    )
+    assert report.rewrite_dev.status == "ran", f"the rewrite must run on {report.device}\n{why}"
+    assert not report.rewrite_dev.forbidden_shims, why
+    assert report.original_cpu.status == "ran" and report.rewrite_cpu.status == "ran", why
+    if report.intended_change is None:
+        assert report.cpu_equal is True, f"CPU numbers differ: {report.cpu_differences}\n{why}"
+    else:
+        assert report.cpu_equal is not None, why
+    assert report.ok and not report.broken_fixture, why
+
+
+# -- the models and their contract --------------------------------------------------------------
+def test_fixture_models_are_the_packaged_models() -> None:
+    assert FIXTURE_MODELS.is_symlink(), "tests/fixtures/models must link to the package's models"
+    assert FIXTURE_MODELS.resolve() == MODELS_DIR
+    assert {p.stem for p in MODELS} == EXPECTED_MODELS
+
+
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
+def test_model_follows_the_contract(path: Path) -> None:
+    spec = read_spec(path)
+    assert not spec.problems
+    assert "seed" in spec.doc.lower(), "the docstring says which seed article the bug comes from"
+    assert spec.codemods
+
+
+def test_contract_problems_are_reported(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("CODEMODS = ['cuda']\ndef build(device):\n    pass\n", encoding="utf-8")
+    problems = " | ".join(read_spec(bad).problems)
+    assert "docstring" in problems and "CODEMODS" in problems and "run(device)" in problems
+
+
+# -- every model on the stand-in device, and on CUDA where there is one -------------------------
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
+def test_model_on_meta(path: Path) -> None:
+    assert_as_expected(verify_model(path, "meta"))
+
+
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_model_on_cuda(path: Path) -> None:
+    assert_as_expected(verify_model(path, "cuda"))
+
+
+# -- the checker itself -------------------------------------------------------------------------
+def test_meta_alone_misses_a_cpu_weight() -> None:
+    """Why the checker exists: meta's kernels accept a CPU weight with a meta input."""
+    x = torch.randn(2, 3, device="meta")
+    assert torch.nn.functional.linear(x, torch.randn(4, 3)).device.type == "meta"
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda x, w: torch.nn.functional.linear(x, w),
+        lambda x, w: torch.matmul(x, w.t()),
+        lambda x, w: torch.nn.functional.conv2d(x.reshape(1, 1, 2, 3), w.reshape(4, 1, 1, 3)),
+    ],
+    ids=["linear", "matmul", "conv2d"],
+)
+def test_checker_catches_a_cpu_weight_with_a_meta_input(op) -> None:
+    from torchfix_device.verify.checker import DeviceChecker, is_device_error
+
+    x, w = torch.randn(2, 3, device="meta"), torch.randn(4, 3)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device") as caught:
+        with DeviceChecker():
+            op(x, w)
+    assert "meta" in str(caught.value) and "cpu" in str(caught.value)
+    assert is_device_error(str(caught.value))
+
+
+def test_checker_allows_moves_copies_cpu_scalars_and_cpu_indices() -> None:
+    from torchfix_device.verify.checker import DeviceChecker
+
+    with DeviceChecker() as checker:
+        x = torch.randn(4, 3).to("meta")
+        layer = torch.nn.Linear(3, 2).to(torch.device("meta"))
+        y = layer(x) * torch.tensor(2.0) + 1
+        picked = x[torch.tensor([0, 2])]
+        target = torch.empty(4, 3, device="meta")
+        target.copy_(torch.randn(4, 3))
+        back = y.cpu()  # meta holds no data: zeros of the right shape
+    assert y.device.type == picked.device.type == "meta"
+    assert back.device.type == "cpu" and back.shape == (4, 2)
+    assert checker.checked > 0 and checker.placeholders
+
+
+def test_check_module_names_a_parameter_left_behind() -> None:
+    from torchfix_device.verify.checker import DeviceMismatchError, check_module, misplaced
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))
+    model[0].to("meta")
+    assert misplaced(model, torch.device("meta")) == [
+        "parameter '1.weight' is on cpu", "parameter '1.bias' is on cpu",
+        "buffer '1.running_mean' is on cpu", "buffer '1.running_var' is on cpu",
+        "buffer '1.num_batches_tracked' is on cpu",
+    ]
+    with pytest.raises(DeviceMismatchError, match="not on the target device meta"):
+        check_module(model, torch.device("meta"))
+
+
+# -- a broken fixture is reported as one (so these tests can fail) ------------------------------
+MOVES_EVERYTHING = '''
+"""Broken on purpose (no seed): every tensor is reassigned after .cuda(), so nothing fails."""
+import torch
+import torch.nn as nn
+
+CODEMODS = ("TFD001",)
+
+
+def run(device):
+    model = nn.Linear(3, 2).cuda()
+    inputs = torch.randn(4, 3).cuda()
+    return model, model(inputs)
+'''
+
+FAILS_OTHERWISE = '''
+"""Broken on purpose (no seed): it fails, but not with a device error."""
+import torch
+
+CODEMODS = ("TFD001",)
+
+
+def run(device):
+    inputs = torch.randn(4, 3).cuda()
+    return None, inputs.reshape(5, 5)
+'''
+
+
+@pytest.mark.parametrize("source, status", [(MOVES_EVERYTHING, "ran"), (FAILS_OTHERWISE, "failed")], ids=["runs", "other-error"])
+def test_original_that_does_not_fail_with_a_device_error_is_a_broken_fixture(tmp_path: Path, source: str, status: str) -> None:
+    model = tmp_path / "broken_model.py"
+    model.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    report = verify_model(model, "meta")
+    assert report.applied == ["TFD001"]
+    assert report.original_dev.status == status and not report.original_dev.device_error
+    assert report.broken_fixture and not report.original_ok and not report.ok
+
+
+# -- the command line ---------------------------------------------------------------------------
+def test_cli_verify_json_all_bundled_models(cli) -> None:
+    proc = cli("verify", "--json")
+    data = json.loads(proc.stdout)
+    assert [entry["name"] for entry in data] == [p.stem for p in MODELS]
+    expected_device = "cuda" if torch.cuda.is_available() else "meta"
+    for entry in data:
+        assert entry["device"] == expected_device
+        assert set(entry) >= {"declared", "applied", "original_dev", "rewrite_dev", "cpu_equal", "ok", "broken_fixture"}
+    failing = {e["name"]: [k for k in ("codemods_ok", "original_ok", "rewrite_ok", "cpu_ok") if not e[k]] for e in data if not e["ok"]}
+    assert not failing, f"models not as expected: {failing}\n{proc.stderr.decode()}"
+    assert proc.returncode == 0
+
+
+def test_cli_verify_table_reports_a_broken_fixture_and_exits_1(cli, tmp_path: Path) -> None:
+    model = tmp_path / "broken_model.py"
+    model.write_text(textwrap.dedent(MOVES_EVERYTHING).lstrip(), encoding="utf-8")
+    proc = cli("verify", "--device", "meta", str(model))
+    out = proc.stdout.decode()
+    assert proc.returncode == 1, out + proc.stderr.decode()
+    assert "broken_model" in out and "BROKEN FIXTURE" in out and "original on meta" in out
+
+
+def test_cli_verify_refuses_the_cpu_as_target(cli) -> None:
+    proc = cli("verify", "--device", "cpu")
+    assert proc.returncode == 2 and "reference" in proc.stderr.decode()
+
+
+def test_verify_without_torch_says_what_to_install(monkeypatch, capsys) -> None:
+    import importlib.util
+
+    from torchfix_device.verify import cli as verify_cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    assert verify_cli.run_verify([], None, False) == 2
+    assert "pip install 'torchfix-device[verify]'" in capsys.readouterr().err
+
+
+def test_rewrite_engine_and_verify_command_import_no_torch() -> None:
+    code = (
+        "import sys, torchfix_device.cli, torchfix_device.runner, torchfix_device.verify.cli, "
+        "torchfix_device.verify.verifier\n"
+        "from torchfix_device.codemod import all_codemods; all_codemods()\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    engine = "import sys, torchfix_device.cli, torchfix_device.runner\nassert not any(m.startswith('torchfix_device.verify') for m in sys.modules)\n"
+    proc = subprocess.run([sys.executable, "-c", engine], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
