@@ -192,7 +192,7 @@ class DeviceSource:
                     for base in cls.bases:
                         qualified = self.codemod.qualified_names(base.value)
                         dotted = _cst.dotted_name(base.value)
-                        if any(q.startswith("torch.nn.") for q in qualified) or dotted in names:
+                        if any(_is_torch_module_class(q) for q in qualified) or dotted in names:
                             found[id(cls)] = cls
                             names.add(cls.name.value)
                             changed = True
@@ -352,6 +352,21 @@ class DeviceSource:
         if self._names is None:
             self._names = _cst.all_names(self.module)
         return self._names
+
+
+NOT_MODULE_NAMESPACES = {"utils", "functional", "init", "parameter", "grad", "attention", "common_types"}
+NOT_MODULE_CLASSES = {"Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer"}
+
+
+def _is_torch_module_class(qualified: str) -> bool:
+    """``torch.nn.Module``, ``torch.nn.Linear``, ``torch.nn.modules.conv.Conv2d``: yes;
+    ``torch.nn.utils.prune.BasePruningMethod``, ``torch.nn.Parameter``: no."""
+    parts = qualified.split(".")
+    return (
+        len(parts) >= 3 and parts[:2] == ["torch", "nn"]
+        and parts[2] not in NOT_MODULE_NAMESPACES and parts[-1] not in NOT_MODULE_CLASSES
+        and parts[-1][:1].isupper()
+    )
 
 
 def _self_method_calls(node: cst.CSTNode) -> set[str]:

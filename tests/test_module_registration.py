@@ -1,0 +1,253 @@
+"""TFD004 (layer containers) and TFD007 (tensor attributes) beyond their fixtures: the rewritten
+models really register their state, the checkpoint notes, and the torch facts the codemods
+hard-code."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+import pytest
+
+from torchfix_device.codemod import all_codemods
+from torchfix_device.codemods import unregistered_layer_container as tfd004
+from torchfix_device.codemods._registration import DICT_CONTAINER_ATTRS, NN_MODULE_ATTRS
+from torchfix_device.codemods.tensor_attribute_not_buffer import TensorAttributeNotBuffer
+from torchfix_device.codemods.unregistered_layer_container import UnregisteredLayerContainer
+from torchfix_device.runner import transform_source
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+SEED003 = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class BasicBlock(nn.Module):
+        def __init__(self, channels):
+            super(BasicBlock, self).__init__()
+            self.conv = nn.Conv2d(channels, channels, kernel_size=3, padding=1)
+            self.bn = nn.BatchNorm2d(channels)
+
+        def forward(self, x):
+            return F.relu(self.bn(self.conv(x)) + x)
+
+
+    class ResNet(nn.Module):
+        def __init__(self, n_blocks=3):
+            super(ResNet, self).__init__()
+            self.stem = nn.Conv2d(3, 8, kernel_size=3, padding=1)
+            self.blocks = [BasicBlock(8) for _ in range(n_blocks)]
+            self.fc = nn.Linear(8, 2)
+
+        def forward(self, x):
+            x = F.relu(self.stem(x))
+            for b in self.blocks:
+                x = b(x)
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+    """
+)
+
+ATTENTION = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+
+    class Masked(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.proj = nn.Linear(n, n)
+            self.mask = torch.tril(torch.ones(n, n))
+
+        def forward(self, x):
+            return self.proj(x) @ self.mask
+    """
+)
+
+
+def _build(source: str, cls: str, *args):
+    scope: dict = {"__name__": "fixture_model"}
+    exec(compile(source, f"<{cls}>", "exec"), scope)
+    torch.manual_seed(0)
+    return scope[cls](*args)
+
+
+# -- TFD004 ---------------------------------------------------------------------------------------
+def test_seed003_rewrite_registers_the_blocks() -> None:
+    output = transform_source(SEED003, [UnregisteredLayerContainer])
+    assert "self.blocks = nn.ModuleList([BasicBlock(8) for _ in range(n_blocks)])" in output.text
+
+    before = _build(SEED003, "ResNet")
+    after = _build(output.text, "ResNet")
+    # stem (weight, bias) + fc (weight, bias): the blocks' conv and bn weights are missing before
+    assert len(list(before.parameters())) == 4
+    assert len(list(after.parameters())) == 4 + 3 * 4
+    optimizer = torch.optim.SGD(after.parameters(), lr=0.1)
+    seen = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    for block in after.blocks:
+        assert all(id(p) in seen for p in block.parameters())
+    assert any(k.startswith("blocks.0.conv.") for k in after.state_dict())
+
+    # .to() now moves the blocks (meta stands in for a second device)
+    before.to("meta")
+    after.to("meta")
+    assert before.blocks[0].conv.weight.device.type == "cpu"
+    assert all(p.device.type == "meta" for p in after.parameters())
+
+    # same numbers on the CPU: the rewrite only registers the layers
+    x = torch.randn(2, 3, 6, 6)
+    before, after = _build(SEED003, "ResNet"), _build(output.text, "ResNet")
+    before.eval()
+    after.eval()
+    for b in before.blocks:
+        b.eval()
+    assert torch.allclose(before(x), after(x))
+
+
+def test_checkpoint_note_and_the_caveat_it_describes() -> None:
+    output = transform_source(SEED003, [UnregisteredLayerContainer])
+    assert output.notes == [
+        "TFD004: ResNet.blocks is now registered: state_dict() gains keys 'blocks.*'; checkpoints saved "
+        "before this rewrite need load_state_dict(..., strict=False) or a key migration"
+    ]
+    old_checkpoint = _build(SEED003, "ResNet").state_dict()
+    model = _build(output.text, "ResNet")
+    with pytest.raises(RuntimeError, match="Missing key"):
+        model.load_state_dict(old_checkpoint)
+    result = model.load_state_dict(old_checkpoint, strict=False)
+    assert result.missing_keys and all(k.startswith("blocks.") for k in result.missing_keys)
+    assert not result.unexpected_keys
+
+
+def test_no_note_when_nothing_is_rewritten_and_notes_not_repeated_across_passes() -> None:
+    assert transform_source("import torch\nx = [1, 2]\n", [UnregisteredLayerContainer]).notes == []
+    output = transform_source(SEED003, all_codemods())
+    assert sum("ResNet.blocks" in n for n in output.notes) == 1
+
+
+def test_held_back_fix_adds_no_note() -> None:
+    source = textwrap.dedent(
+        """\
+        import torch.nn as nn
+
+        class Router(nn.Module):
+            def __init__(self, names):
+                super().__init__()
+                self.routes = {name: nn.Linear(2, 2) for name in names}
+        """
+    )
+    held = transform_source(source, [UnregisteredLayerContainer])
+    assert held.text == source and held.notes == [] and [f.kind for f in held.findings] == ["unsafe-fix"]
+    applied = transform_source(source, [UnregisteredLayerContainer], unsafe_fixes=True)
+    assert "nn.ModuleDict({name: nn.Linear(2, 2) for name in names})" in applied.text
+    assert len(applied.notes) == 1
+
+
+def test_appends_stay_valid_on_the_containers() -> None:
+    source = textwrap.dedent(
+        """\
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = []
+                for _ in range(2):
+                    self.blocks.append(nn.Linear(2, 2))
+                self.blocks += [nn.Linear(2, 2)]
+                self.blocks.extend([nn.ReLU()])
+                self.blocks.insert(0, nn.Identity())
+                self.heads = {}
+                self.heads["a"] = nn.Linear(2, 1)
+                self.heads.update({"b": nn.Linear(2, 1)})
+        """
+    )
+    output = transform_source(source, [UnregisteredLayerContainer])
+    assert "self.blocks = nn.ModuleList()" in output.text and "self.heads = nn.ModuleDict()" in output.text
+    model = _build(output.text, "Net")
+    assert isinstance(model.blocks, nn.ModuleList) and len(model.blocks) == 5
+    assert sorted(model.heads.keys()) == ["a", "b"]
+    assert len(list(model.parameters())) == 2 * 3 + 2 * 2
+
+
+def test_added_import_for_a_file_without_nn() -> None:
+    source = "from torch.nn import Linear, Module\n\nclass M(Module):\n    def __init__(self):\n        super().__init__()\n        self.layers = [Linear(2, 2)]\n"
+    output = transform_source(source, [UnregisteredLayerContainer])
+    assert "ModuleList" in output.text.splitlines()[0]
+    assert "self.layers = ModuleList([Linear(2, 2)])" in output.text
+    assert len(list(_build(output.text, "M").parameters())) == 2
+
+
+def test_triggers_are_necessary() -> None:
+    """No match is possible without an import resolving to torch: a file without ``torch`` is
+    never parsed, and the same code with torch imported under another spelling still matches."""
+    assert UnregisteredLayerContainer.triggers == ("torch",)
+    assert TensorAttributeNotBuffer.triggers == ("torch",)
+    source = "from torch import nn as tnn\n\nclass M(tnn.Module):\n    def __init__(self):\n        super().__init__()\n        self.l = [tnn.Linear(1, 1)]\n"
+    assert "tnn.ModuleList([tnn.Linear(1, 1)])" in transform_source(source, [UnregisteredLayerContainer]).text
+
+
+# -- torch facts the codemods hard-code -------------------------------------------------------------
+def _public(names) -> set[str]:
+    return {n for n in names if not (n.startswith("__") and n.endswith("__"))}
+
+
+def test_unsupported_methods_match_torch() -> None:
+    pairs = {"ModuleList": list, "ModuleDict": dict, "ParameterList": list, "ParameterDict": dict}
+    for container, builtin in pairs.items():
+        missing = _public(dir(builtin)) - _public(dir(getattr(nn, container)))
+        assert missing <= tfd004.UNSUPPORTED_METHODS[container], (container, missing)
+        for method in tfd004.UNSUPPORTED_METHODS[container]:
+            assert not hasattr(getattr(nn, container), method), (container, method)
+
+
+def test_module_attribute_names_match_torch() -> None:
+    assert _public(dir(nn.Module())) <= NN_MODULE_ATTRS
+    assert _public(dir(nn.ModuleDict())) | _public(dir(nn.ParameterDict())) <= NN_MODULE_ATTRS | DICT_CONTAINER_ATTRS
+
+
+def test_torch_nn_capitalised_names_that_are_not_modules() -> None:
+    for name in dir(nn):
+        obj = getattr(nn, name)
+        if not name[:1].isupper() or not inspect.isclass(obj) or issubclass(obj, nn.Module):
+            continue
+        assert name in tfd004.NN_NON_MODULE_CLASSES | tfd004.NN_PARAMETER_CLASSES, name
+    assert issubclass(nn.Parameter, torch.Tensor) and issubclass(nn.UninitializedParameter, nn.Parameter)
+
+
+# -- TFD007 ---------------------------------------------------------------------------------------
+def test_tensor_attribute_becomes_a_buffer_that_moves() -> None:
+    output = transform_source(ATTENTION, [TensorAttributeNotBuffer])
+    assert 'self.register_buffer("mask", torch.tril(torch.ones(n, n)), persistent=False)' in output.text
+    assert output.notes == []  # non-persistent: state_dict keys unchanged
+    before, after = _build(ATTENTION, "Masked", 3), _build(output.text, "Masked", 3)
+    assert set(before.state_dict()) == set(after.state_dict())
+    after.load_state_dict(before.state_dict())  # strict=True still works for old checkpoints
+    x = torch.randn(2, 3)
+    assert torch.allclose(before(x), after(x))
+    before.to("meta")
+    after.to("meta")
+    assert before.mask.device.type == "cpu"
+    assert after.mask.device.type == "meta"
+    after.mask = torch.zeros(3, 3)  # a later assignment of a tensor updates the buffer
+    assert "mask" in dict(after.named_buffers())
+
+
+def test_tensor_attribute_rewrite_is_idempotent_and_survives_all_codemods() -> None:
+    first = transform_source(ATTENTION, all_codemods())
+    assert 'register_buffer("mask"' in first.text
+    assert transform_source(first.text, all_codemods()).text == first.text
+
+
+# -- the CLI renders the documentation --------------------------------------------------------------
+@pytest.mark.parametrize("code", ["TFD004", "TFD007", "unregistered-layer-container", "tensor-attribute-not-buffer"])
+def test_explain_renders(cli, code) -> None:
+    result = cli("explain", code)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode()
+    for heading in ("What it does", "Why is this bad?", "Example", "Use instead", "Not rewritten", "Fix safety"):
+        assert heading in text
