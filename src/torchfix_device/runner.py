@@ -6,6 +6,7 @@ unchanged, failed with a reason, or skipped).
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,12 +179,22 @@ def transform_source(
 
 
 def _parse_error_message(exc: cst.ParserSyntaxError, text: str) -> str:
-    line_text = text.splitlines()[exc.raw_line - 1] if 0 < exc.raw_line <= len(text.splitlines()) else ""
+    """``line N:C: syntax error: ...`` at the place CPython names (libcst's native parser can
+    point a line late), with a hint when the line looks like Python 2."""
+    line, column, message = exc.raw_line, exc.raw_column + 1, exc.message
+    try:
+        ast.parse(text)
+    except SyntaxError as py_exc:
+        if py_exc.lineno:
+            line, column, message = py_exc.lineno, py_exc.offset or 1, py_exc.msg
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    lines = text.splitlines()
+    stripped = lines[line - 1].strip() if 0 < line <= len(lines) else ""
     hint = ""
-    stripped = line_text.strip()
-    if stripped.startswith(("print ", "exec ")) or " except " in f" {stripped}" and "," in stripped or "ur'" in stripped:
+    if stripped.startswith(("print ", "exec ")) or (stripped.startswith("except ") and "," in stripped) or "Missing parentheses" in message:
         hint = " (Python 2 syntax? this tool reads Python 3 only; convert with 2to3 first)"
-    return f"line {exc.raw_line}:{exc.raw_column + 1}: syntax error: {exc.message}{hint}"
+    return f"line {line}:{column}: syntax error: {message}{hint}"
 
 
 def process_file(
