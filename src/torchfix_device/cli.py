@@ -8,11 +8,12 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from torchfix_device import __version__, report
 from torchfix_device.codemod import Codemod, UnknownRuleError, all_codemods, lookup, select_codemods
 from torchfix_device.config import ConfigError, load_config
-from torchfix_device.runner import run
+from torchfix_device.runner import Interrupted, run
 
 app = typer.Typer(
     add_completion=False,
@@ -22,6 +23,7 @@ app = typer.Typer(
 )
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 PathsArg = typer.Argument(..., help="Files or folders (folders are searched for *.py).", show_default=False)
 SelectOpt = typer.Option(None, "--select", help="Only these codemods (codes or names, comma-separated or repeated).")
@@ -34,20 +36,36 @@ def _split(values: Optional[List[str]]) -> list[str]:
 
 
 def _usage_error(message: str) -> "typer.Exit":
-    report.stderr_console().print(f"[red]error[/]: {message}", soft_wrap=True)
+    report.stderr_console().print(f"[red]error[/]: {escape(message)}", soft_wrap=True)
     return typer.Exit(EXIT_USAGE)
 
 
 def _resolve(paths: list[Path], select: Optional[List[str]], ignore: Optional[List[str]], unsafe: Optional[bool]):
     try:
         config = load_config(paths[0] if paths else Path.cwd())
+        select_codemods(config.select, config.ignore)  # the file's codes are checked on their own
+    except ConfigError as exc:
+        raise _usage_error(str(exc)) from None
+    except UnknownRuleError as exc:
+        raise _usage_error(f"{config.source}: [tool.torchfix-device]: {exc}") from None
+    try:
         chosen = select_codemods(_split(select) or config.select, _split(ignore) or config.ignore)
-    except (ConfigError, UnknownRuleError) as exc:
+    except UnknownRuleError as exc:
         raise _usage_error(str(exc)) from None
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise _usage_error("no such file or folder: " + ", ".join(str(p) for p in missing))
     return chosen, config.unsafe_fixes if unsafe is None else unsafe, config.exclude
+
+
+def _interrupted(stop: Interrupted, *, wrote: bool) -> "typer.Exit":
+    """Ctrl-C: what was done, how far it got, no traceback."""
+    console = report.stderr_console()
+    report.print_problems(stop.results, console)
+    console.print(report.summary_line(stop.results, wrote=wrote, checking=not wrote), soft_wrap=True)
+    state = "every file is either unchanged or fully rewritten" if wrote else "nothing was written"
+    console.print(f"[yellow]interrupted[/] after {stop.done} of {stop.total} files; {state}", soft_wrap=True)
+    return typer.Exit(EXIT_INTERRUPTED)
 
 
 @app.command()
@@ -60,7 +78,10 @@ def apply(
 ) -> None:
     """Rewrite files in place (or show the rewrite with --diff). Summary on stderr."""
     codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes)
-    results = run(paths, codemods, write=not diff, unsafe_fixes=unsafe, exclude=exclude)
+    try:
+        results = run(paths, codemods, write=not diff, unsafe_fixes=unsafe, exclude=exclude)
+    except Interrupted as stop:
+        raise _interrupted(stop, wrote=not diff) from None
     console = report.stderr_console()
     if diff:
         report.write_diffs(results)
@@ -80,7 +101,10 @@ def check(
 ) -> None:
     """Report findings as `path:line:col CODE message` without writing; exit 1 if any."""
     codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes)
-    results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude)
+    try:
+        results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude)
+    except Interrupted as stop:
+        raise _interrupted(stop, wrote=False) from None
     lines = report.finding_lines(results)
     if lines:
         sys.stdout.write("\n".join(lines) + "\n")

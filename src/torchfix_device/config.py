@@ -47,9 +47,14 @@ def load_config(start: Path) -> Config:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
-    table = data.get("tool", {}).get("torchfix-device")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    tool = data.get("tool", {})
+    table = tool.get("torchfix-device") if isinstance(tool, dict) else None
     if table is None:
         return Config(source=None)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.torchfix-device] must be a table, not {type(table).__name__}")
     unknown = sorted(set(table) - KNOWN_KEYS)
     if unknown:
         raise ConfigError(

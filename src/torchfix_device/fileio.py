@@ -86,6 +86,7 @@ def atomic_replace(path: Path, data: bytes, expected_old: bytes) -> None:
         raise WriteError("file was deleted during the run; not recreated") from None
     if not st.st_mode & stat.S_IWUSR:
         raise WriteError("file is read-only; left unchanged")
+    remove_stale_temp_files(path)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -106,3 +107,20 @@ def atomic_replace(path: Path, data: bytes, expected_old: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def remove_stale_temp_files(path: Path) -> None:
+    """Delete the temp files of ``path`` that a killed run (SIGKILL, power loss) left between
+    creating them and renaming them into place: ``.<name>.<8 random chars>.torchfix-device.tmp``."""
+    prefix = f".{path.name}."
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        middle = name[len(prefix):-len(TEMP_SUFFIX)]
+        if name.startswith(prefix) and name.endswith(TEMP_SUFFIX) and len(middle) == 8 and "." not in middle:
+            try:
+                os.unlink(path.parent / name)
+            except OSError:
+                pass

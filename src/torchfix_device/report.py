@@ -9,6 +9,7 @@ from typing import IO, Sequence
 
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -16,20 +17,43 @@ from torchfix_device.codemod import DOC_SECTIONS, Codemod
 from torchfix_device.runner import FileResult
 
 NO_NEWLINE = "\\ No newline at end of file\n"
+_GIT_ESCAPES = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r", '"': '"', "\\": "\\"}
 
 
 def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+def _diff_lines(text: str) -> list[str]:
+    """Lines as ``git`` and ``patch`` see them: ended by ``\\n`` only (``str.splitlines`` also
+    breaks at form feeds, ``\\x85`` and ``\\u2028``, which would corrupt the patch)."""
+    lines = text.split("\n")
+    out = [line + "\n" for line in lines[:-1]]
+    return out + [lines[-1]] if lines[-1] else out
+
+
+def _git_path(name: str) -> str:
+    """``name`` as git writes it in a patch header: C-quoted when it holds a tab, newline,
+    quote, backslash or other control character (``git apply`` stops an unquoted name at a tab);
+    followed by a tab when it holds a space (GNU ``patch`` stops an unquoted name at a space)."""
+    if not any(ch in _GIT_ESCAPES or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+        return name + "\t" if " " in name else name
+    quoted = "".join(
+        "\\" + _GIT_ESCAPES[ch] if ch in _GIT_ESCAPES else f"\\{ord(ch):03o}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch
+        for ch in name
+    )
+    return f'"{quoted}"'
+
+
 def unified_diff(result: FileResult) -> bytes:
     """A ``git apply``-able unified diff of one changed file, in the file's own encoding."""
     assert result.source is not None and result.new_text is not None
     prefix = "\ufeff" if result.source.bom else ""
-    old = (prefix + result.source.text).splitlines(keepends=True)
-    new = (prefix + result.new_text).splitlines(keepends=True)
+    old = _diff_lines(prefix + result.source.text)
+    new = _diff_lines(prefix + result.new_text)
     out: list[str] = []
-    for index, line in enumerate(difflib.unified_diff(old, new, f"a/{result.display}", f"b/{result.display}")):
+    names = _git_path(f"a/{result.display}"), _git_path(f"b/{result.display}")
+    for index, line in enumerate(difflib.unified_diff(old, new, *names)):
         if index >= 2 and not line.startswith("@@") and not line.endswith("\n"):
             line += "\n" + NO_NEWLINE
         out.append(line)
@@ -84,7 +108,7 @@ def print_problems(results: Sequence[FileResult], console: Console) -> None:
             if message.startswith("line "):
                 location, _, message = message[5:].partition(": ")
                 where = f"{where}:{location}"
-            console.print(f"[{style}]{result.status}[/]: {where}: {message}", soft_wrap=True)
+            console.print(f"[{style}]{result.status}[/]: {escape(where)}: {escape(message)}", soft_wrap=True)
 
 
 def print_manual_review(results: Sequence[FileResult], console: Console) -> None:
@@ -93,17 +117,22 @@ def print_manual_review(results: Sequence[FileResult], console: Console) -> None
         for f in result.findings:
             if not f.fixed:
                 tag = "unsafe fix held back" if f.held_back else "manual review"
-                console.print(f"{tag}: {result.display}:{f.line}:{f.column} {f.code} {f.message}", soft_wrap=True)
+                console.print(escape(f"{tag}: {result.display}:{f.line}:{f.column} {f.code} {f.message}"), soft_wrap=True)
         for note in result.notes:
-            console.print(f"[yellow]checkpoint[/]: {result.display}: {note}", soft_wrap=True)
+            console.print(f"[yellow]checkpoint[/]: {escape(result.display)}: {escape(note)}", soft_wrap=True)
+
+
+def _python_file(result: FileResult) -> bool:
+    return result.path.suffix in (".py", ".pyi") and result.path.is_file()
 
 
 def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool = False) -> str:
-    scanned = sum(1 for r in results if r.source is not None or r.status in ("changed", "unchanged"))
+    # every Python file read or tried (one that cannot be decoded counts too), not skipped ones
+    scanned = sum(1 for r in results if r.status != "skipped" and (r.source is not None or _python_file(r)))
     changed = sum(1 for r in results if r.status == "changed")
     failed = sum(1 for r in results if r.status == "failed")
     skipped = sum(1 for r in results if r.status == "skipped")
-    fixes = Counter(f.code for r in results for f in r.findings if f.fixed)
+    fixes = Counter(f.code for r in results if r.status == "changed" for f in r.findings if f.fixed)  # not a failed write
     manual = Counter(f.code for r in results for f in r.findings if not f.fixed)
     verb = "would change" if checking or not wrote else "changed"
     parts = [f"{scanned} file{'s' if scanned != 1 else ''} scanned", f"{changed} {verb}", f"{failed} failed"]
@@ -119,9 +148,10 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
 
 def rules_table(codemods: Sequence[type[Codemod]]) -> Table:
     table = Table(title="torchfix-device codemods")
-    table.add_column("code", style="bold")
-    table.add_column("name")
-    table.add_column("safe?")
+    # codes and names are what --select takes: never wrapped or cut, however narrow the output
+    table.add_column("code", style="bold", no_wrap=True, min_width=6)
+    table.add_column("name", no_wrap=True, min_width=max((len(c.name) for c in codemods), default=4))
+    table.add_column("safe?", no_wrap=True)
     table.add_column("summary")
     for c in codemods:
         table.add_row(c.code, c.name, "safe" if c.safe else "unsafe", c.summary)

@@ -7,7 +7,9 @@ unchanged, failed with a reason, or skipped).
 from __future__ import annotations
 
 import ast
+import difflib
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal, Sequence
@@ -26,6 +28,10 @@ SKIP_DIRS = frozenset(
     }
 )
 MAX_PASSES = 6
+MAX_FILE_BYTES = 1_000_000
+"""Files larger than this are skipped with a message. libcst's Python-level passes handle roughly
+0.1-0.5 MB of source a minute, so a bigger file (generated code, data tables) would stall the
+whole run for many minutes."""
 
 Status = Literal["changed", "unchanged", "failed", "skipped"]
 
@@ -54,6 +60,20 @@ class InternalError(Exception):
     """A codemod produced code that does not compile (a bug in the codemod, not the input)."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run`: the results of the files finished before it.
+
+    The file being processed at that moment is either unchanged or fully rewritten (writes are
+    atomic renames); it is not among ``results``.
+    """
+
+    def __init__(self, results: list["FileResult"], done: int, total: int) -> None:
+        super().__init__(f"interrupted after {done} of {total} files")
+        self.results = results
+        self.done = done
+        self.total = total
+
+
 def display_path(path: Path) -> str:
     """``path`` relative to the current directory when it is below it (POSIX separators)."""
     try:
@@ -73,18 +93,20 @@ def collect_files(paths: Sequence[Path], exclude: Iterable[str] = ()) -> tuple[l
     found: dict[Path, Path] = {}
     problems: list[FileResult] = []
     for given in paths:
-        if given.is_symlink() and given.is_file():
-            problems.append(FileResult(given, display_path(given), "skipped", error="symbolic link: not followed, never written through"))
+        if given.is_symlink() and not given.is_dir():
+            broken = "" if given.exists() else " (broken or looping link)"
+            problems.append(FileResult(given, display_path(given), "skipped", error=f"symbolic link{broken}: not followed, never written through"))
         elif given.is_file():
             if given.suffix not in (".py", ".pyi"):
                 problems.append(FileResult(given, display_path(given), "failed", error="not a Python file (.py); skipped"))
             else:
                 found.setdefault(given.resolve(), given)
         elif given.is_dir():
-            before = len(found)
+            walked = 0  # counted, not compared with len(found): `m.py pkg` finds pkg/m.py twice
             for path in _walk_python_files(given, exclude, problems):
                 found.setdefault(path.resolve(), path)
-            if len(found) == before:
+                walked += 1
+            if not walked:
                 problems.append(FileResult(given, display_path(given), "failed", error="no Python files found in this folder"))
         else:
             problems.append(FileResult(given, display_path(given), "failed", error="no such file or folder"))
@@ -138,27 +160,37 @@ def transform_source(
     active = active_codemods(text, codemods)
     if not active:
         return TransformOutput(text, [], [])
+    _check_cpython_parses(text, filename)
     original = cst.parse_module(text)
+    rendered = original.code  # libcst's rendering of the untouched tree: not always ``text``
     findings: set[Finding] = set()
     notes: list[str] = []
     shared, shared_original = SharedWrapper(), SharedWrapper()
-    current, current_code = original, text
+    current, current_code = original, rendered
     for pass_number in range(MAX_PASSES):
         changed_in_pass = False
         for codemod_class in active:
-            codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
-            result = codemod.transform_module(current)
-            if pass_number == 0:
-                if current is original:
-                    findings.update(codemod.findings)
-                    notes.extend(codemod.checkpoint_notes)
-                else:  # positions must refer to the file as it was: look at the original tree
-                    fresh = codemod_class(
-                        CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared_original
-                    )
-                    fresh.transform_module(original)
-                    findings.update(fresh.findings)
-                    notes.extend(fresh.checkpoint_notes)
+            try:
+                codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
+                result = codemod.transform_module(current)
+                if pass_number == 0:
+                    if current is original:
+                        findings.update(codemod.findings)
+                        notes.extend(codemod.checkpoint_notes)
+                    else:  # positions must refer to the file as it was: look at the original tree
+                        fresh = codemod_class(
+                            CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared_original
+                        )
+                        fresh.transform_module(original)
+                        findings.update(fresh.findings)
+                        notes.extend(fresh.checkpoint_notes)
+            except RecursionError:
+                raise  # a tree too deep for Python's recursion limit: the input's problem
+            except Exception as exc:  # name the codemod in the bug report
+                raise InternalError(
+                    f"{codemod_class.code} ({codemod_class.name}) raised {type(exc).__name__}: {exc}; "
+                    "file left unchanged — please report this bug"
+                ) from exc
             result_code = result.code
             if result_code != current_code:
                 current, current_code = result, result_code
@@ -167,6 +199,10 @@ def transform_source(
             break
     else:
         raise InternalError(f"codemods {', '.join(c.code for c in active)} did not reach a fixed point")
+    if current_code == rendered:
+        current_code = text
+    elif rendered != text:
+        current_code = _keep_untouched_lines(text, rendered, current_code)
     if current_code != text:
         try:
             compile(current_code, filename or "<rewrite>", "exec", dont_inherit=True)
@@ -176,6 +212,55 @@ def transform_source(
                 f"(line {exc.lineno}: {exc.msg}); file left unchanged — please report this bug"
             ) from None
     return TransformOutput(current_code, sorted(findings), notes)
+
+
+def _lines(text: str) -> list[str]:
+    """Lines ended by ``\\n`` only (``\\r\\n`` stays inside a line)."""
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _keep_untouched_lines(text: str, rendered: str, new: str) -> str:
+    """``new`` with every line the codemods did not touch taken from ``text`` byte for byte.
+
+    libcst does not render every file exactly as read: a form feed that starts a line of code
+    (``\\x0cx = 1``, a page break) is dropped (cf. Instagram/LibCST#446). The rewrite must not
+    carry such losses into lines it never meant to change, let alone change a file that has
+    nothing to fix.
+    """
+    text_lines, rendered_lines, new_lines = _lines(text), _lines(rendered), _lines(new)
+    if len(text_lines) != len(rendered_lines):
+        raise InternalError(
+            "libcst cannot reproduce this file byte for byte (its lines come out differently); "
+            "file left unchanged — please report this bug"
+        )
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, rendered_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        out.extend(text_lines[i1:i2] if tag == "equal" else new_lines[j1:j2])
+    return "".join(out)
+
+
+def _check_cpython_parses(text: str, filename: str | None) -> None:
+    """Parse with CPython's parser before libcst's: CPython refuses nesting deeper than it
+    supports (200 brackets, its parser stack), while libcst's native parser overflows the C stack
+    on such input and kills the whole process (a segfault on ``x = ((((...1))))`` 2000 deep).
+    Code CPython cannot read (a ``TabError``, ``f() = 1``) is reported as the syntax error it is.
+
+    Raises ``libcst.ParserSyntaxError`` or ``RecursionError``.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
+            compile(text, filename or "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        raise cst.ParserSyntaxError(
+            exc.msg, lines=text.splitlines(keepends=True) or [""], raw_line=exc.lineno or 1, raw_column=max((exc.offset or 1) - 1, 0)
+        ) from None
+    except (RecursionError, MemoryError):  # "too complex", "parser stack overflowed"
+        raise RecursionError("nested too deeply for CPython's parser") from None
+    except ValueError as exc:  # e.g. NUL bytes (already refused when reading)
+        raise cst.ParserSyntaxError(str(exc), lines=[""], raw_line=1, raw_column=0) from None
 
 
 def _parse_error_message(exc: cst.ParserSyntaxError, text: str) -> str:
@@ -206,6 +291,15 @@ def process_file(
 ) -> FileResult:
     """Read, transform and (when ``write``) atomically replace one file. Never raises."""
     shown = display_path(path)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0  # read_source names the problem
+    if size > MAX_FILE_BYTES:
+        return FileResult(
+            path, shown, "skipped",
+            error=f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES / 1e6:g} MB limit for one file; skipped",
+        )
     try:
         source = read_source(path)
     except SourceError as exc:
@@ -246,7 +340,17 @@ def run(
     unsafe_fixes: bool = False,
     exclude: Iterable[str] = (),
 ) -> list[FileResult]:
-    """Process every Python file under ``paths``; one result per file, in display order."""
-    files, problems = collect_files(paths, exclude)
-    results = [process_file(p, codemods, write=write, unsafe_fixes=unsafe_fixes) for p in files]
+    """Process every Python file under ``paths``; one result per file, in display order.
+
+    Ctrl-C raises :class:`Interrupted` carrying the results of the files finished so far.
+    """
+    files: list[Path] = []
+    problems: list[FileResult] = []
+    results: list[FileResult] = []
+    try:
+        files, problems = collect_files(paths, exclude)
+        for path in files:
+            results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes))
+    except KeyboardInterrupt:
+        raise Interrupted(problems + results, len(results), len(files)) from None
     return problems + results

@@ -1,0 +1,157 @@
+"""``torchfix-device apply --diff . > fix.patch && git apply fix.patch`` works, and gives exactly
+what ``torchfix-device apply`` writes in place (DESIGN.md: the --diff contract)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import console_script, run_cli
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+LEGACY = """\
+import torch
+import torch.nn as nn
+
+
+def train(model, loader, optimizer):
+    criterion = nn.CrossEntropyLoss()
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            print("step", step, "loss", loss.data[0])
+
+
+def resume(path):
+    return torch.load(path)
+"""
+
+CHECKPOINT = 'import torch\n\nweights = torch.load("weights.pth")\n'
+
+FILES: dict[str, bytes] = {
+    "train.py": LEGACY.encode(),
+    "pkg/sub/checkpoint.py": CHECKPOINT.encode(),
+    "pkg/__init__.py": b"",
+    "crlf.py": LEGACY.replace("\n", "\r\n").encode(),
+    "no_newline.py": LEGACY.rstrip("\n").encode(),
+    "crlf_no_newline.py": CHECKPOINT.rstrip("\n").replace("\n", "\r\n").encode(),
+    "bom.py": b"\xef\xbb\xbf" + CHECKPOINT.encode(),
+    "latin1.py": ("# -*- coding: latin-1 -*-\n# modèle entraîné\n" + CHECKPOINT).encode("latin-1"),
+    # a form feed (page break) and U+2028 inside a comment are not line ends for git
+    "page_break.py": "import torch\n\x0c\n# note\u2028still the comment\nstate = torch.load('a.pt')\n".encode(),
+    "with space.py": CHECKPOINT.encode(),
+    "résumé.py": CHECKPOINT.encode(),
+    "clean.py": b"import os\r\nprint(os.sep)",
+}
+CHANGED = sorted(set(FILES) - {"pkg/__init__.py", "clean.py"})
+
+
+def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(repo.parent),
+    }
+    out = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True)
+    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr.decode()}"
+    return out
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    for name, content in FILES.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_bytes(content)
+    git(repo, "init", "-q")
+    git(repo, "config", "core.autocrlf", "false")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "legacy code")
+    return repo
+
+
+def _tree(repo: Path) -> dict[str, bytes]:
+    return {name: (repo / name).read_bytes() for name in FILES}
+
+
+def _diff_to_file(repo: Path, patch: Path, where: Path | None = None) -> subprocess.CompletedProcess:
+    """Exactly what the README tells users to type, through a shell redirect."""
+    command = f"{console_script()[0]} apply --diff . > {patch}"
+    return subprocess.run(["bash", "-c", command], cwd=where or repo, capture_output=True, env={**os.environ, "NO_COLOR": "1"})
+
+
+def test_git_apply_gives_what_apply_writes(repo: Path) -> None:
+    patch = repo.parent / "fix.patch"
+    out = _diff_to_file(repo, patch)
+    assert out.returncode == 0, out.stderr.decode()
+    assert b"Traceback" not in out.stderr
+    assert _tree(repo) == FILES  # --diff wrote nothing
+    text = patch.read_bytes()
+    assert text.count(b"\n--- a/") + text.startswith(b"--- a/") == len(CHANGED)
+    assert b"\x1b[" not in text
+    assert b"--- a/with space.py\t\n+++ b/with space.py\t\n" in text  # as git writes it, for GNU patch
+
+    git(repo, "apply", "--check", str(patch))
+    git(repo, "apply", str(patch))
+    patched = _tree(repo)
+    changed = sorted(name for name in FILES if patched[name] != FILES[name])
+    assert changed == CHANGED
+
+    git(repo, "checkout", "-q", "--", ".")
+    assert _tree(repo) == FILES
+    applied = run_cli("apply", ".", cwd=repo)
+    assert applied.returncode == 0, applied.stderr.decode()
+    assert _tree(repo) == patched
+
+    # the byte-level properties the patch had to carry
+    assert patched["crlf.py"].count(b"\r\n") == patched["crlf.py"].count(b"\n")
+    assert not patched["no_newline.py"].endswith(b"\n")
+    assert patched["crlf_no_newline.py"].endswith(b"map_location=device)")
+    assert patched["bom.py"].startswith(b"\xef\xbb\xbf") and patched["bom.py"].count(b"\xef\xbb\xbf") == 1
+    assert "modèle entraîné".encode("latin-1") in patched["latin1.py"]
+    assert b"\x0c\n" in patched["page_break.py"] and "\u2028".encode() in patched["page_break.py"]
+    assert b"loss.item()" in patched["train.py"] and b"map_location=device" in patched["pkg/sub/checkpoint.py"]
+
+    # and the tree it gives needs nothing more
+    assert run_cli("apply", "--diff", ".", cwd=repo).stdout == b""
+
+
+def test_patch_from_a_subfolder_applies_there(repo: Path) -> None:
+    """Paths are relative to the current directory; ``git apply`` in that folder agrees."""
+    patch = repo.parent / "sub.patch"
+    assert _diff_to_file(repo, patch, where=repo / "pkg").returncode == 0
+    assert patch.read_bytes().startswith(b"--- a/sub/checkpoint.py\n+++ b/sub/checkpoint.py\n")
+    git(repo / "pkg", "apply", str(patch))
+    assert b"map_location=device" in (repo / "pkg/sub/checkpoint.py").read_bytes()
+    assert (repo / "train.py").read_bytes() == FILES["train.py"]
+
+
+def test_file_names_git_must_quote(repo: Path) -> None:
+    """A tab in a name ends an unquoted name for ``git apply``: the header is C-quoted as git does."""
+    name = "tab\tname.py"
+    (repo / name).write_text(CHECKPOINT)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "odd name")
+    patch = repo.parent / "fix.patch"
+    assert _diff_to_file(repo, patch).returncode == 0
+    assert b'--- "a/tab\\tname.py"\n+++ "b/tab\\tname.py"\n' in patch.read_bytes()
+    git(repo, "apply", "--check", str(patch))
+    git(repo, "apply", str(patch))
+    assert b"map_location=device" in (repo / name).read_bytes()
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch is not installed")
+def test_gnu_patch_accepts_it_too(repo: Path) -> None:
+    patch = repo.parent / "fix.patch"
+    assert _diff_to_file(repo, patch).returncode == 0
+    out = subprocess.run(["patch", "-p1", "--dry-run", "-i", str(patch)], cwd=repo, capture_output=True)
+    assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
