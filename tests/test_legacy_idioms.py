@@ -64,3 +64,46 @@ def test_variable_rewrites_behave_like_variable() -> None:
     new = torch.zeros(3, requires_grad=True)
     assert old.is_leaf and new.is_leaf and old.requires_grad == new.requires_grad
     assert not vol.requires_grad and torch.equal(vol, base * 2.0)
+
+
+WHOLE_MODEL_LOADER = """\
+import torch
+
+torch.manual_seed(0)
+model = torch.load("model.pt", map_location="cpu")
+model.eval()
+print(model(torch.ones(1, 4)).tolist())
+"""
+
+
+def test_whole_model_load_fails_before_and_runs_after_the_unsafe_fix(tmp_path) -> None:
+    """A model saved whole (legacy `torch.save(model, p)`) no longer loads with torch's
+    `weights_only=True` default; the unsafe fix restores the load and the model's numbers."""
+    import subprocess
+    import sys
+
+    from torchfix_device.codemods.torch_load_of_whole_model import TorchLoadOfWholeModel
+
+    (tmp_path / "netdef.py").write_text(
+        "import torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n"
+        "    def forward(self, x):\n        return self.fc(x)\n",
+        encoding="utf-8",
+    )
+    save = "import torch, netdef\ntorch.manual_seed(1)\nnet = netdef.Net()\ntorch.save(net, 'model.pt')\nprint(net(torch.ones(1, 4)).tolist())\n"
+    saved = subprocess.run([sys.executable, "-c", save], cwd=tmp_path, capture_output=True, text=True, check=True)
+
+    held_back = transform_source(WHOLE_MODEL_LOADER, [TorchLoadOfWholeModel])
+    assert held_back.text == WHOLE_MODEL_LOADER
+    assert [f.kind for f in held_back.findings] == ["unsafe-fix"]
+    rewritten = transform_source(WHOLE_MODEL_LOADER, [TorchLoadOfWholeModel], unsafe_fixes=True).text
+    assert 'torch.load("model.pt", map_location="cpu", weights_only=False)' in rewritten
+
+    def run(text: str) -> subprocess.CompletedProcess:
+        (tmp_path / "load.py").write_text(text, encoding="utf-8")
+        return subprocess.run([sys.executable, "load.py"], cwd=tmp_path, capture_output=True, text=True)
+
+    before, after = run(WHOLE_MODEL_LOADER), run(rewritten)
+    assert before.returncode != 0 and "Weights only load failed" in before.stderr
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == saved.stdout  # the same weights, the same numbers

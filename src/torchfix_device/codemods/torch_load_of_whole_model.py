@@ -1,0 +1,163 @@
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import Assignment, ParentNodeProvider, PositionProvider, ScopeProvider
+
+from torchfix_device import _cst
+from torchfix_device.codemod import Codemod
+
+TORCH_LOAD = {"torch.load", "torch.serialization.load"}
+MODULE_ATTRIBUTES = frozenset(
+    {
+        "eval", "train", "forward", "parameters", "named_parameters", "buffers", "named_buffers",
+        "children", "named_children", "modules", "named_modules", "state_dict", "load_state_dict",
+        "zero_grad", "apply", "register_buffer", "register_parameter", "register_forward_hook",
+        "register_forward_pre_hook", "register_full_backward_hook", "add_module",
+    }
+)
+"""Attributes an ``nn.Module`` (or an optimizer) has and a state dict or tensor has not."""
+SAME_KIND_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16"})
+"""Methods that return an object of the same kind (a module stays a module)."""
+MAX_HOPS = 3
+"""How many assignments and subscripts a loaded object is followed through."""
+
+
+class TorchLoadOfWholeModel(Codemod):
+    """
+    ## What it does
+    Finds `torch.load(...)` calls whose result is used as a model — called like one
+    (`net(x)`), or given a method only an `nn.Module` (or an optimizer) has: `.eval()`,
+    `.train()`, `.parameters()`, `.state_dict()`, `.load_state_dict(...)`, `.forward(...)`, … —
+    directly, through `.to(...)`/`.cuda()`/`.float()` chains, through a variable, or through a
+    checkpoint entry (`ckpt["model"].eval()`). With `--unsafe-fixes` it adds
+    `weights_only=False` to such calls.
+
+    ## Why is this bad?
+    Legacy code saved whole models with `torch.save(model, path)`: a pickle of the class. Since
+    torch 2.6, `torch.load` defaults to `weights_only=True`, which only unpickles tensors and
+    plain containers, so loading such a file fails after an upgrade with
+    `_pickle.UnpicklingError: Weights only load failed`. A `state_dict` (a dict of tensors)
+    still loads.
+
+    ## Example
+    ```python
+    model = torch.load("model.pt")
+    model.eval()
+    ```
+
+    ## Use instead
+    ```python
+    model = torch.load("model.pt", weights_only=False)  # only for files you trust
+    model.eval()
+    ```
+    Better, once: load it like this, save `model.state_dict()`, and from then on build the model
+    in code and `model.load_state_dict(torch.load(path))` with the safe default.
+
+    ## Not rewritten
+    Loads whose result is a state dict or a tensor (`net.load_state_dict(torch.load(p))`,
+    `w = torch.load(p); w.to(device)`), results only returned or passed to another function
+    (no evidence here what they are), calls that already pass `weights_only`, pass
+    `pickle_module` (torch then defaults to `weights_only=False` itself) or `**kwargs`, and every
+    other `load` (`torch.jit.load`, `pickle.load`). A name rebound later is followed only up to
+    its next binding.
+
+    ## Fix safety
+    Unsafe, and only reported unless `--unsafe-fixes` is given: `weights_only=False` runs
+    arbitrary code from the file while unpickling it. It restores what the code did on torch
+    before 2.6; add it only for files you produced or trust. The finding itself is worth acting
+    on either way: the line fails on torch 2.6 and later as it stands.
+    """
+
+    code = "TFD015"
+    name = "torch-load-of-whole-model"
+    summary = "`torch.load` of a pickled whole model fails on torch >= 2.6 (`weights_only=True` default)"
+    safe = False
+    triggers = ("load",)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if not (self.qualified_names(original_node.func) & TORCH_LOAD):
+            return updated_node
+        if not self._weights_only_is_defaulted(original_node):
+            return updated_node
+        evidence = self._model_use(original_node, MAX_HOPS)
+        if evidence is None:
+            return updated_node
+        message = (
+            f"`torch.load` result is used as a model ({evidence}): torch >= 2.6 loads with "
+            "`weights_only=True` and refuses a pickled model; `weights_only=False` only for trusted "
+            "files, or save a `state_dict` instead"
+        )
+        if self.report(original_node, message):
+            return _cst.add_keyword_arg(updated_node, "weights_only", "False")
+        return updated_node
+
+    @staticmethod
+    def _weights_only_is_defaulted(call: cst.Call) -> bool:
+        """True when the call leaves ``weights_only`` to torch's default (True since 2.6)."""
+        if any(arg.star == "**" for arg in call.args):
+            return False
+        if _cst.keyword_arg(call, "weights_only") is not None or _cst.keyword_arg(call, "pickle_module") is not None:
+            return False
+        return len(_cst.positional_args(call)) < 3  # the third positional is `pickle_module`
+
+    # -- following the loaded object ------------------------------------------------------------
+    def _parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.get_metadata(ParentNodeProvider, node, None)
+
+    def _model_use(self, node: cst.CSTNode, hops: int) -> str | None:
+        """How the value of ``node`` is used as a model, or None when there is no such evidence."""
+        parent = self._parent(node)
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return "it is called"
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return self._attribute_use(parent, hops)
+        if hops and isinstance(parent, cst.Subscript) and parent.value is node:
+            return self._model_use(parent, hops - 1)
+        if hops and isinstance(parent, cst.Assign) and parent.value is node:
+            return self._use_of_assigned_name(parent, hops - 1)
+        return None
+
+    def _attribute_use(self, attribute: cst.Attribute, hops: int) -> str | None:
+        name = attribute.attr.value
+        if name in MODULE_ATTRIBUTES:
+            return f"`.{name}`"
+        call = self._parent(attribute)
+        if name in SAME_KIND_METHODS and isinstance(call, cst.Call) and call.func is attribute:
+            return self._model_use(call, hops)  # `.to(device)` returns the same kind of object
+        return None
+
+    def _use_of_assigned_name(self, assign: cst.Assign, hops: int) -> str | None:
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+            return None
+        target = assign.targets[0].target
+        for access_node in self._uses_until_rebound(target):
+            evidence = self._model_use(access_node, hops)
+            if evidence is not None:
+                return evidence
+        return None
+
+    def _uses_until_rebound(self, target: cst.Name) -> list[cst.Name]:
+        """The names reading ``target``'s binding, after it and before the name's next binding
+        in the same scope (scopes are not flow-sensitive; positions stand in for the flow)."""
+        scope = self.get_metadata(ScopeProvider, target, None)
+        if scope is None:
+            return []
+        start = self._line_of(target)
+        later_bindings = [
+            self._line_of(a.node)
+            for a in scope.assignments[target.value]
+            if isinstance(a, Assignment) and a.node is not target and self._line_of(a.node) > start
+        ]
+        end = min(later_bindings, default=None)
+        uses = []
+        for assignment in scope.assignments[target.value]:
+            if assignment.node is not target:
+                continue
+            for access in assignment.references:
+                line = self._line_of(access.node)
+                if isinstance(access.node, cst.Name) and line >= start and (end is None or line < end):
+                    uses.append(access.node)
+        return uses
+
+    def _line_of(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(PositionProvider, node).start.line
