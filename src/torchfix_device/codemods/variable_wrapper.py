@@ -43,7 +43,9 @@ class VariableWrapper(Codemod):
     `Variable(torch.from_numpy(a).float(), requires_grad=True)` →
     `torch.from_numpy(a).float().requires_grad_()`, and `volatile=True/False` (which has had no
     effect since PyTorch 0.4) is dropped. `Variable(a + b).cuda()` becomes `(a + b).cuda()`.
-    The `Variable` import is removed once nothing uses it.
+    The `Variable` import is removed once nothing uses it, and so is a line `x = Variable(x)`
+    that would become `x = x` (kept when a comment is attached to it or it is its block's only
+    statement).
 
     ## Why is this bad?
     Since PyTorch 0.4 `Variable` and `Tensor` are the same class. `Variable(x)` is a deprecated
@@ -93,6 +95,7 @@ class VariableWrapper(Codemod):
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self._tight: set[int] = set()
+        self._only_statements: set[int] = set()
         self._rewrote = False
         self._imports: list[tuple[str, str | None]] = []
         for small in _cst.walk(node):
@@ -177,6 +180,24 @@ class VariableWrapper(Codemod):
             new = new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
         return new
 
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.BaseStatement | cst.RemovalSentinel:
+        """``x = Variable(x)`` became ``x = x``: the line goes, unless a comment is attached to it
+        or it is the only statement of its block."""
+        if not (_is_self_assignment(updated_node) and not _is_self_assignment(original_node)):
+            return updated_node
+        if _has_comment(updated_node) or self._only_statement(original_node):
+            return updated_node
+        return cst.RemoveFromParent()
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if len(node.body) == 1:
+            self._only_statements.add(id(node.body[0]))
+
+    def _only_statement(self, node: cst.SimpleStatementLine) -> bool:
+        return id(node) in self._only_statements
+
     # -- evidence ---------------------------------------------------------------------------
     def _is_fresh(self, expr: cst.BaseExpression) -> bool:
         """A new tensor that does not require grad and that nothing else refers to."""
@@ -230,6 +251,26 @@ def _unsupported(call: cst.Call) -> str | None:
         if keyword == "volatile" and not m.matches(arg.value, m.Name("True") | m.Name("False")):
             return "with a `volatile=` that is not `True`/`False`"
     return None
+
+
+def _is_self_assignment(line: cst.SimpleStatementLine) -> bool:
+    """``x = x`` alone on its line."""
+    if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign):
+        return False
+    assign = line.body[0]
+    return (
+        len(assign.targets) == 1
+        and isinstance(assign.targets[0].target, cst.Name)
+        and isinstance(assign.value, cst.Name)
+        and not assign.value.lpar
+        and assign.value.value == assign.targets[0].target.value
+    )
+
+
+def _has_comment(line: cst.SimpleStatementLine) -> bool:
+    return line.trailing_whitespace.comment is not None or any(
+        empty.comment is not None for empty in line.leading_lines
+    )
 
 
 def _is_number(expr: cst.BaseExpression) -> bool:
