@@ -151,6 +151,27 @@ def all_names(module: cst.Module) -> set[str]:
     return names
 
 
+def referenced_names(module: cst.Module) -> set[str]:
+    """Identifiers used as names in the file: not attribute names (``x.device``) nor keyword
+    argument names (``device=...``)."""
+    names: set[str] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+    module.visit(_Collect())
+    return names
+
+
 def decorator_names(func: cst.FunctionDef) -> set[str]:
     return {dotted_name(d.decorator) or "" for d in func.decorators}
 

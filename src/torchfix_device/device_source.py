@@ -108,7 +108,7 @@ class DeviceSource:
         where a rewrite put it; a site that asked for a device but was then not rewritten
         (reported, or an unsafe fix held back) inserts nothing.
         """
-        if self.inserted_name is None or self.inserted_name not in _cst.all_names(module):
+        if self.inserted_name is None or self.inserted_name not in _cst.referenced_names(module):
             return module
         torch_name = _cst.torch_module_alias(module)
         if torch_name is None:

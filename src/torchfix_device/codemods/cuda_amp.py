@@ -5,6 +5,7 @@ from libcst.metadata import ScopeProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.device_source import DeviceExpr
 
 OLD_MODULES = ("torch.cuda.amp", "torch.cuda.amp.autocast_mode", "torch.cuda.amp.grad_scaler")
 NAMES = ("autocast", "GradScaler")
@@ -56,8 +57,11 @@ class CudaAmp(Codemod):
     with autocast("cuda"):
         loss = model(x)
     ```
-    The rewrite writes `"cuda"`, which is what the old code meant. To make the code
-    device-agnostic, replace it by hand with your device's type (`device.type`).
+    The rewrite writes `"cuda"`, which is what the old code meant. With `--unsafe-fixes`, where
+    the code already has a device at the call (a `device = torch.device(...)` binding or
+    argument, or inside an `nn.Module` method the module's or input's device), it writes that
+    device's type instead, so the same line also autocasts on the CPU:
+    `torch.amp.autocast(device.type)`.
 
     ## Not rewritten
     Calls with `*args`; an imported `autocast`/`GradScaler` that is also used other than by
@@ -68,7 +72,10 @@ class CudaAmp(Codemod):
     ## Fix safety
     Safe: `torch.cuda.amp.autocast(...)` and `GradScaler(...)` are thin wrappers that call
     `torch.amp.autocast("cuda", ...)` / `torch.amp.GradScaler("cuda", ...)` with the same
-    arguments, so behaviour is unchanged (minus the warning).
+    arguments, so behaviour is unchanged (minus the warning). The `device.type` variant (only
+    with `--unsafe-fixes`) is unsafe: on a machine without CUDA the old code disabled autocast
+    with a warning, the new code autocasts on the CPU (bfloat16 by default), so the numbers
+    change there.
     """
 
     code = "TFD011"
@@ -154,11 +161,20 @@ class CudaAmp(Codemod):
         args = list(updated_node.args)
         if name == "autocast":
             args = _positional_to_keywords(args)
-        cuda = cst.Arg(cst.SimpleString('"cuda"'))
+        cuda = cst.Arg(self._device_type(original_node))
         if args:
             after = args[0].comma.whitespace_after if isinstance(args[0].comma, cst.Comma) else cst.SimpleWhitespace(" ")
             cuda = cuda.with_changes(comma=cst.Comma(whitespace_after=after))
         return updated_node.with_changes(func=new_func, args=[cuda, *args])
+
+    def _device_type(self, call: cst.Call) -> cst.BaseExpression:
+        """``"cuda"``; with ``--unsafe-fixes``, ``<device>.type`` of a device the code already has
+        at the call (an existing binding, the module's or the input's device)."""
+        if self.unsafe_fixes:
+            device = self.device_source.for_site(call)
+            if isinstance(device, DeviceExpr) and device.code != self.device_source.inserted_name:
+                return cst.parse_expression(f"{device.code}.type")
+        return cst.SimpleString('"cuda"')
 
 
 def _positional_to_keywords(args: list[cst.Arg]) -> list[cst.Arg]:
