@@ -196,6 +196,13 @@ class Codemod(VisitorBasedCodemodCommand):
         )
         return apply and not suppressed
 
+    def is_suppressed(self, node: cst.CSTNode) -> bool:
+        """True when a finding of this codemod at ``node`` would be suppressed by ``# noqa``:
+        for a rewrite that is only correct if the rewrites at other places all happen."""
+        if self.suppressions is None:
+            return False
+        return self.suppressions.suppresses(self.get_metadata(PositionProvider, node).start.line, self.code)
+
     # -- helpers ----------------------------------------------------------------------------
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
         """The fully qualified names ``node`` may refer to (``torch.load`` for ``T.load``)."""

@@ -109,7 +109,7 @@ class DeviceSource:
         where a rewrite put it; a site that asked for a device but was then not rewritten
         (reported, or an unsafe fix held back) inserts nothing.
         """
-        if self.inserted_name is None or self.inserted_name not in _cst.all_names(module):
+        if self.inserted_name is None or not self._inserted_name_used(module):
             return module
         configured = self.codemod.device_expression
         torch_name = _cst.torch_module_alias(module)
@@ -133,6 +133,14 @@ class DeviceSource:
             body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine()])
         body.insert(index, stmt)
         return module.with_changes(body=body)
+
+    def _inserted_name_used(self, module: cst.Module) -> bool:
+        """A rewrite put the inserted name into ``module``. The name may already occur in the
+        file where it binds nothing at module level (a function's ``device`` parameter), so the
+        occurrences are counted: a site that asked for a device and then declined (suppressed,
+        reported, held back) adds none."""
+        name = self.inserted_name
+        return _count_name(module, name) > _count_name(self.module, name)
 
     # -- nn.Module methods ------------------------------------------------------------------
     def _enclosing_method(self) -> cst.FunctionDef | None:
@@ -401,6 +409,10 @@ def _reachable(start: str, calls: dict[str, set[str]]) -> list[str]:
                 seen.append(nxt)
                 todo.append(nxt)
     return seen
+
+
+def _count_name(node: cst.CSTNode, name: str | None) -> int:
+    return sum(1 for n in _cst.walk(node) if isinstance(n, cst.Name) and n.value == name)
 
 
 def _numbered_free_name(names: set[str]) -> str:
