@@ -114,7 +114,7 @@ def github_lines(results: Sequence[FileResult], *, unused: bool) -> list[str]:
             lines.append(_annotation(level, result.display, f.message, line=f.line, col=f.column, title=title))
         if result.status == "failed" and result.error:
             line, message = _split_line(result.error)
-            lines.append(_annotation("error", result.display, message, line=line, title="torchfix-device: not processed"))
+            lines.append(_annotation("error", result.display, message, line=line, title="not processed by torchfix-device"))
         if unused:
             for u in result.unused_suppressions:
                 lines.append(_annotation(
