@@ -133,6 +133,7 @@ def apply(
     options = _run_options(start, device_expression, include_generated, respect_gitignore)
     stdin = is_stdin(paths)
     _check_apply_destinations(paths, diff=diff, output_dir=output_dir, stdin=stdin)
+    _check_report_path(report_file)
     if stdin:
         result, raw = process_stdin(codemods, unsafe_fixes=unsafe, options=options, stdin_filename=stdin_filename)
         results = [result]
@@ -175,6 +176,16 @@ def _check_apply_destinations(paths: list[Path], *, diff: bool, output_dir: Opti
     problem = output_dir_problem(output_dir, paths)
     if problem:
         raise _usage_error(problem)
+
+
+def _check_report_path(report_file: Optional[Path]) -> None:
+    """Refuse a report path that cannot be written before any file is rewritten."""
+    if report_file is None:
+        return
+    if report_file.is_dir():
+        raise _usage_error(f"--report {report_file}: is a folder")
+    if not report_file.parent.is_dir():
+        raise _usage_error(f"--report {report_file}: no such folder {report_file.parent}")
 
 
 def _report_mode(*, diff: bool, output_dir: Optional[Path], stdin: bool) -> str:

@@ -156,7 +156,7 @@ def report_markdown(data: dict) -> str:
         ["changes", s["changes"]],
         ["left for manual review", s["manual_review"]],
         ["unsafe fixes held back", s["held_back"]],
-        ["suppressed by `# noqa`", s["suppressed"]],
+        ["suppressed by noqa comments", s["suppressed"]],
     ])
     out += ["## Per codemod", ""]
     used = [c for c in data["per_codemod"] if any(c[k] for k in ("fixed", "held_back", "manual_review", "suppressed"))]
