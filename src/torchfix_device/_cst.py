@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Iterator
 
 import libcst as cst
@@ -151,24 +152,24 @@ def all_names(module: cst.Module) -> set[str]:
     return names
 
 
-def referenced_names(module: cst.Module) -> set[str]:
-    """Identifiers used as names in the file: not attribute names (``x.device``) nor keyword
-    argument names (``device=...``)."""
-    names: set[str] = set()
+def referenced_names(node: cst.CSTNode) -> "Counter[str]":
+    """How often each identifier is used as a name under ``node``: attribute names
+    (``x.device``) and keyword argument names (``device=...``) are not counted."""
+    names: Counter[str] = Counter()
 
     class _Collect(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            names.add(node.value)
+        def visit_Name(self, name: cst.Name) -> None:
+            names[name.value] += 1
 
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            attribute.value.visit(self)
             return False
 
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)
+        def visit_Arg(self, arg: cst.Arg) -> bool:
+            arg.value.visit(self)
             return False
 
-    module.visit(_Collect())
+    node.visit(_Collect())
     return names
 
 

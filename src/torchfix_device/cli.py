@@ -10,10 +10,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from torchfix_device import __version__, report
+from torchfix_device import __version__, formats, report
 from torchfix_device.codemod import Codemod, UnknownRuleError, all_codemods, lookup, select_codemods
 from torchfix_device.config import ConfigError, load_config
+from torchfix_device.device_expression import DeviceExpressionError, validate_device_expression
+from torchfix_device.formats import OutputFormat
+from torchfix_device.migration_report import ReportError, write_report
+from torchfix_device.options import RunOptions
+from torchfix_device.output_tree import output_dir_problem, write_output_tree
 from torchfix_device.runner import Interrupted, run
+from torchfix_device.stdin_mode import STDIN, is_stdin, output_bytes, process_stdin
 
 app = typer.Typer(
     add_completion=False,
@@ -29,6 +35,14 @@ PathsArg = typer.Argument(..., help="Files or folders (folders are searched for 
 SelectOpt = typer.Option(None, "--select", help="Only these codemods (codes or names, comma-separated or repeated).")
 IgnoreOpt = typer.Option(None, "--ignore", help="Skip these codemods (codes or names).")
 UnsafeOpt = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply fixes marked unsafe.")
+ReportOpt = typer.Option(None, "--report", metavar="FILE", help="Write a migration report: Markdown, or JSON when FILE ends in .json.")
+OutputDirOpt = typer.Option(None, "--output-dir", metavar="DIR", help="Write rewritten copies of the files under DIR; leave the input untouched.")
+DeviceExpressionOpt = typer.Option(None, "--device-expression", metavar="EXPR", help="Value of an inserted device binding (default: torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")).")
+IncludeGeneratedOpt = typer.Option(False, "--include-generated", help="Also process files marked @generated in a comment.")
+GitignoreOpt = typer.Option(True, "--respect-gitignore/--no-respect-gitignore", help="Inside a git work tree, leave out files .gitignore ignores.")
+StdinFilenameOpt = typer.Option(None, "--stdin-filename", metavar="NAME", help="With PATH -: the file's name for messages and configuration.")
+OutputFormatOpt = typer.Option(OutputFormat.text, "--output-format", help="Findings as text, json, github (workflow annotations) or sarif (2.1.0).", case_sensitive=False)
+ShowUnusedOpt = typer.Option(False, "--show-unused-suppressions", help="Also list `# noqa: TFD...` and skip-file comments that suppress nothing (exit 1 if any).")
 
 
 def _split(values: Optional[List[str]]) -> list[str]:
@@ -40,9 +54,12 @@ def _usage_error(message: str) -> "typer.Exit":
     return typer.Exit(EXIT_USAGE)
 
 
-def _resolve(paths: list[Path], select: Optional[List[str]], ignore: Optional[List[str]], unsafe: Optional[bool]):
+def _resolve(
+    paths: list[Path], select: Optional[List[str]], ignore: Optional[List[str]], unsafe: Optional[bool],
+    config_start: Optional[Path] = None,
+):
     try:
-        config = load_config(paths[0] if paths else Path.cwd())
+        config = load_config(config_start or (paths[0] if paths else Path.cwd()))
         select_codemods(config.select, config.ignore)  # the file's codes are checked on their own
     except ConfigError as exc:
         raise _usage_error(str(exc)) from None
@@ -52,10 +69,38 @@ def _resolve(paths: list[Path], select: Optional[List[str]], ignore: Optional[Li
         chosen = select_codemods(_split(select) or config.select, _split(ignore) or config.ignore)
     except UnknownRuleError as exc:
         raise _usage_error(str(exc)) from None
-    missing = [p for p in paths if not p.exists() and not p.is_symlink()]
+    missing = [p for p in paths if not p.exists() and not p.is_symlink() and str(p) != STDIN]
     if missing:
         raise _usage_error("no such file or folder: " + ", ".join(str(p) for p in missing))
     return chosen, config.unsafe_fixes if unsafe is None else unsafe, config.exclude
+
+
+def _run_options(
+    config_start: Path, device_expression: Optional[str], include_generated: bool, respect_gitignore: bool,
+    report_unused_suppressions: bool = False,
+) -> RunOptions:
+    """The settings beyond the codemod selection; the command line wins over the configuration."""
+    try:
+        configured = load_config(config_start).device_expression
+        chosen = validate_device_expression(device_expression) if device_expression is not None else configured
+    except (ConfigError, DeviceExpressionError) as exc:
+        raise _usage_error(str(exc)) from None
+    return RunOptions(
+        device_expression=chosen,
+        include_generated=include_generated,
+        respect_gitignore=respect_gitignore,
+        report_unused_suppressions=report_unused_suppressions,
+    )
+
+
+def _config_start(paths: list[Path], stdin_filename: Optional[str]) -> Path:
+    if is_stdin(paths):
+        if len(paths) > 1:
+            raise _usage_error("`-` (stdin) cannot be combined with other paths")
+        return Path(stdin_filename) if stdin_filename else Path.cwd()
+    if stdin_filename is not None:
+        raise _usage_error("--stdin-filename needs `-` as the path")
+    return paths[0] if paths else Path.cwd()
 
 
 def _interrupted(stop: Interrupted, *, wrote: bool) -> "typer.Exit":
@@ -75,21 +120,82 @@ def apply(
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
     unsafe_fixes: Optional[bool] = UnsafeOpt,
+    report_file: Optional[Path] = ReportOpt,
+    output_dir: Optional[Path] = OutputDirOpt,
+    device_expression: Optional[str] = DeviceExpressionOpt,
+    include_generated: bool = IncludeGeneratedOpt,
+    respect_gitignore: bool = GitignoreOpt,
+    stdin_filename: Optional[str] = StdinFilenameOpt,
 ) -> None:
     """Rewrite files in place (or show the rewrite with --diff). Summary on stderr."""
-    codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes)
-    try:
-        results = run(paths, codemods, write=not diff, unsafe_fixes=unsafe, exclude=exclude)
-    except Interrupted as stop:
-        raise _interrupted(stop, wrote=not diff) from None
+    start = _config_start(paths, stdin_filename)
+    codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes, config_start=start)
+    options = _run_options(start, device_expression, include_generated, respect_gitignore)
+    stdin = is_stdin(paths)
+    _check_apply_destinations(paths, diff=diff, output_dir=output_dir, stdin=stdin)
+    _check_report_path(report_file)
+    if stdin:
+        result, raw = process_stdin(codemods, unsafe_fixes=unsafe, options=options, stdin_filename=stdin_filename)
+        results = [result]
+        if not diff:
+            sys.stdout.buffer.write(output_bytes(result, raw))
+            sys.stdout.buffer.flush()
+    else:
+        try:
+            results = run(paths, codemods, write=not diff and output_dir is None, unsafe_fixes=unsafe, exclude=exclude, options=options)
+        except Interrupted as stop:
+            raise _interrupted(stop, wrote=not diff and output_dir is None) from None
     console = report.stderr_console()
     if diff:
         report.write_diffs(results)
+    written = write_output_tree(results, output_dir) if output_dir is not None else 0
     report.print_problems(results, console)
     report.print_manual_review(results, console)
     console.print(report.summary_line(results, wrote=not diff), soft_wrap=True)
+    if output_dir is not None:
+        console.print(f"wrote {written} file{'s' if written != 1 else ''} under {escape(str(output_dir))}; the input is untouched", soft_wrap=True)
+    if report_file is not None:
+        mode = _report_mode(diff=diff, output_dir=output_dir, stdin=stdin)
+        try:
+            write_report(report_file, results, codemods, mode=mode)
+        except ReportError as exc:
+            console.print(f"[red]error[/]: {escape(str(exc))}", soft_wrap=True)
+            raise typer.Exit(EXIT_FINDINGS) from None
+        console.print(f"report written to {escape(str(report_file))}", soft_wrap=True)
     failed = any(r.status == "failed" for r in results)
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _check_apply_destinations(paths: list[Path], *, diff: bool, output_dir: Optional[Path], stdin: bool) -> None:
+    if output_dir is None:
+        return
+    if diff:
+        raise _usage_error("--output-dir and --diff cannot be combined")
+    if stdin:
+        raise _usage_error("--output-dir cannot be used with `-` (stdin): the result goes to stdout")
+    problem = output_dir_problem(output_dir, paths)
+    if problem:
+        raise _usage_error(problem)
+
+
+def _check_report_path(report_file: Optional[Path]) -> None:
+    """Refuse a report path that cannot be written before any file is rewritten."""
+    if report_file is None:
+        return
+    if report_file.is_dir():
+        raise _usage_error(f"--report {report_file}: is a folder")
+    if not report_file.parent.is_dir():
+        raise _usage_error(f"--report {report_file}: no such folder {report_file.parent}")
+
+
+def _report_mode(*, diff: bool, output_dir: Optional[Path], stdin: bool) -> str:
+    if diff:
+        return "dry run (--diff): nothing written"
+    if output_dir is not None:
+        return f"rewritten copies written under {output_dir}; input untouched"
+    if stdin:
+        return "stdin to stdout"
+    return "files rewritten in place"
 
 
 @app.command()
@@ -98,21 +204,33 @@ def check(
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
     unsafe_fixes: Optional[bool] = UnsafeOpt,
+    output_format: OutputFormat = OutputFormatOpt,
+    show_unused: bool = ShowUnusedOpt,
+    include_generated: bool = IncludeGeneratedOpt,
+    respect_gitignore: bool = GitignoreOpt,
+    stdin_filename: Optional[str] = StdinFilenameOpt,
 ) -> None:
     """Report findings as `path:line:col CODE message` without writing; exit 1 if any."""
-    codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes)
-    try:
-        results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude)
-    except Interrupted as stop:
-        raise _interrupted(stop, wrote=False) from None
+    start = _config_start(paths, stdin_filename)
+    codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes, config_start=start)
+    options = _run_options(start, None, include_generated, respect_gitignore, report_unused_suppressions=show_unused)
+    if is_stdin(paths):
+        results = [process_stdin(codemods, unsafe_fixes=unsafe, options=options, stdin_filename=stdin_filename)[0]]
+    else:
+        try:
+            results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude, options=options)
+        except Interrupted as stop:
+            raise _interrupted(stop, wrote=False) from None
     lines = report.finding_lines(results)
-    if lines:
-        sys.stdout.write("\n".join(lines) + "\n")
+    output = formats.render(output_format, results, all_codemods(), unused=show_unused)
+    if output:
+        sys.stdout.write(output)
         sys.stdout.flush()
     console = report.stderr_console()
     report.print_problems(results, console)
     console.print(report.summary_line(results, wrote=False, checking=True), soft_wrap=True)
-    bad = lines or any(r.status == "failed" for r in results)
+    unused = show_unused and any(r.unused_suppressions for r in results)
+    bad = lines or unused or any(r.status == "failed" for r in results)
     raise typer.Exit(EXIT_FINDINGS if bad else EXIT_OK)
 
 

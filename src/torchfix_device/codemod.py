@@ -21,6 +21,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProv
 from libcst.metadata.base_provider import LazyValue
 
 from torchfix_device.device_source import DeviceSource
+from torchfix_device.suppressions import Suppressions
 
 DOC_SECTIONS = (
     "What it does",
@@ -80,6 +81,11 @@ class Codemod(VisitorBasedCodemodCommand):
     safe: ClassVar[bool] = True
     triggers: ClassVar[tuple[str, ...]] = ()
     """Substrings of which at least one must occur in a file's text for this codemod to match."""
+    suppressions: "Suppressions | None" = None
+    """The ``# noqa`` comments of the tree being transformed (set by the runner): a finding on a
+    suppressed line is recorded in ``suppressed_findings`` and its fix declined."""
+    device_expression: str | None = None
+    """The value of an inserted device binding (set by the runner; None for the default)."""
 
     METADATA_DEPENDENCIES = ()
     """Nothing is resolved up front: :meth:`get_metadata` resolves a provider the first time a
@@ -113,6 +119,7 @@ class Codemod(VisitorBasedCodemodCommand):
         self.function_stack: list[cst.FunctionDef] = []
         self.checkpoint_notes: list[str] = []
         """Lines for the run's output about ``state_dict`` keys this rewrite adds."""
+        self.suppressed_findings: list[Finding] = []
 
     # -- context tracking -------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool | None:
@@ -176,7 +183,8 @@ class Codemod(VisitorBasedCodemodCommand):
         position = self.get_metadata(PositionProvider, node).start
         is_safe = self.safe if safe is None else safe
         apply = fixable and (is_safe or self.unsafe_fixes)
-        self.findings.append(
+        suppressed = self.suppressions is not None and self.suppressions.suppresses(position.line, self.code)
+        (self.suppressed_findings if suppressed else self.findings).append(
             Finding(
                 line=position.line,
                 column=position.column + 1,
@@ -186,7 +194,14 @@ class Codemod(VisitorBasedCodemodCommand):
                 held_back=fixable and not apply,
             )
         )
-        return apply
+        return apply and not suppressed
+
+    def is_suppressed(self, node: cst.CSTNode) -> bool:
+        """True when a finding of this codemod at ``node`` would be suppressed by ``# noqa``:
+        for a rewrite that is only correct if the rewrites at other places all happen."""
+        if self.suppressions is None:
+            return False
+        return self.suppressions.suppresses(self.get_metadata(PositionProvider, node).start.line, self.code)
 
     # -- helpers ----------------------------------------------------------------------------
     def qualified_names(self, node: cst.CSTNode) -> set[str]:

@@ -6,12 +6,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchfix_device.device_expression import DeviceExpressionError, validate_device_expression
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-KNOWN_KEYS = {"select", "ignore", "exclude", "unsafe-fixes"}
+KNOWN_KEYS = {"select", "ignore", "exclude", "unsafe-fixes", "device-expression"}
 
 
 class ConfigError(ValueError):
@@ -25,6 +27,7 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
     source: Path | None = None
+    device_expression: str | None = None
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -70,4 +73,17 @@ def load_config(start: Path) -> Config:
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{path}: [tool.torchfix-device] unsafe-fixes must be true or false")
     config.unsafe_fixes = unsafe
+    config.device_expression = _device_expression(table, path)
     return config
+
+
+def _device_expression(table: dict, path: Path) -> str | None:
+    value = table.get("device-expression")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: [tool.torchfix-device] device-expression must be a string")
+    try:
+        return validate_device_expression(value)
+    except DeviceExpressionError as exc:
+        raise ConfigError(f"{path}: [tool.torchfix-device] {exc}") from None

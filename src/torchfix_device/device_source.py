@@ -25,6 +25,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import Assignment, PositionProvider, ScopeProvider
 
 from torchfix_device import _cst
+from torchfix_device.device_expression import device_expression_node, uses_torch
 
 if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
@@ -108,16 +109,21 @@ class DeviceSource:
         where a rewrite put it; a site that asked for a device but was then not rewritten
         (reported, or an unsafe fix held back) inserts nothing.
         """
-        if self.inserted_name is None or self.inserted_name not in _cst.referenced_names(module):
+        if self.inserted_name is None or not self._inserted_name_used(module):
             return module
+        configured = self.codemod.device_expression
         torch_name = _cst.torch_module_alias(module)
-        if torch_name is None:
+        if torch_name is None and (configured is None or uses_torch(configured)):
             AddImportsVisitor.add_needed_import(self.codemod.context, "torch")
             torch_name = "torch"
-        stmt = cst.parse_statement(
-            f'{self.inserted_name} = {torch_name}.device("cuda" if {torch_name}.cuda.is_available() else "cpu")\n',
-            config=module.config_for_parsing,
-        )
+        if configured is None:
+            stmt = cst.parse_statement(
+                f'{self.inserted_name} = {torch_name}.device("cuda" if {torch_name}.cuda.is_available() else "cpu")\n',
+                config=module.config_for_parsing,
+            )
+        else:
+            value = _cst.code_of(device_expression_node(configured, torch_name or "torch"))
+            stmt = cst.parse_statement(f"{self.inserted_name} = {value}\n", config=module.config_for_parsing)
         index = _cst.end_of_import_block(module)
         body = list(module.body)
         if index > 0:  # one blank line between the imports and the new line
@@ -127,6 +133,14 @@ class DeviceSource:
             body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine()])
         body.insert(index, stmt)
         return module.with_changes(body=body)
+
+    def _inserted_name_used(self, module: cst.Module) -> bool:
+        """A rewrite put the inserted name into ``module``. The name may already occur in the
+        file where it binds nothing at module level (a function's ``device`` parameter), so the
+        occurrences are counted: a site that asked for a device and then declined (suppressed,
+        reported, held back) adds none, nor does a rewrite that wrote ``x.device``."""
+        name = self.inserted_name
+        return _count_name(module, name) > _count_name(self.module, name)
 
     # -- nn.Module methods ------------------------------------------------------------------
     def _enclosing_method(self) -> cst.FunctionDef | None:
@@ -325,6 +339,8 @@ class DeviceSource:
         return True
 
     def _looks_like_device(self, value: cst.BaseExpression) -> bool:
+        if self.codemod.device_expression is not None and self._is_configured_expression(value):
+            return True
         if isinstance(value, cst.Call):
             return "torch.device" in self.codemod.qualified_names(value.func)
         if isinstance(value, cst.IfExp):
@@ -333,6 +349,12 @@ class DeviceSource:
             text = value.evaluated_value
             return isinstance(text, str) and text.split(":")[0] in {"cuda", "cpu", "mps", "xpu", "meta"}
         return False
+
+    def _is_configured_expression(self, value: cst.BaseExpression) -> bool:
+        """``value`` is the configured device expression (as an earlier run inserted it)."""
+        torch_name = _cst.torch_module_alias(self.module) or "torch"
+        expected = device_expression_node(self.codemod.device_expression, torch_name)
+        return _cst.code_of(value) == _cst.code_of(expected)
 
     def assigned_values(self) -> dict[int, cst.BaseExpression]:
         """Assigned ``Name`` node (by id) → the value assigned to it (``=``, ``x: T =``, ``+=``)."""
@@ -387,6 +409,11 @@ def _reachable(start: str, calls: dict[str, set[str]]) -> list[str]:
                 seen.append(nxt)
                 todo.append(nxt)
     return seen
+
+
+def _count_name(node: cst.CSTNode, name: str | None) -> int:
+    """How often ``name`` is used as a name (``x.device`` and ``device=...`` do not count)."""
+    return _cst.referenced_names(node)[name or ""]
 
 
 def _numbered_free_name(names: set[str]) -> str:

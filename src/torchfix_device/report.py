@@ -101,7 +101,7 @@ def finding_lines(results: Sequence[FileResult]) -> list[str]:
 def print_problems(results: Sequence[FileResult], console: Console) -> None:
     """One line per file that failed or was skipped, naming it (and the line, where known)."""
     for result in results:
-        if result.status in ("failed", "skipped") and result.error:
+        if result.status in ("failed", "skipped") and result.error and result.skip_kind not in QUIET_SKIP_KINDS:
             style = "red" if result.status == "failed" else "yellow"
             where = result.display
             message = result.error
@@ -109,6 +109,18 @@ def print_problems(results: Sequence[FileResult], console: Console) -> None:
                 location, _, message = message[5:].partition(": ")
                 where = f"{where}:{location}"
             console.print(f"[{style}]{result.status}[/]: {escape(where)}: {escape(message)}", soft_wrap=True)
+
+
+QUIET_SKIP_KINDS = frozenset({".gitignore", "@generated", "skip-file"})
+"""Skips the user asked for (or that are routine): counted in the summary, not listed one by one."""
+
+
+def _skip_reasons(results: Sequence[FileResult]) -> str:
+    """`` (2 @generated, 1 skip-file)``: why files were skipped, where a kind is known."""
+    kinds = Counter(r.skip_kind or "other" for r in results if r.status == "skipped")
+    if set(kinds) <= {"other"}:
+        return ""
+    return " (" + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) + ")"
 
 
 def print_manual_review(results: Sequence[FileResult], console: Console) -> None:
@@ -137,12 +149,15 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
     verb = "would change" if checking or not wrote else "changed"
     parts = [f"{scanned} file{'s' if scanned != 1 else ''} scanned", f"{changed} {verb}", f"{failed} failed"]
     if skipped:
-        parts.append(f"{skipped} skipped")
+        parts.append(f"{skipped} skipped{_skip_reasons(results)}")
     line = ", ".join(parts)
     if fixes:
         line += "; fixes: " + ", ".join(f"{c} ×{n}" for c, n in sorted(fixes.items()))
     if manual:
         line += "; left for review: " + ", ".join(f"{c} ×{n}" for c, n in sorted(manual.items()))
+    suppressed = sum(len(r.suppressed) for r in results)
+    if suppressed:
+        line += f"; suppressed by noqa: {suppressed}"
     return line
 
 

@@ -17,8 +17,18 @@ from typing import Iterable, Literal, Sequence
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from torchfix_device.codemod import Codemod, Finding, SharedWrapper
+from torchfix_device.codemod import REGISTRY, Codemod, Finding, SharedWrapper
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
+from torchfix_device import file_selection
+from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
+from torchfix_device.suppressions import (
+    NO_SUPPRESSIONS,
+    Suppressions,
+    UnusedSuppression,
+    may_hold_directives,
+    parse_suppressions,
+    unused_suppressions,
+)
 
 SKIP_DIRS = frozenset(
     {
@@ -47,6 +57,12 @@ class FileResult:
     source: SourceFile | None = None
     new_text: str | None = None
     notes: list[str] = field(default_factory=list)
+    suppressed: list[Finding] = field(default_factory=list)
+    """Findings silenced by a ``# noqa`` comment: neither reported nor rewritten."""
+    skip_kind: str | None = None
+    """For ``skipped``: a short tag the summary groups by (``@generated``, ``skip-file``, ...)."""
+    unused_suppressions: list = field(default_factory=list)
+    """``UnusedSuppression`` items, filled when the run is asked to judge suppressions."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,7 @@ class TransformOutput:
     text: str
     findings: list[Finding]
     notes: list[str]
+    suppressed: tuple[Finding, ...] = ()
 
 
 class InternalError(Exception):
@@ -151,6 +168,7 @@ def transform_source(
     *,
     unsafe_fixes: bool = False,
     filename: str | None = None,
+    options: RunOptions | None = None,
 ) -> TransformOutput:
     """Apply ``codemods`` to ``text`` until the tree stops changing.
 
@@ -164,25 +182,31 @@ def transform_source(
     original = cst.parse_module(text)
     rendered = original.code  # libcst's rendering of the untouched tree: not always ``text``
     findings: set[Finding] = set()
+    suppressed: set[Finding] = set()
     notes: list[str] = []
     shared, shared_original = SharedWrapper(), SharedWrapper()
     current, current_code = original, rendered
+    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS)
     for pass_number in range(MAX_PASSES):
         changed_in_pass = False
         for codemod_class in active:
             try:
                 codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
+                configure(codemod, current_code)
                 result = codemod.transform_module(current)
                 if pass_number == 0:
                     if current is original:
                         findings.update(codemod.findings)
+                        suppressed.update(codemod.suppressed_findings)
                         notes.extend(codemod.checkpoint_notes)
                     else:  # positions must refer to the file as it was: look at the original tree
                         fresh = codemod_class(
                             CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared_original
                         )
+                        configure(fresh, rendered)
                         fresh.transform_module(original)
                         findings.update(fresh.findings)
+                        suppressed.update(fresh.suppressed_findings)
                         notes.extend(fresh.checkpoint_notes)
             except RecursionError:
                 raise  # a tree too deep for Python's recursion limit: the input's problem
@@ -211,7 +235,26 @@ def transform_source(
                 f"rewrite by {', '.join(c.code for c in active)} does not compile "
                 f"(line {exc.lineno}: {exc.msg}); file left unchanged — please report this bug"
             ) from None
-    return TransformOutput(current_code, sorted(findings), notes)
+    return TransformOutput(current_code, sorted(findings), notes, tuple(sorted(suppressed)))
+
+
+def _codemod_configurer(text: str, options: RunOptions):
+    """A function giving a codemod the run's settings and the ``noqa`` comments of the code it
+    is about to transform. The comments are read from that code itself, since rewrites before
+    it may have moved lines (an inserted ``device = ...``); comments move with their lines."""
+    cache: dict[str, Suppressions] = {}
+    has_directives = may_hold_directives(text)
+
+    def configure(codemod: Codemod, code: str) -> None:
+        codemod.device_expression = options.device_expression
+        if has_directives:
+            if code not in cache:
+                cache[code] = parse_suppressions(code)
+            codemod.suppressions = cache[code]
+        else:
+            codemod.suppressions = NO_SUPPRESSIONS
+
+    return configure
 
 
 def _lines(text: str) -> list[str]:
@@ -288,25 +331,37 @@ def process_file(
     *,
     write: bool,
     unsafe_fixes: bool = False,
+    options: RunOptions | None = None,
+    source: SourceFile | None = None,
+    shown: str | None = None,
 ) -> FileResult:
-    """Read, transform and (when ``write``) atomically replace one file. Never raises."""
-    shown = display_path(path)
+    """Read, transform and (when ``write``) atomically replace one file. Never raises.
+
+    ``source`` (with ``shown``, the name for messages) is text already read, e.g. from stdin.
+    """
+    options = options or DEFAULT_OPTIONS
+    shown = shown or display_path(path)
+    if source is None:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # read_source names the problem
+        if size > MAX_FILE_BYTES:
+            return FileResult(
+                path, shown, "skipped",
+                error=f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES / 1e6:g} MB limit for one file; skipped",
+                skip_kind="over 1 MB",
+            )
+        try:
+            source = read_source(path)
+        except SourceError as exc:
+            where = f"line {exc.line}: " if exc.line else ""
+            return FileResult(path, shown, "failed", error=f"{where}{exc.message}")
+    skip = file_selection.skip_reason(source.text, options)
+    if skip is not None:
+        return FileResult(path, shown, "skipped", error=skip.message, source=source, skip_kind=skip.kind)
     try:
-        size = path.stat().st_size
-    except OSError:
-        size = 0  # read_source names the problem
-    if size > MAX_FILE_BYTES:
-        return FileResult(
-            path, shown, "skipped",
-            error=f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES / 1e6:g} MB limit for one file; skipped",
-        )
-    try:
-        source = read_source(path)
-    except SourceError as exc:
-        where = f"line {exc.line}: " if exc.line else ""
-        return FileResult(path, shown, "failed", error=f"{where}{exc.message}")
-    try:
-        output = transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=str(path))
+        output = transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=str(path), options=options)
     except cst.ParserSyntaxError as exc:
         return FileResult(path, shown, "failed", error=_parse_error_message(exc, source.text), source=source)
     except RecursionError:
@@ -315,7 +370,13 @@ def process_file(
         return FileResult(path, shown, "failed", error=f"internal error: {exc}", source=source)
     except Exception as exc:  # a codemod bug must not stop the other files
         return FileResult(path, shown, "failed", error=f"internal error: {type(exc).__name__}: {exc}", source=source)
-    result = FileResult(path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes)
+    result = FileResult(
+        path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes, suppressed=list(output.suppressed)
+    )
+    if options.report_unused_suppressions:
+        _judge_suppressions(result, codemods)
+        if result.status == "skipped":
+            return result
     if output.text == source.text:
         return result
     result.status = "changed"
@@ -332,6 +393,25 @@ def process_file(
     return result
 
 
+def _judge_suppressions(result: FileResult, codemods: Sequence[type[Codemod]]) -> None:
+    """List the suppressions of ``result`` that suppress nothing. A file marked
+    ``skip-file`` was analysed only for this: it becomes ``skipped``, its findings dropped."""
+    assert result.source is not None
+    suppressions = parse_suppressions(result.source.text)
+    selected = [c.code for c in codemods]
+    result.unused_suppressions = unused_suppressions(
+        suppressions, [(f.line, f.code) for f in result.suppressed], selected, sorted(REGISTRY)
+    )
+    if suppressions.skip_file_line is not None:
+        if not result.findings and not result.suppressed:
+            result.unused_suppressions.append(UnusedSuppression(
+                suppressions.skip_file_line, 1, "torchfix-device: skip-file", "nothing in this file to skip"
+            ))
+            result.unused_suppressions.sort()
+        result.findings, result.notes, result.status = [], [], "skipped"
+        result.error, result.skip_kind = file_selection.SKIP_FILE_MESSAGE, "skip-file"
+
+
 def run(
     paths: Sequence[Path],
     codemods: Sequence[type[Codemod]],
@@ -339,6 +419,7 @@ def run(
     write: bool,
     unsafe_fixes: bool = False,
     exclude: Iterable[str] = (),
+    options: RunOptions | None = None,
 ) -> list[FileResult]:
     """Process every Python file under ``paths``; one result per file, in display order.
 
@@ -349,8 +430,11 @@ def run(
     results: list[FileResult] = []
     try:
         files, problems = collect_files(paths, exclude)
+        if (options or DEFAULT_OPTIONS).respect_gitignore:
+            files, ignored = file_selection.drop_gitignored(files, paths)
+            problems += [FileResult(p, display_path(p), "skipped", error="ignored by .gitignore", skip_kind=".gitignore") for p in ignored]
         for path in files:
-            results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes))
+            results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options))
     except KeyboardInterrupt:
         raise Interrupted(problems + results, len(results), len(files)) from None
     return problems + results

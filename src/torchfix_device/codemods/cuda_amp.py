@@ -99,7 +99,8 @@ class CudaAmp(Codemod):
             if not all(n in NAMES for n in names):
                 continue
             uses = self._uses(imp)
-            if uses is not None and all(id(u) in call_funcs for u in uses):
+            # every use must be rewritten for the import to move: none may be suppressed
+            if uses is not None and all(id(u) in call_funcs and not self.is_suppressed(u) for u in uses):
                 self._movable_imports.add(id(imp))
                 self._name_calls.update(id(u) for u in uses)
         return None

@@ -123,9 +123,16 @@ class CudaCall(Codemod):
         kept = set()
         for node in _cst.walk(module):
             if isinstance(node, cst.If) and self._is_cuda_condition(node.test) and _contains_move(node.body):
-                if not self._guard_can_go(node):
+                if not self._guard_can_go(node) or self._holds_suppressed_call(node.body):
                     kept.add(_cst.code_of(node.test))
         return kept
+
+    def _holds_suppressed_call(self, body: cst.BaseSuite) -> bool:
+        """A ``.cuda()`` under ``body`` carries ``# noqa``: it stays, so its guard stays too."""
+        return any(
+            isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda"))) and self.is_suppressed(n)
+            for n in _cst.walk(body)
+        )
 
     def _guard_can_go(self, node: cst.If) -> bool:
         if node.orelse is not None:

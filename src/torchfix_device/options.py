@@ -1,0 +1,25 @@
+"""Run settings beyond the codemod selection, passed as one object through the runner.
+
+One frozen, picklable value so that adding a setting does not change every signature between
+the command line and the codemods (and so that it can cross into worker processes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    device_expression: str | None = None
+    """The value of an inserted device binding (``[tool.torchfix-device] device-expression``);
+    None for ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``."""
+    include_generated: bool = False
+    """Process files marked ``@generated`` in a comment (skipped by default)."""
+    respect_gitignore: bool = True
+    """Inside a git work tree, leave out files that ``.gitignore`` ignores."""
+    report_unused_suppressions: bool = False
+    """Also judge ``# torchfix-device: skip-file`` (the file is then analysed, never written)."""
+
+
+DEFAULT_OPTIONS = RunOptions()

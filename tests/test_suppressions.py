@@ -1,0 +1,185 @@
+"""Suppressions through the console script: ``# noqa: TFD001``, bare ``# noqa``,
+``# torchfix-device: skip-file``, and ``check --show-unused-suppressions``.
+
+A suppressed finding is neither reported nor rewritten, while the other lines of the same file
+are fixed."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tokenize
+from pathlib import Path
+
+from conftest import FIXTURES, run_cli
+
+MIXED = """\
+import torch
+
+model = torch.load("m.pt").cuda()  # noqa: TFD001
+x = torch.zeros(3).cuda()
+y = torch.ones(3).cuda()  # noqa
+z = torch.ones(3).cuda()  # noqa: E501
+w = torch.ones(3).cuda()  # type: ignore  # NOQA:TFD005,TFD001
+s = "# noqa"; v = torch.ones(3).cuda()
+"""
+
+
+def _lines(out) -> list[str]:
+    return out.stdout.decode().splitlines()
+
+
+def test_suppressed_line_is_neither_reported_nor_rewritten(tmp_path: Path) -> None:
+    (tmp_path / "mixed.py").write_text(MIXED)
+    check = run_cli("check", "mixed.py", cwd=tmp_path)
+    assert check.returncode == 1
+    reported = {(line.split(":")[1], line.split()[1]) for line in _lines(check)}
+    # line 3: TFD001 suppressed, TFD005 not; 5 and 7: suppressed; 6: another tool's code;
+    # 8: "# noqa" inside a string is no comment
+    assert reported == {("3", "TFD005"), ("4", "TFD001"), ("6", "TFD001"), ("8", "TFD001")}
+    assert "suppressed by noqa: 3" in check.stderr.decode()
+
+    applied = run_cli("apply", "mixed.py", cwd=tmp_path)
+    assert applied.returncode == 0, applied.stderr.decode()
+    new = (tmp_path / "mixed.py").read_text().splitlines()
+    old = MIXED.splitlines()
+    assert new[:4] == ["import torch", "", 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', ""]
+    body = new[4:]
+    assert body[0] == 'model = torch.load("m.pt", map_location=device).cuda()  # noqa: TFD001'
+    assert body[1] == "x = torch.zeros(3).to(device)"
+    assert body[2] == old[4] and body[4] == old[6]  # suppressed lines byte for byte
+    assert body[3] == "z = torch.ones(3).to(device)  # noqa: E501"
+    assert body[5] == 's = "# noqa"; v = torch.ones(3).to(device)'
+    # a second run has nothing left to do and still reports nothing for the suppressed lines
+    again = run_cli("check", "mixed.py", cwd=tmp_path)
+    assert again.returncode == 0 and again.stdout == b""
+
+
+def test_noqa_at_the_end_of_a_multiline_statement_covers_it(tmp_path: Path) -> None:
+    source = "import torch\n\nstate = torch.load(\n    'ckpt.pt',\n)  # noqa: TFD005\n"
+    (tmp_path / "m.py").write_text(source)
+    out = run_cli("apply", "m.py", cwd=tmp_path)
+    assert out.returncode == 0
+    assert (tmp_path / "m.py").read_text() == source
+
+
+def test_skip_file_leaves_the_file_byte_identical(tmp_path: Path) -> None:
+    source = b"# torchfix-device: skip-file\r\nimport torch\r\nx = torch.load('a').cuda()\r\n"
+    (tmp_path / "skip.py").write_bytes(source)
+    (tmp_path / "other.py").write_text("import torch\nx = torch.load('a')\n")
+    check = run_cli("check", ".", cwd=tmp_path)
+    assert [line.split(":")[0] for line in _lines(check)] == ["other.py"]
+    assert "1 skipped (1 skip-file)" in check.stderr.decode()
+    applied = run_cli("apply", ".", cwd=tmp_path)
+    assert applied.returncode == 0
+    assert (tmp_path / "skip.py").read_bytes() == source
+    assert "map_location=device" in (tmp_path / "other.py").read_text()
+
+
+def test_skip_file_inside_a_string_does_not_skip(tmp_path: Path) -> None:
+    (tmp_path / "s.py").write_text("import torch\nDOC = '# torchfix-device: skip-file'\nx = torch.load('a')\n")
+    assert [line.split()[1] for line in _lines(run_cli("check", "s.py", cwd=tmp_path))] == ["TFD005"]
+
+
+def test_show_unused_suppressions(tmp_path: Path) -> None:
+    (tmp_path / "u.py").write_text(
+        "import torch\n"
+        "x = torch.zeros(3).cuda()  # noqa: TFD001\n"          # used
+        "y = torch.zeros(3)  # noqa: TFD005\n"                 # unused
+        "z = torch.zeros(3)  # noqa: TFD999, E501\n"           # unknown code; E501 is not ours
+        "q = torch.zeros(3)  # noqa\n"                         # bare: flake8's too, never listed
+    )
+    (tmp_path / "useless_skip.py").write_text("# torchfix-device: skip-file\nimport os\n")
+    (tmp_path / "useful_skip.py").write_text("# torchfix-device: skip-file\nimport torch\nx = torch.load('a')\n")
+    plain = run_cli("check", ".", cwd=tmp_path)
+    assert plain.returncode == 0 and plain.stdout == b""
+    out = run_cli("check", "--show-unused-suppressions", ".", cwd=tmp_path)
+    assert out.returncode == 1
+    assert _lines(out) == [
+        "u.py:3:21 unused suppression `noqa: TFD005`: no TFD005 finding on this line",
+        "u.py:4:21 unused suppression `noqa: TFD999`: unknown code TFD999",
+        "useless_skip.py:1:1 unused suppression `torchfix-device: skip-file`: nothing in this file to skip",
+    ]
+    # with only another codemod selected, TFD005 cannot be judged
+    narrowed = run_cli("check", "--show-unused-suppressions", "--select", "TFD001", "u.py", cwd=tmp_path)
+    assert [line.split("`")[1] for line in _lines(narrowed)] == ["noqa: TFD999"]
+
+
+def _appendable_lines(source: str) -> set[int]:
+    """Lines a trailing comment can be added to (ended by a NEWLINE or NL token: not inside a
+    string, not continued by a backslash)."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return {t.start[0] for t in tokens if t.type in (tokenize.NEWLINE, tokenize.NL)}
+
+
+def _with_noqa(source: str, lines: set[int]) -> str:
+    out = []
+    for number, line in enumerate(source.splitlines(keepends=True), 1):
+        if number in lines:
+            body = line.rstrip("\r\n")
+            line = body + "  # noqa" + line[len(body):]
+        out.append(line)
+    return "".join(out)
+
+
+def test_every_codemod_declines_every_suppressed_fix(tmp_path: Path) -> None:
+    """Each ``.in.py`` fixture, with ``# noqa`` on every line that has a finding, comes out of
+    ``apply`` byte-identical and gives no finding: no codemod rewrites a suppressed place."""
+    originals = tmp_path / "originals"
+    originals.mkdir()
+    for fixture in sorted(FIXTURES.glob("*/*.in.py")):
+        shutil.copy(fixture, originals / f"{fixture.parent.name}__{fixture.name[:-6]}.py")
+    check = run_cli("check", "--unsafe-fixes", ".", cwd=originals)
+    finding_lines: dict[str, set[int]] = {}
+    for line in _lines(check):
+        name, number = line.split(":")[:2]
+        finding_lines.setdefault(name, set()).add(int(number))
+    suppressed = tmp_path / "suppressed"
+    suppressed.mkdir()
+    for name, lines in finding_lines.items():
+        source = (originals / name).read_text()
+        if lines <= _appendable_lines(source):
+            (suppressed / name).write_text(_with_noqa(source, lines))
+    covered = sorted(p.name for p in suppressed.iterdir())
+    assert len(covered) >= 0.8 * len(finding_lines), f"only {len(covered)} of {len(finding_lines)} fixtures usable"
+    assert {name.split("__")[0] for name in covered} >= {p.name for p in FIXTURES.iterdir() if p.is_dir() and any(p.glob("*.in.py"))}
+    before = {p.name: p.read_bytes() for p in suppressed.iterdir()}
+    out = run_cli("apply", "--unsafe-fixes", ".", cwd=suppressed)
+    assert out.returncode == 0, out.stderr.decode()
+    changed = [name for name, data in before.items() if (suppressed / name).read_bytes() != data]
+    assert changed == []
+    recheck = run_cli("check", "--unsafe-fixes", ".", cwd=suppressed)
+    assert recheck.stdout == b"" and recheck.returncode == 0
+
+
+def test_a_suppressed_use_keeps_the_rewrites_it_depends_on_consistent(tmp_path: Path) -> None:
+    """Rewrites that are only right together stay together: the ``from torch.cuda.amp``
+    import moves only if every call moves; a guard on a user flag is dropped everywhere or
+    nowhere."""
+    amp = (
+        "from torch.cuda.amp import autocast\n\n"
+        "def f(m, x):\n"
+        "    with autocast():  # noqa: TFD011\n"
+        "        a = m(x)\n"
+        "    with autocast():\n"
+        "        b = m(x)\n"
+        "    return a, b\n"
+    )
+    guards = (
+        "import torch\n\n"
+        "def train(model, x, args):\n"
+        "    if args.cuda:\n"
+        "        model.cuda()  # noqa: TFD001, TFD002\n"
+        "    if args.cuda:\n"
+        "        x = x.cuda()\n"
+        "    return model(x)\n"
+    )
+    (tmp_path / "amp.py").write_text(amp)
+    (tmp_path / "guards.py").write_text(guards)
+    out = run_cli("apply", ".", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    assert (tmp_path / "amp.py").read_text() == amp  # the other call is left for manual review
+    assert "manual review: amp.py:6:10 TFD011" in out.stderr.decode()
+    rewritten = (tmp_path / "guards.py").read_text()
+    assert "        model.cuda()  # noqa: TFD001, TFD002\n" in rewritten
+    assert rewritten.count("if args.cuda:") == 2 and "x = x.to(device)" in rewritten
