@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from torchfix_device import __version__, report
+from torchfix_device import __version__, gitsafety, report
 from torchfix_device.codemod import Codemod, UnknownRuleError, all_codemods, lookup, select_codemods
 from torchfix_device.config import ConfigError, load_config
 from torchfix_device.runner import Interrupted, run
@@ -75,14 +75,23 @@ def apply(
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
     unsafe_fixes: Optional[bool] = UnsafeOpt,
+    allow_dirty: bool = typer.Option(
+        False, "--allow-dirty", help="In a git work tree, also rewrite files with uncommitted changes."
+    ),
 ) -> None:
     """Rewrite files in place (or show the rewrite with --diff). Summary on stderr."""
     codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes)
-    try:
-        results = run(paths, codemods, write=not diff, unsafe_fixes=unsafe, exclude=exclude)
-    except Interrupted as stop:
-        raise _interrupted(stop, wrote=not diff) from None
     console = report.stderr_console()
+    guard = None if diff else gitsafety.inspect(paths, check_dirty=not allow_dirty)
+    if guard is not None and guard.outside:
+        console.print(f"[yellow]warning[/]: {escape(gitsafety.not_protected_message(guard.outside))}", soft_wrap=True)
+    write_now = not diff and not (guard is not None and guard.dirty)
+    try:
+        results = run(paths, codemods, write=write_now, unsafe_fixes=unsafe, exclude=exclude)
+    except Interrupted as stop:
+        raise _interrupted(stop, wrote=write_now) from None
+    if guard is not None and guard.dirty:
+        gitsafety.write_unless_dirty(results, guard)
     if diff:
         report.write_diffs(results)
     report.print_problems(results, console)

@@ -321,15 +321,23 @@ def process_file(
     result.status = "changed"
     result.new_text = output.text
     if write:
-        try:
-            atomic_replace(path, source.encode(output.text), source.raw)
-        except (WriteError, OSError) as exc:
-            result.status = "failed"
-            result.error = str(exc) if isinstance(exc, WriteError) else f"cannot write: {exc.strerror or exc}"
-        except UnicodeEncodeError as exc:
-            result.status = "failed"
-            result.error = f"rewrite cannot be encoded as {source.encoding}: {exc.reason}"
+        write_result(result)
     return result
+
+
+def write_result(result: FileResult) -> None:
+    """Atomically replace a ``changed`` result's file with its rewrite; on failure the result
+    becomes ``failed`` with the reason and the file keeps its old content."""
+    source = result.source
+    assert source is not None and result.new_text is not None
+    try:
+        atomic_replace(result.path, source.encode(result.new_text), source.raw)
+    except (WriteError, OSError) as exc:
+        result.status = "failed"
+        result.error = str(exc) if isinstance(exc, WriteError) else f"cannot write: {exc.strerror or exc}"
+    except UnicodeEncodeError as exc:
+        result.status = "failed"
+        result.error = f"rewrite cannot be encoded as {source.encoding}: {exc.reason}"
 
 
 def run(
