@@ -13,6 +13,7 @@ from rich.markup import escape
 from torchfix_device import __version__, gitsafety, report
 from torchfix_device.codemod import Codemod, UnknownRuleError, all_codemods, lookup, select_codemods
 from torchfix_device.config import ConfigError, load_config
+from torchfix_device.progress import file_progress
 from torchfix_device.runner import Interrupted, run
 
 app = typer.Typer(
@@ -87,7 +88,8 @@ def apply(
         console.print(f"[yellow]warning[/]: {escape(gitsafety.not_protected_message(guard.outside))}", soft_wrap=True)
     write_now = not diff and not (guard is not None and guard.dirty)
     try:
-        results = run(paths, codemods, write=write_now, unsafe_fixes=unsafe, exclude=exclude)
+        with file_progress() as bar:
+            results = run(paths, codemods, write=write_now, unsafe_fixes=unsafe, exclude=exclude, progress=bar)
     except Interrupted as stop:
         raise _interrupted(stop, wrote=write_now) from None
     if guard is not None and guard.dirty:
@@ -111,7 +113,8 @@ def check(
     """Report findings as `path:line:col CODE message` without writing; exit 1 if any."""
     codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes)
     try:
-        results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude)
+        with file_progress() as bar:
+            results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude, progress=bar)
     except Interrupted as stop:
         raise _interrupted(stop, wrote=False) from None
     lines = report.finding_lines(results)

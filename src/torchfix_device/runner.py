@@ -12,13 +12,16 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Iterable, Literal, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 
 from torchfix_device.codemod import Codemod, Finding, SharedWrapper
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
+
+if TYPE_CHECKING:
+    from torchfix_device.progress import FileProgress
 
 SKIP_DIRS = frozenset(
     {
@@ -347,9 +350,11 @@ def run(
     write: bool,
     unsafe_fixes: bool = False,
     exclude: Iterable[str] = (),
+    progress: "FileProgress | None" = None,
 ) -> list[FileResult]:
     """Process every Python file under ``paths``; one result per file, in display order.
 
+    ``progress`` (see :mod:`torchfix_device.progress`) is told the file count and each file done.
     Ctrl-C raises :class:`Interrupted` carrying the results of the files finished so far.
     """
     files: list[Path] = []
@@ -357,8 +362,12 @@ def run(
     results: list[FileResult] = []
     try:
         files, problems = collect_files(paths, exclude)
+        if progress is not None:
+            progress.start(len(files))
         for path in files:
             results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes))
+            if progress is not None:
+                progress.advance(path)
     except KeyboardInterrupt:
         raise Interrupted(problems + results, len(results), len(files)) from None
     return problems + results
