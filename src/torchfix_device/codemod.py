@@ -10,6 +10,7 @@ Findings are recorded with :meth:`Codemod.report`; the rewrite itself is ordinar
 
 from __future__ import annotations
 
+import argparse
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -100,6 +101,16 @@ class Codemod(VisitorBasedCodemodCommand):
                 if other.__qualname__ != cls.__qualname__ or other.__module__ != cls.__module__:
                     raise ValueError(f"{cls.__name__}: code or name already used by {other.__name__}")
         REGISTRY[cls.code] = cls
+        cls.DESCRIPTION = f"{cls.code} {cls.name}: {cls.summary}"  # `python -m libcst.tool list`
+
+    DESCRIPTION: ClassVar[str] = "torchfix-device's base class (not a codemod by itself)"
+
+    @staticmethod
+    def add_args(arg_parser: argparse.ArgumentParser) -> None:
+        """Options of ``python -m libcst.tool codemod``, passed to ``__init__``."""
+        arg_parser.add_argument(
+            "--unsafe-fixes", action="store_true", default=False, help="Also apply fixes marked unsafe."
+        )
 
     def __init__(
         self, context: CodemodContext, unsafe_fixes: bool = False, shared: "SharedWrapper | None" = None
@@ -186,6 +197,8 @@ class Codemod(VisitorBasedCodemodCommand):
                 held_back=fixable and not apply,
             )
         )
+        if not apply:  # shown by `python -m libcst.tool codemod`; the runner reports findings itself
+            self.warn(f"{position.line}:{position.column + 1} {self.code} {message}")
         return apply
 
     # -- helpers ----------------------------------------------------------------------------
