@@ -49,6 +49,13 @@ class Finding:
     """True when the codemod rewrote this place (or, in ``check``, would rewrite it)."""
     held_back: bool = False
     """True when a fix exists but is unsafe and ``--unsafe-fixes`` was not given."""
+    cell: int | None = None
+    """In a notebook: the cell (counted from 1) that ``line`` is relative to."""
+
+    @property
+    def where(self) -> str:
+        """``line:col``, or ``cell N:line:col`` in a notebook."""
+        return f"{self.line}:{self.column}" if self.cell is None else f"cell {self.cell}:{self.line}:{self.column}"
 
     @property
     def kind(self) -> str:

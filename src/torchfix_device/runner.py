@@ -100,7 +100,7 @@ def collect_files(paths: Sequence[Path], exclude: Iterable[str] = ()) -> tuple[l
             broken = "" if given.exists() else " (broken or looping link)"
             problems.append(FileResult(given, display_path(given), "skipped", error=f"symbolic link{broken}: not followed, never written through"))
         elif given.is_file():
-            if given.suffix not in (".py", ".pyi"):
+            if given.suffix not in (".py", ".pyi", ".ipynb"):
                 problems.append(FileResult(given, display_path(given), "failed", error="not a Python file (.py); skipped"))
             else:
                 found.setdefault(given.resolve(), given)
@@ -133,7 +133,7 @@ def _walk_python_files(root: Path, exclude: tuple[str, ...], problems: list[File
         )
         for name in sorted(files):
             path = base / name
-            if name.endswith(".py") and not path.is_symlink() and not _excluded(path, exclude):
+            if name.endswith((".py", ".ipynb")) and not path.is_symlink() and not _excluded(path, exclude):
                 yield path
 
 
@@ -293,6 +293,10 @@ def process_file(
     unsafe_fixes: bool = False,
 ) -> FileResult:
     """Read, transform and (when ``write``) atomically replace one file. Never raises."""
+    if path.suffix == ".ipynb":
+        from torchfix_device.notebook import process_notebook
+
+        return process_notebook(path, codemods, write=write, unsafe_fixes=unsafe_fixes)
     shown = display_path(path)
     try:
         size = path.stat().st_size
