@@ -101,7 +101,7 @@ def test_outside_git_apply_says_it_is_not_protected(tmp_path: Path) -> None:
     out = run_cli("apply", ".", cwd=tmp_path)
     stderr = out.stderr.decode()
     assert out.returncode == 0, stderr
-    assert "warning: .: not inside a git work tree, so nothing protects the originals" in stderr
+    assert "warning: this path is not inside a git work tree, so nothing protects the originals" in stderr
     assert (tmp_path / "m.py").read_text() == FIXED
     diff = run_cli("apply", "--diff", ".", cwd=tmp_path)
     assert b"git work tree" not in diff.stderr

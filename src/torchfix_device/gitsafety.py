@@ -92,9 +92,9 @@ def inspect(paths: Sequence[Path], *, check_dirty: bool = True) -> GitState:
 
 
 def not_protected_message(outside: Sequence[Path]) -> str:
-    shown = ", ".join(str(p) for p in outside[:3]) + (", …" if len(outside) > 3 else "")
+    where = "these paths are" if len(outside) > 1 else "this path is"
     return (
-        f"{shown}: not inside a git work tree, so nothing protects the originals "
+        f"{where} not inside a git work tree, so nothing protects the originals "
         "(git checkout cannot undo this run); keep a copy or use --diff first"
     )
 
