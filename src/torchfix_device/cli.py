@@ -79,20 +79,31 @@ def apply(
     allow_dirty: bool = typer.Option(
         False, "--allow-dirty", help="In a git work tree, also rewrite files with uncommitted changes."
     ),
+    interactive: bool = typer.Option(
+        False, "--interactive", "-i", help="Review each rewrite (with what it needs) and choose which to apply."
+    ),
 ) -> None:
     """Rewrite files in place (or show the rewrite with --diff). Summary on stderr."""
     codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes)
+    if interactive and (diff or not sys.stdin.isatty()):
+        raise _usage_error("--interactive needs a terminal to ask on, and cannot be combined with --diff")
     console = report.stderr_console()
     guard = None if diff else gitsafety.inspect(paths, check_dirty=not allow_dirty)
     if guard is not None and guard.outside:
         console.print(f"[yellow]warning[/]: {escape(gitsafety.not_protected_message(guard.outside))}", soft_wrap=True)
-    write_now = not diff and not (guard is not None and guard.dirty)
+    write_now = not diff and not interactive and not (guard is not None and guard.dirty)
     try:
         with file_progress() as bar:
             results = run(paths, codemods, write=write_now, unsafe_fixes=unsafe, exclude=exclude, progress=bar)
     except Interrupted as stop:
         raise _interrupted(stop, wrote=write_now) from None
-    if guard is not None and guard.dirty:
+    if interactive:
+        from torchfix_device.interactive import review
+
+        asker = Console()
+        review(results, codemods, unsafe_fixes=unsafe, console=asker, ask=lambda text: asker.input(text, markup=False),
+               refuse=lambda result: gitsafety.refuse_if_dirty(result, guard))
+    elif guard is not None and guard.dirty:
         gitsafety.write_unless_dirty(results, guard)
     if diff:
         report.write_diffs(results)

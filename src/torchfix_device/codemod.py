@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import re
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Iterable, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
@@ -33,6 +34,11 @@ DOC_SECTIONS = (
 )
 
 _CODE_RE = re.compile(r"^TFD\d{3}$")
+
+FixFilter = Callable[[str, int, int, cst.Module], bool]
+FIX_FILTER: ContextVar["FixFilter | None"] = ContextVar("torchfix_device_fix_filter", default=None)
+"""Set by interactive review: given a fixable finding's code, line, column and the module being
+transformed, says whether to apply its fix. Unset (None): every fix is applied."""
 
 REGISTRY: dict[str, type["Codemod"]] = {}
 
@@ -135,6 +141,7 @@ class Codemod(VisitorBasedCodemodCommand):
     # -- context tracking -------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool | None:
         self.device_source = DeviceSource(self, node)
+        self.visited_module = node
         return None
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
@@ -194,6 +201,9 @@ class Codemod(VisitorBasedCodemodCommand):
         position = self.get_metadata(PositionProvider, node).start
         is_safe = self.safe if safe is None else safe
         apply = fixable and (is_safe or self.unsafe_fixes)
+        chosen = FIX_FILTER.get()
+        if apply and chosen is not None and not chosen(self.code, position.line, position.column + 1, self.visited_module):
+            return False  # declined in interactive review: recorded as nothing, changes nothing
         self.findings.append(
             Finding(
                 line=position.line,

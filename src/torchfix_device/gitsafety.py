@@ -111,3 +111,11 @@ def write_unless_dirty(results: Sequence["FileResult"], state: GitState) -> None
             result.error = DIRTY_MESSAGE
         else:
             write_result(result)
+
+
+def refuse_if_dirty(result: "FileResult", state: GitState | None) -> bool:
+    """Mark a changed result that git could not restore as failed (not written); True if so."""
+    if state is None or not state.is_dirty(result.path):
+        return False
+    result.status, result.error = "failed", DIRTY_MESSAGE
+    return True
