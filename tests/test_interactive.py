@@ -100,3 +100,25 @@ def test_interactive_needs_a_terminal(project: Path) -> None:
     assert out.returncode == 2
     assert b"--interactive needs a terminal" in out.stderr
     assert (project / "a.py").read_text() == LEGACY
+
+
+def test_ctrl_c_at_the_prompt_quits_keeping_what_was_accepted(project: Path) -> None:
+    child = _spawn(project, "a.py")
+    child.expect(PROMPT)
+    child.sendline("n")
+    for _ in range(2):
+        child.expect(PROMPT)
+        child.sendline("n")
+    child.expect(PROMPT)
+    child.sendline("y")  # the last one: TFD005 only
+    child.expect(pexpect.EOF)
+    child.close()
+    assert 'torch.load("m.pt", map_location=device).cuda()' in (project / "a.py").read_text()
+    child = _spawn(project, "b.py")
+    child.expect(PROMPT)
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "Traceback" not in child.before
+    assert child.exitstatus == 0
+    assert (project / "b.py").read_text() == LEGACY

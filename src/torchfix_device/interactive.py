@@ -142,7 +142,8 @@ def review_file(result: FileResult, codemods: Sequence[type[Codemod]], *, unsafe
         while True:
             try:
                 answer = ask(PROMPT).strip().lower()[:1]
-            except EOFError:
+            except (EOFError, KeyboardInterrupt):  # end of input or Ctrl-C: quit, keeping what was accepted
+                console.print()
                 answer = "q"
             if answer in ("y", "n", "a", "d", "q"):
                 break
