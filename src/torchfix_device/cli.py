@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from torchfix_device import __version__, formats, report
+from torchfix_device import __version__, formats, gitsafety, report
 from torchfix_device.codemod import Codemod, UnknownRuleError, all_codemods, lookup, select_codemods
 from torchfix_device.config import ConfigError, load_config
 from torchfix_device.device_expression import DeviceExpressionError, validate_device_expression
@@ -18,6 +18,7 @@ from torchfix_device.formats import OutputFormat
 from torchfix_device.migration_report import ReportError, write_report
 from torchfix_device.options import RunOptions
 from torchfix_device.output_tree import output_dir_problem, write_output_tree
+from torchfix_device.progress import file_progress
 from torchfix_device.runner import Interrupted, run
 from torchfix_device.stdin_mode import STDIN, is_stdin, output_bytes, process_stdin
 
@@ -126,6 +127,12 @@ def apply(
     include_generated: bool = IncludeGeneratedOpt,
     respect_gitignore: bool = GitignoreOpt,
     stdin_filename: Optional[str] = StdinFilenameOpt,
+    allow_dirty: bool = typer.Option(
+        False, "--allow-dirty", help="In a git work tree, also rewrite files with uncommitted changes."
+    ),
+    interactive: bool = typer.Option(
+        False, "--interactive", "-i", help="Review each rewrite (with what it needs) and choose which to apply."
+    ),
 ) -> None:
     """Rewrite files in place (or show the rewrite with --diff). Summary on stderr."""
     start = _config_start(paths, stdin_filename)
@@ -134,6 +141,11 @@ def apply(
     stdin = is_stdin(paths)
     _check_apply_destinations(paths, diff=diff, output_dir=output_dir, stdin=stdin)
     _check_report_path(report_file)
+    if interactive and (diff or stdin or output_dir is not None or not sys.stdin.isatty()):
+        raise _usage_error(
+            "--interactive needs a terminal to ask on, and cannot be combined with --diff, --output-dir or `-` (stdin)"
+        )
+    console = report.stderr_console()
     if stdin:
         result, raw = process_stdin(codemods, unsafe_fixes=unsafe, options=options, stdin_filename=stdin_filename)
         results = [result]
@@ -141,11 +153,26 @@ def apply(
             sys.stdout.buffer.write(output_bytes(result, raw))
             sys.stdout.buffer.flush()
     else:
+        in_place = not diff and output_dir is None
+        guard = gitsafety.inspect(paths, check_dirty=not allow_dirty) if in_place else None
+        if guard is not None and guard.outside:
+            console.print(f"[yellow]warning[/]: {escape(gitsafety.not_protected_message(guard.outside))}", soft_wrap=True)
+        write_now = in_place and not interactive and not (guard is not None and guard.dirty)
         try:
-            results = run(paths, codemods, write=not diff and output_dir is None, unsafe_fixes=unsafe, exclude=exclude, options=options)
+            with file_progress() as bar:
+                results = run(
+                    paths, codemods, write=write_now, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar
+                )
         except Interrupted as stop:
-            raise _interrupted(stop, wrote=not diff and output_dir is None) from None
-    console = report.stderr_console()
+            raise _interrupted(stop, wrote=write_now) from None
+        if interactive:
+            from torchfix_device.interactive import review
+
+            asker = Console()
+            review(results, codemods, unsafe_fixes=unsafe, console=asker, ask=lambda text: asker.input(text, markup=False),
+                   refuse=lambda result: gitsafety.refuse_if_dirty(result, guard), options=options)
+        elif guard is not None and guard.dirty:
+            gitsafety.write_unless_dirty(results, guard)
     if diff:
         report.write_diffs(results)
     written = write_output_tree(results, output_dir) if output_dir is not None else 0
@@ -218,7 +245,8 @@ def check(
         results = [process_stdin(codemods, unsafe_fixes=unsafe, options=options, stdin_filename=stdin_filename)[0]]
     else:
         try:
-            results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude, options=options)
+            with file_progress() as bar:
+                results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar)
         except Interrupted as stop:
             raise _interrupted(stop, wrote=False) from None
     lines = report.finding_lines(results)

@@ -10,10 +10,12 @@ Findings are recorded with :meth:`Codemod.report`; the rewrite itself is ordinar
 
 from __future__ import annotations
 
+import argparse
 import re
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Iterable, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
@@ -34,6 +36,11 @@ DOC_SECTIONS = (
 
 _CODE_RE = re.compile(r"^TFD\d{3}$")
 
+FixFilter = Callable[[str, int, int, cst.Module], bool]
+FIX_FILTER: ContextVar["FixFilter | None"] = ContextVar("torchfix_device_fix_filter", default=None)
+"""Set by interactive review: given a fixable finding's code, line, column and the module being
+transformed, says whether to apply its fix. Unset (None): every fix is applied."""
+
 REGISTRY: dict[str, type["Codemod"]] = {}
 
 
@@ -49,6 +56,13 @@ class Finding:
     """True when the codemod rewrote this place (or, in ``check``, would rewrite it)."""
     held_back: bool = False
     """True when a fix exists but is unsafe and ``--unsafe-fixes`` was not given."""
+    cell: int | None = None
+    """In a notebook: the cell (counted from 1) that ``line`` is relative to."""
+
+    @property
+    def where(self) -> str:
+        """``line:col``, or ``cell N:line:col`` in a notebook."""
+        return f"{self.line}:{self.column}" if self.cell is None else f"cell {self.cell}:{self.line}:{self.column}"
 
     @property
     def kind(self) -> str:
@@ -106,6 +120,16 @@ class Codemod(VisitorBasedCodemodCommand):
                 if other.__qualname__ != cls.__qualname__ or other.__module__ != cls.__module__:
                     raise ValueError(f"{cls.__name__}: code or name already used by {other.__name__}")
         REGISTRY[cls.code] = cls
+        cls.DESCRIPTION = f"{cls.code} {cls.name}: {cls.summary}"  # `python -m libcst.tool list`
+
+    DESCRIPTION: ClassVar[str] = "torchfix-device's base class (not a codemod by itself)"
+
+    @staticmethod
+    def add_args(arg_parser: argparse.ArgumentParser) -> None:
+        """Options of ``python -m libcst.tool codemod``, passed to ``__init__``."""
+        arg_parser.add_argument(
+            "--unsafe-fixes", action="store_true", default=False, help="Also apply fixes marked unsafe."
+        )
 
     def __init__(
         self, context: CodemodContext, unsafe_fixes: bool = False, shared: "SharedWrapper | None" = None
@@ -124,6 +148,7 @@ class Codemod(VisitorBasedCodemodCommand):
     # -- context tracking -------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool | None:
         self.device_source = DeviceSource(self, node)
+        self.visited_module = node
         return None
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
@@ -184,6 +209,9 @@ class Codemod(VisitorBasedCodemodCommand):
         is_safe = self.safe if safe is None else safe
         apply = fixable and (is_safe or self.unsafe_fixes)
         suppressed = self.suppressions is not None and self.suppressions.suppresses(position.line, self.code)
+        chosen = FIX_FILTER.get()
+        if apply and not suppressed and chosen is not None and not chosen(self.code, position.line, position.column + 1, self.visited_module):
+            return False  # declined in interactive review: recorded as nothing, changes nothing
         (self.suppressed_findings if suppressed else self.findings).append(
             Finding(
                 line=position.line,
@@ -194,6 +222,8 @@ class Codemod(VisitorBasedCodemodCommand):
                 held_back=fixable and not apply,
             )
         )
+        if not apply and not suppressed:  # shown by `python -m libcst.tool codemod`; the runner reports findings itself
+            self.warn(f"{position.line}:{position.column + 1} {self.code} {message}")
         return apply and not suppressed
 
     def is_suppressed(self, node: cst.CSTNode) -> bool:

@@ -48,6 +48,10 @@ def _git_path(name: str) -> str:
 def unified_diff(result: FileResult) -> bytes:
     """A ``git apply``-able unified diff of one changed file, in the file's own encoding."""
     assert result.source is not None and result.new_text is not None
+    if result.path.suffix == ".ipynb":
+        from torchfix_device.notebook import cell_diffs
+
+        return cell_diffs(result)
     prefix = "\ufeff" if result.source.bom else ""
     old = _diff_lines(prefix + result.source.text)
     new = _diff_lines(prefix + result.new_text)
@@ -94,7 +98,7 @@ def finding_lines(results: Sequence[FileResult]) -> list[str]:
                 suffix = " [unsafe fix: rerun with --unsafe-fixes]"
             elif not f.fixed:
                 suffix = " [manual review]"
-            lines.append(f"{result.display}:{f.line}:{f.column} {f.code} {f.message}{suffix}")
+            lines.append(f"{result.display}:{f.where} {f.code} {f.message}{suffix}")
     return lines
 
 
@@ -129,13 +133,13 @@ def print_manual_review(results: Sequence[FileResult], console: Console) -> None
         for f in result.findings:
             if not f.fixed:
                 tag = "unsafe fix held back" if f.held_back else "manual review"
-                console.print(escape(f"{tag}: {result.display}:{f.line}:{f.column} {f.code} {f.message}"), soft_wrap=True)
+                console.print(escape(f"{tag}: {result.display}:{f.where} {f.code} {f.message}"), soft_wrap=True)
         for note in result.notes:
             console.print(f"[yellow]checkpoint[/]: {escape(result.display)}: {escape(note)}", soft_wrap=True)
 
 
 def _python_file(result: FileResult) -> bool:
-    return result.path.suffix in (".py", ".pyi") and result.path.is_file()
+    return result.path.suffix in (".py", ".pyi", ".ipynb") and result.path.is_file()
 
 
 def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool = False) -> str:

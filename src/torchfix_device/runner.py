@@ -12,7 +12,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Iterable, Literal, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -29,6 +29,9 @@ from torchfix_device.suppressions import (
     parse_suppressions,
     unused_suppressions,
 )
+
+if TYPE_CHECKING:
+    from torchfix_device.progress import FileProgress
 
 SKIP_DIRS = frozenset(
     {
@@ -114,7 +117,7 @@ def collect_files(paths: Sequence[Path], exclude: Iterable[str] = ()) -> tuple[l
             broken = "" if given.exists() else " (broken or looping link)"
             problems.append(FileResult(given, display_path(given), "skipped", error=f"symbolic link{broken}: not followed, never written through"))
         elif given.is_file():
-            if given.suffix not in (".py", ".pyi"):
+            if given.suffix not in (".py", ".pyi", ".ipynb"):
                 problems.append(FileResult(given, display_path(given), "failed", error="not a Python file (.py); skipped"))
             else:
                 found.setdefault(given.resolve(), given)
@@ -147,7 +150,7 @@ def _walk_python_files(root: Path, exclude: tuple[str, ...], problems: list[File
         )
         for name in sorted(files):
             path = base / name
-            if name.endswith(".py") and not path.is_symlink() and not _excluded(path, exclude):
+            if name.endswith((".py", ".ipynb")) and not path.is_symlink() and not _excluded(path, exclude):
                 yield path
 
 
@@ -339,6 +342,10 @@ def process_file(
 
     ``source`` (with ``shown``, the name for messages) is text already read, e.g. from stdin.
     """
+    if source is None and path.suffix == ".ipynb":
+        from torchfix_device.notebook import process_notebook
+
+        return process_notebook(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options)
     options = options or DEFAULT_OPTIONS
     shown = shown or display_path(path)
     if source is None:
@@ -382,14 +389,7 @@ def process_file(
     result.status = "changed"
     result.new_text = output.text
     if write:
-        try:
-            atomic_replace(path, source.encode(output.text), source.raw)
-        except (WriteError, OSError) as exc:
-            result.status = "failed"
-            result.error = str(exc) if isinstance(exc, WriteError) else f"cannot write: {exc.strerror or exc}"
-        except UnicodeEncodeError as exc:
-            result.status = "failed"
-            result.error = f"rewrite cannot be encoded as {source.encoding}: {exc.reason}"
+        write_result(result)
     return result
 
 
@@ -412,6 +412,21 @@ def _judge_suppressions(result: FileResult, codemods: Sequence[type[Codemod]]) -
         result.error, result.skip_kind = file_selection.SKIP_FILE_MESSAGE, "skip-file"
 
 
+def write_result(result: FileResult) -> None:
+    """Atomically replace a ``changed`` result's file with its rewrite; on failure the result
+    becomes ``failed`` with the reason and the file keeps its old content."""
+    source = result.source
+    assert source is not None and result.new_text is not None
+    try:
+        atomic_replace(result.path, source.encode(result.new_text), source.raw)
+    except (WriteError, OSError) as exc:
+        result.status = "failed"
+        result.error = str(exc) if isinstance(exc, WriteError) else f"cannot write: {exc.strerror or exc}"
+    except UnicodeEncodeError as exc:
+        result.status = "failed"
+        result.error = f"rewrite cannot be encoded as {source.encoding}: {exc.reason}"
+
+
 def run(
     paths: Sequence[Path],
     codemods: Sequence[type[Codemod]],
@@ -420,9 +435,11 @@ def run(
     unsafe_fixes: bool = False,
     exclude: Iterable[str] = (),
     options: RunOptions | None = None,
+    progress: "FileProgress | None" = None,
 ) -> list[FileResult]:
     """Process every Python file under ``paths``; one result per file, in display order.
 
+    ``progress`` (see :mod:`torchfix_device.progress`) is told the file count and each file done.
     Ctrl-C raises :class:`Interrupted` carrying the results of the files finished so far.
     """
     files: list[Path] = []
@@ -433,8 +450,12 @@ def run(
         if (options or DEFAULT_OPTIONS).respect_gitignore:
             files, ignored = file_selection.drop_gitignored(files, paths)
             problems += [FileResult(p, display_path(p), "skipped", error="ignored by .gitignore", skip_kind=".gitignore") for p in ignored]
+        if progress is not None:
+            progress.start(len(files))
         for path in files:
             results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options))
+            if progress is not None:
+                progress.advance(path)
     except KeyboardInterrupt:
         raise Interrupted(problems + results, len(results), len(files)) from None
     return problems + results

@@ -1,0 +1,107 @@
+"""Git safety (item 10, the model: ``cargo fix``), through the installed console script."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\n'
+FIXED = (
+    'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+    'state = torch.load("ckpt.pt", map_location=device)\n'
+)
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    out = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=True)
+    return out.stdout.decode()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in ("clean.py", "modified.py", "staged.py", "ignored.py"):
+        (repo / name).write_text(LEGACY)
+    (repo / ".gitignore").write_text("ignored.py\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "clean.py", "modified.py", "staged.py", ".gitignore")
+    git(repo, "commit", "-qm", "legacy")
+    (repo / "modified.py").write_text(LEGACY + "# work in progress\n")
+    (repo / "staged.py").write_text(LEGACY + "# staged work\n")
+    git(repo, "add", "staged.py")
+    (repo / "untracked.py").write_text(LEGACY)
+    return repo
+
+
+def test_apply_refuses_files_git_cannot_restore(repo: Path) -> None:
+    before = {p.name: p.read_text() for p in repo.glob("*.py")}
+    out = run_cli("apply", ".", cwd=repo)
+    stderr = out.stderr.decode()
+    assert out.returncode == 1, stderr
+    assert (repo / "clean.py").read_text() == FIXED  # committed: rewritten
+    for name in ("modified.py", "staged.py", "untracked.py", "ignored.py"):
+        assert (repo / name).read_text() == before[name], name
+        assert f"failed: {name}: has uncommitted changes or is not tracked by git" in stderr, stderr
+        assert "--allow-dirty" in stderr
+    assert "5 files scanned, 1 changed, 4 failed" in stderr
+    assert "not inside a git work tree" not in stderr
+
+
+def test_a_dirty_file_with_nothing_to_fix_does_not_block_the_run(repo: Path) -> None:
+    for name in ("modified.py", "staged.py", "untracked.py", "ignored.py"):
+        (repo / name).write_text("import os\n")
+    out = run_cli("apply", ".", cwd=repo)
+    assert out.returncode == 0, out.stderr.decode()
+    assert (repo / "clean.py").read_text() == FIXED
+    git(repo, "checkout", "--", "clean.py")  # and git gives the original back
+    assert (repo / "clean.py").read_text() == LEGACY
+
+
+def test_allow_dirty_rewrites_every_file(repo: Path) -> None:
+    out = run_cli("apply", "--allow-dirty", ".", cwd=repo)
+    assert out.returncode == 0, out.stderr.decode()
+    for name in ("clean.py", "untracked.py", "ignored.py"):
+        assert (repo / name).read_text() == FIXED
+    assert (repo / "modified.py").read_text() == FIXED + "# work in progress\n"
+
+
+def test_a_named_file_and_a_subfolder_are_checked_too(repo: Path) -> None:
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "new.py").write_text(LEGACY)
+    out = run_cli("apply", "modified.py", "pkg", cwd=repo)
+    stderr = out.stderr.decode()
+    assert out.returncode == 1
+    assert "failed: modified.py: has uncommitted changes" in stderr
+    assert "failed: pkg/new.py: has uncommitted changes" in stderr
+    assert (repo / "pkg" / "new.py").read_text() == LEGACY
+
+
+def test_diff_needs_no_clean_tree(repo: Path) -> None:
+    out = run_cli("apply", "--diff", ".", cwd=repo)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.count(b"\n--- a/") + out.stdout.startswith(b"--- a/") == 5
+    assert b"uncommitted" not in out.stderr and b"git work tree" not in out.stderr
+
+
+def test_outside_git_apply_says_it_is_not_protected(tmp_path: Path) -> None:
+    if subprocess.run(["git", "rev-parse"], cwd=tmp_path, capture_output=True).returncode == 0:
+        pytest.skip("the temporary folder lies inside a git work tree on this machine")
+    (tmp_path / "m.py").write_text(LEGACY)
+    out = run_cli("apply", ".", cwd=tmp_path)
+    stderr = out.stderr.decode()
+    assert out.returncode == 0, stderr
+    assert "warning: this path is not inside a git work tree, so nothing protects the originals" in stderr
+    assert (tmp_path / "m.py").read_text() == FIXED
+    diff = run_cli("apply", "--diff", ".", cwd=tmp_path)
+    assert b"git work tree" not in diff.stderr

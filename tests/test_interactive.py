@@ -1,0 +1,124 @@
+"""``apply --interactive`` (item 1), driven through a real pseudo-terminal with pexpect."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import console_script, run_cli
+
+pexpect = pytest.importorskip("pexpect")
+
+LEGACY = """\
+import torch
+
+x = torch.randn(3)
+x.cuda()
+model = torch.load("m.pt").cuda()
+"""
+DEVICE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+PROMPT = r"\[y,n,a,d,q,\?\]\? "
+
+
+def _spawn(cwd: Path, *args: str):
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env.update(TERM="dumb", COLUMNS="120")
+    return pexpect.spawn(console_script()[0], ["apply", "--interactive", *args], cwd=str(cwd), env=env,
+                         timeout=120, encoding="utf-8")
+
+
+def _answer(child, answers: list[str]) -> str:
+    """Answer each prompt in turn; return everything shown."""
+    seen = []
+    for answer in answers:
+        child.expect(PROMPT)
+        seen.append(child.before)
+        child.sendline(answer)
+    child.expect(pexpect.EOF)
+    seen.append(child.before)
+    child.close()
+    return "".join(seen).replace("\r", "")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "a.py").write_text(LEGACY)
+    (tmp_path / "b.py").write_text(LEGACY)
+    return tmp_path
+
+
+def test_each_rewrite_is_shown_with_what_it_needs_and_only_accepted_ones_land(project: Path) -> None:
+    child = _spawn(project, "a.py")
+    shown = _answer(child, ["?", "y", "n", "n", "y"])
+    assert child.exitstatus == 0, shown
+    # the first rewrite comes with the device binding it needs, and names its codemod
+    first = shown.split("rewrite 2 of 4")[0]
+    assert "rewrite 1 of 4" in first and "TFD001 a.py:4:1:" in first
+    assert "+" + DEVICE in first and "-x.cuda()\n+x.to(device)\n" in first
+    assert "a - apply this rewrite and all remaining ones in this file" in shown  # the help
+    assert "TFD002 a.py:4:1:" in shown and "TFD005 a.py:5:9:" in shown
+    assert (project / "a.py").read_text() == (
+        "import torch\n\n" + DEVICE + "\nx = torch.randn(3)\nx.to(device)\n"
+        'model = torch.load("m.pt", map_location=device).cuda()\n'
+    )
+    assert "1 file scanned, 1 changed" in shown
+
+
+def test_apply_all_then_skip_file(project: Path) -> None:
+    child = _spawn(project, ".")
+    shown = _answer(child, ["n", "a", "d"])  # a.py: skip one, accept the rest; b.py: skip all
+    assert child.exitstatus == 0, shown
+    assert (project / "a.py").read_text() == (  # TFD002 without TFD001 on line 4: assigned back, still .cuda()
+        "import torch\n\n" + DEVICE + "\nx = torch.randn(3)\nx = x.cuda()\n"
+        'model = torch.load("m.pt", map_location=device).to(device)\n'
+    )
+    assert (project / "b.py").read_text() == LEGACY
+
+
+def test_accepting_everything_gives_what_plain_apply_writes(project: Path) -> None:
+    child = _spawn(project, "a.py")
+    _answer(child, ["y", "y", "y", "y"])
+    assert run_cli("apply", "b.py", cwd=project).returncode == 0
+    assert (project / "a.py").read_text() == (project / "b.py").read_text() != LEGACY
+
+
+def test_quit_keeps_what_was_accepted_and_leaves_the_rest(project: Path) -> None:
+    child = _spawn(project, ".")
+    shown = _answer(child, ["n", "n", "n", "y", "q"])  # a.py: only TFD005; b.py: quit at once
+    assert child.exitstatus == 0, shown
+    assert (project / "a.py").read_text() == (
+        "import torch\n\n" + DEVICE + "\nx = torch.randn(3)\nx.cuda()\n"
+        'model = torch.load("m.pt", map_location=device).cuda()\n'
+    )
+    assert (project / "b.py").read_text() == LEGACY
+
+
+def test_interactive_needs_a_terminal(project: Path) -> None:
+    out = run_cli("apply", "--interactive", ".", cwd=project, input=b"y\n")
+    assert out.returncode == 2
+    assert b"--interactive needs a terminal" in out.stderr
+    assert (project / "a.py").read_text() == LEGACY
+
+
+def test_ctrl_c_at_the_prompt_quits_keeping_what_was_accepted(project: Path) -> None:
+    child = _spawn(project, "a.py")
+    child.expect(PROMPT)
+    child.sendline("n")
+    for _ in range(2):
+        child.expect(PROMPT)
+        child.sendline("n")
+    child.expect(PROMPT)
+    child.sendline("y")  # the last one: TFD005 only
+    child.expect(pexpect.EOF)
+    child.close()
+    assert 'torch.load("m.pt", map_location=device).cuda()' in (project / "a.py").read_text()
+    child = _spawn(project, "b.py")
+    child.expect(PROMPT)
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "Traceback" not in child.before
+    assert child.exitstatus == 0
+    assert (project / "b.py").read_text() == LEGACY
