@@ -47,10 +47,15 @@ def test_gitignore_is_respected_inside_a_work_tree(repo: Path) -> None:
     assert _files(out) == {"pkg/kept.py", "tracked_ignored.py"}
     assert "3 skipped (3 .gitignore)" in out.stderr.decode()
     before = (repo / "x_ignored.py").read_bytes()
-    assert run_cli("apply", ".", cwd=repo).returncode == 0
+    # apply rewrites only what git can give back: commit the files it takes
+    _git(repo, "add", ".gitignore", "pkg/.gitignore", "pkg/kept.py")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "legacy")
+    out = run_cli("apply", ".", cwd=repo)
+    assert out.returncode == 0, out.stderr.decode()
     assert (repo / "x_ignored.py").read_bytes() == before
     assert (repo / "generated_out" / "m.py").read_text() == LEGACY
     assert (repo / "pkg" / "kept.py").read_text() == FIXED
+    assert (repo / "tracked_ignored.py").read_text() == FIXED
 
 
 @needs_git

@@ -50,12 +50,23 @@ def test_apply_refuses_files_git_cannot_restore(repo: Path) -> None:
     stderr = out.stderr.decode()
     assert out.returncode == 1, stderr
     assert (repo / "clean.py").read_text() == FIXED  # committed: rewritten
-    for name in ("modified.py", "staged.py", "untracked.py", "ignored.py"):
+    for name in ("modified.py", "staged.py", "untracked.py"):
         assert (repo / name).read_text() == before[name], name
         assert f"failed: {name}: has uncommitted changes or is not tracked by git" in stderr, stderr
         assert "--allow-dirty" in stderr
-    assert "5 files scanned, 1 changed, 4 failed" in stderr
+    assert (repo / "ignored.py").read_text() == before["ignored.py"]  # .gitignore: not taken at all
+    assert "ignored.py" not in stderr.replace("1 .gitignore", "")
+    assert "4 files scanned, 1 changed, 3 failed, 1 skipped (1 .gitignore)" in stderr
     assert "not inside a git work tree" not in stderr
+
+
+def test_an_ignored_file_taken_anyway_is_refused_too(repo: Path) -> None:
+    out = run_cli("apply", "--no-respect-gitignore", ".", cwd=repo)
+    stderr = out.stderr.decode()
+    assert out.returncode == 1, stderr
+    assert "failed: ignored.py: has uncommitted changes or is not tracked by git" in stderr, stderr
+    assert (repo / "ignored.py").read_text() == LEGACY
+    assert "5 files scanned, 1 changed, 4 failed" in stderr
 
 
 def test_a_dirty_file_with_nothing_to_fix_does_not_block_the_run(repo: Path) -> None:
@@ -71,9 +82,13 @@ def test_a_dirty_file_with_nothing_to_fix_does_not_block_the_run(repo: Path) -> 
 def test_allow_dirty_rewrites_every_file(repo: Path) -> None:
     out = run_cli("apply", "--allow-dirty", ".", cwd=repo)
     assert out.returncode == 0, out.stderr.decode()
-    for name in ("clean.py", "untracked.py", "ignored.py"):
+    for name in ("clean.py", "untracked.py"):
         assert (repo / name).read_text() == FIXED
     assert (repo / "modified.py").read_text() == FIXED + "# work in progress\n"
+    assert (repo / "ignored.py").read_text() == LEGACY  # still left out by .gitignore
+    out = run_cli("apply", "--allow-dirty", "--no-respect-gitignore", ".", cwd=repo)
+    assert out.returncode == 0, out.stderr.decode()
+    assert (repo / "ignored.py").read_text() == FIXED
 
 
 def test_a_named_file_and_a_subfolder_are_checked_too(repo: Path) -> None:
@@ -90,7 +105,7 @@ def test_a_named_file_and_a_subfolder_are_checked_too(repo: Path) -> None:
 def test_diff_needs_no_clean_tree(repo: Path) -> None:
     out = run_cli("apply", "--diff", ".", cwd=repo)
     assert out.returncode == 0, out.stderr.decode()
-    assert out.stdout.count(b"\n--- a/") + out.stdout.startswith(b"--- a/") == 5
+    assert out.stdout.count(b"\n--- a/") + out.stdout.startswith(b"--- a/") == 4  # ignored.py left out
     assert b"uncommitted" not in out.stderr and b"git work tree" not in out.stderr
 
 
