@@ -17,6 +17,7 @@ from typing import Iterable, Literal, Sequence
 import libcst as cst
 from libcst.codemod import CodemodContext
 
+from torchfix_device.candidates import candidate_codemods, parse_facts
 from torchfix_device.codemod import Codemod, Finding, SharedWrapper
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
 
@@ -146,6 +147,37 @@ def active_codemods(text: str, codemods: Sequence[type[Codemod]]) -> list[type[C
 
 
 def transform_source(
+    text: str,
+    codemods: Sequence[type[Codemod]],
+    *,
+    unsafe_fixes: bool = False,
+    filename: str | None = None,
+) -> TransformOutput:
+    """Apply ``codemods`` to ``text`` until the tree stops changing (see
+    :func:`transform_unfiltered`), running only the codemods that stage 1 (``candidates``, the
+    stdlib ``ast``) says may match; a file where none may is never parsed by libcst.
+
+    The result is the same as :func:`transform_unfiltered`'s: a codemod left out cannot report or
+    change anything in the original file, and a file that the candidates do change is transformed
+    again with every codemod (later passes run on rewritten code, which stage 1 has not seen).
+    """
+    triggered = active_codemods(text, codemods)
+    facts = parse_facts(text) if triggered else None
+    if facts is not None:
+        candidates = candidate_codemods(facts, triggered)
+        if not candidates:
+            return TransformOutput(text, [], [])
+        if len(candidates) < len(triggered):
+            try:
+                output = transform_unfiltered(text, candidates, unsafe_fixes=unsafe_fixes, filename=filename)
+            except Exception:
+                output = None  # let the full run below report it, in its own words
+            if output is not None and output.text == text:
+                return output
+    return transform_unfiltered(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename)
+
+
+def transform_unfiltered(
     text: str,
     codemods: Sequence[type[Codemod]],
     *,
