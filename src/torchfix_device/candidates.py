@@ -103,8 +103,9 @@ def collect_facts(tree: ast.AST, text: str) -> FileFacts:
 
 
 def _module_class_possible(f: FileFacts) -> bool:
-    """An ``nn.Module`` subclass needs a base resolved through a torch import."""
-    return f.torch_imported and f.has_class_with_bases
+    """An ``nn.Module`` subclass needs a base whose qualified name is ``torch.nn.*``: a torch
+    import, and ``nn`` spelt as an imported name or an attribute."""
+    return f.torch_imported and f.has_class_with_bases and "nn" in f.names
 
 
 def _factory_site_possible(f: FileFacts) -> bool:

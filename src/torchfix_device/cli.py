@@ -13,7 +13,10 @@ from rich.markup import escape
 from torchfix_device import __version__, report
 from torchfix_device.codemod import Codemod, UnknownRuleError, all_codemods, lookup, select_codemods
 from torchfix_device.config import ConfigError, load_config
+from torchfix_device.cache import ResultCache, default_cache_folder
+from torchfix_device.parallel import default_jobs
 from torchfix_device.runner import Interrupted, run
+from torchfix_device.shard import Shard, ShardError
 
 app = typer.Typer(
     add_completion=False,
@@ -29,6 +32,9 @@ PathsArg = typer.Argument(..., help="Files or folders (folders are searched for 
 SelectOpt = typer.Option(None, "--select", help="Only these codemods (codes or names, comma-separated or repeated).")
 IgnoreOpt = typer.Option(None, "--ignore", help="Skip these codemods (codes or names).")
 UnsafeOpt = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply fixes marked unsafe.")
+JobsOpt = typer.Option(None, "--jobs", "-j", min=1, help="Processes to use (default: the number of cores).", show_default=False)
+NoCacheOpt = typer.Option(False, "--no-cache", help="Neither read nor write the result cache.")
+ShardOpt = typer.Option(None, "--shard", metavar="I/N", help="Only this deterministic share of the files (1/4 ... 4/4), for CI matrices.")
 
 
 def _split(values: Optional[List[str]]) -> list[str]:
@@ -58,6 +64,18 @@ def _resolve(paths: list[Path], select: Optional[List[str]], ignore: Optional[Li
     return chosen, config.unsafe_fixes if unsafe is None else unsafe, config.exclude
 
 
+def _performance_options(
+    paths: list[Path], codemods: list, unsafe: bool, jobs: Optional[int], no_cache: bool, shard: Optional[str]
+) -> dict:
+    """``run``'s keyword arguments for --jobs, --no-cache and --shard."""
+    try:
+        chosen_shard = Shard.parse(shard) if shard is not None else None
+    except ShardError as exc:
+        raise _usage_error(str(exc)) from None
+    cache = None if no_cache else ResultCache(default_cache_folder(paths), codemods, unsafe_fixes=unsafe)
+    return {"jobs": jobs or default_jobs(), "cache": cache, "shard": chosen_shard}
+
+
 def _interrupted(stop: Interrupted, *, wrote: bool) -> "typer.Exit":
     """Ctrl-C: what was done, how far it got, no traceback."""
     console = report.stderr_console()
@@ -75,11 +93,15 @@ def apply(
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
     unsafe_fixes: Optional[bool] = UnsafeOpt,
+    jobs: Optional[int] = JobsOpt,
+    no_cache: bool = NoCacheOpt,
+    shard: Optional[str] = ShardOpt,
 ) -> None:
     """Rewrite files in place (or show the rewrite with --diff). Summary on stderr."""
     codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes)
+    speed = _performance_options(paths, codemods, unsafe, jobs, no_cache, shard)
     try:
-        results = run(paths, codemods, write=not diff, unsafe_fixes=unsafe, exclude=exclude)
+        results = run(paths, codemods, write=not diff, unsafe_fixes=unsafe, exclude=exclude, **speed)
     except Interrupted as stop:
         raise _interrupted(stop, wrote=not diff) from None
     console = report.stderr_console()
@@ -98,11 +120,15 @@ def check(
     select: Optional[List[str]] = SelectOpt,
     ignore: Optional[List[str]] = IgnoreOpt,
     unsafe_fixes: Optional[bool] = UnsafeOpt,
+    jobs: Optional[int] = JobsOpt,
+    no_cache: bool = NoCacheOpt,
+    shard: Optional[str] = ShardOpt,
 ) -> None:
     """Report findings as `path:line:col CODE message` without writing; exit 1 if any."""
     codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes)
+    speed = _performance_options(paths, codemods, unsafe, jobs, no_cache, shard)
     try:
-        results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude)
+        results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude, **speed)
     except Interrupted as stop:
         raise _interrupted(stop, wrote=False) from None
     lines = report.finding_lines(results)

@@ -12,7 +12,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Iterable, Literal, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -20,6 +20,10 @@ from libcst.codemod import CodemodContext
 from torchfix_device.candidates import candidate_codemods, parse_facts
 from torchfix_device.codemod import Codemod, Finding, SharedWrapper
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
+
+if TYPE_CHECKING:
+    from torchfix_device.cache import ResultCache
+    from torchfix_device.shard import Shard
 
 SKIP_DIRS = frozenset(
     {
@@ -320,6 +324,7 @@ def process_file(
     *,
     write: bool,
     unsafe_fixes: bool = False,
+    cache: "ResultCache | None" = None,
 ) -> FileResult:
     """Read, transform and (when ``write``) atomically replace one file. Never raises."""
     shown = display_path(path)
@@ -338,7 +343,7 @@ def process_file(
         where = f"line {exc.line}: " if exc.line else ""
         return FileResult(path, shown, "failed", error=f"{where}{exc.message}")
     try:
-        output = transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=str(path))
+        output = _transform_cached(source, codemods, unsafe_fixes, str(path), cache)
     except cst.ParserSyntaxError as exc:
         return FileResult(path, shown, "failed", error=_parse_error_message(exc, source.text), source=source)
     except RecursionError:
@@ -364,6 +369,20 @@ def process_file(
     return result
 
 
+def _transform_cached(
+    source: SourceFile, codemods: Sequence[type[Codemod]], unsafe_fixes: bool, filename: str, cache: "ResultCache | None"
+) -> TransformOutput:
+    """:func:`transform_source`, through ``cache`` when there is one (failures are not cached)."""
+    hit = cache.get(source.raw) if cache is not None else None
+    if hit is not None:
+        new_text, findings, notes = hit
+        return TransformOutput(source.text if new_text is None else new_text, findings, notes)
+    output = transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=filename)
+    if cache is not None:
+        cache.put(source.raw, None if output.text == source.text else output.text, output.findings, output.notes)
+    return output
+
+
 def run(
     paths: Sequence[Path],
     codemods: Sequence[type[Codemod]],
@@ -371,18 +390,30 @@ def run(
     write: bool,
     unsafe_fixes: bool = False,
     exclude: Iterable[str] = (),
+    jobs: int = 1,
+    cache: "ResultCache | None" = None,
+    shard: "Shard | None" = None,
 ) -> list[FileResult]:
     """Process every Python file under ``paths``; one result per file, in display order.
 
-    Ctrl-C raises :class:`Interrupted` carrying the results of the files finished so far.
+    ``jobs`` > 1 spreads the files over that many processes (same results, same order);
+    ``shard`` keeps only its deterministic share of the files. Ctrl-C raises
+    :class:`Interrupted` carrying the results of the files finished so far.
     """
     files: list[Path] = []
     problems: list[FileResult] = []
     results: list[FileResult] = []
     try:
         files, problems = collect_files(paths, exclude)
-        for path in files:
-            results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes))
+        if shard is not None:
+            files = shard.select(files, display_path)
+        if jobs > 1 and len(files) > 1:
+            from torchfix_device.parallel import process_in_pool
+
+            process_in_pool(files, codemods, results, write=write, unsafe_fixes=unsafe_fixes, cache=cache, jobs=jobs)
+        else:
+            for path in files:
+                results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes, cache=cache))
     except KeyboardInterrupt:
         raise Interrupted(problems + results, len(results), len(files)) from None
     return problems + results
