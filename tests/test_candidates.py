@@ -79,7 +79,7 @@ def test_file_with_a_candidate_is_parsed_once_and_fixed(parse_counter) -> None:
     out = transform_source(text, all_codemods())
     assert "map_location=device" in out.text
     assert [f.code for f in out.findings] == ["TFD005"]
-    assert parse_counter  # the candidate run, then the full run that confirms the rewrite
+    assert parse_counter
 
 
 def test_syntax_error_still_reported_as_before() -> None:

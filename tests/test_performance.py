@@ -20,13 +20,17 @@ from torchfix_device.shard import Shard, ShardError
 
 
 def _corpus(root: Path) -> Path:
-    """A small tree with findings of every kind: the example project and the fixture inputs."""
+    """A small tree with findings of many kinds: the example project, the first trap of each
+    codemod's fixtures (kept small: the CLI runs over it several times), a file that does not
+    parse."""
     shutil.copytree(ROOT / "examples" / "legacy_project", root / "legacy_project")
-    for path in sorted(FIXTURES.glob("*/*.py")):
-        if path.name.endswith((".in.py", ".noop.py")):
-            target = root / "fixtures" / path.parent.name / path.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
+    for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name != "models"):
+        for kind in (".noop.py",):
+            first = next(iter(sorted(folder.glob(f"*{kind}"))), None)
+            if first is not None:
+                target = root / "fixtures" / folder.name / first.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(first, target)
     (root / "broken.py").write_text("import torch\ntorch.load(\n")
     return root
 
@@ -45,7 +49,7 @@ def test_jobs_give_the_same_results_in_the_same_order(corpus: Path, monkeypatch)
     monkeypatch.chdir(corpus)
     one = run([Path(".")], all_codemods(), write=False, jobs=1)
     two = run([Path(".")], all_codemods(), write=False, jobs=2)
-    assert len(one) > 50 and any(r.status == "changed" for r in one) and any(r.status == "failed" for r in one)
+    assert len(one) > 15 and any(r.status == "changed" for r in one) and any(r.status == "failed" for r in one)
     assert _summary(two) == _summary(one)
 
 

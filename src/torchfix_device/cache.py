@@ -100,8 +100,14 @@ class ResultCache:
         try:
             entry.parent.mkdir(exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        except OSError:
+            return
+        try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(data, handle)
             os.replace(tmp, entry)
         except OSError:
-            pass
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass

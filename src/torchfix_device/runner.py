@@ -162,8 +162,10 @@ def transform_source(
     stdlib ``ast``) says may match; a file where none may is never parsed by libcst.
 
     The result is the same as :func:`transform_unfiltered`'s: a codemod left out cannot report or
-    change anything in the original file, and a file that the candidates do change is transformed
-    again with every codemod (later passes run on rewritten code, which stage 1 has not seen).
+    change anything in the original file, nor in any intermediate rewrite that stage 1 also finds
+    no candidate in (the runs see the same trees up to the first change by a left-out codemod, so
+    there is none). When stage 1 does find one in a rewrite, the file is transformed again with
+    every codemod.
     """
     triggered = active_codemods(text, codemods)
     facts = parse_facts(text) if triggered else None
@@ -172,13 +174,20 @@ def transform_source(
         if not candidates:
             return TransformOutput(text, [], [])
         if len(candidates) < len(triggered):
+            rewrites: list[str] = []
             try:
-                output = transform_unfiltered(text, candidates, unsafe_fixes=unsafe_fixes, filename=filename)
+                output = transform_unfiltered(text, candidates, unsafe_fixes=unsafe_fixes, filename=filename, rewrites=rewrites)
             except Exception:
                 output = None  # let the full run below report it, in its own words
-            if output is not None and output.text == text:
+            left_out = [c for c in triggered if c not in candidates]
+            if output is not None and not any(_has_candidates(code, left_out) for code in rewrites):
                 return output
     return transform_unfiltered(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename)
+
+
+def _has_candidates(code: str, codemods: Sequence[type[Codemod]]) -> bool:
+    facts = parse_facts(code)
+    return facts is None or bool(candidate_codemods(facts, codemods))
 
 
 def transform_unfiltered(
@@ -187,6 +196,7 @@ def transform_unfiltered(
     *,
     unsafe_fixes: bool = False,
     filename: str | None = None,
+    rewrites: list[str] | None = None,
 ) -> TransformOutput:
     """Apply ``codemods`` to ``text`` until the tree stops changing.
 
@@ -231,6 +241,8 @@ def transform_unfiltered(
             if result_code != current_code:
                 current, current_code = result, result_code
                 changed_in_pass = True
+                if rewrites is not None:  # every tree a later codemod sees (for stage 1's check)
+                    rewrites.append(result_code)
         if not changed_in_pass:
             break
     else:
