@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -61,13 +61,32 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     return None
 
 
+_CHILDREN: dict[cst.CSTNode, Sequence[cst.CSTNode]] = {}
+
+
+def children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    """``node.children``, remembered until :func:`forget_children`. libcst computes
+    ``children`` by rebuilding the node through a visitor, and the codemods walk the same
+    classes and functions many times; nodes are immutable, so the answer never goes stale."""
+    try:
+        return _CHILDREN[node]
+    except KeyError:
+        found = _CHILDREN[node] = node.children
+        return found
+
+
+def forget_children() -> None:
+    """Drop what :func:`children` remembers (the runner calls it after each file)."""
+    _CHILDREN.clear()
+
+
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node under ``node`` (itself included), in source order."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(children(current)))
 
 
 def code_of(node: cst.CSTNode) -> str:

@@ -21,6 +21,9 @@ from torchfix_device.output_tree import output_dir_problem, write_output_tree
 from torchfix_device.progress import file_progress
 from torchfix_device.runner import Interrupted, run
 from torchfix_device.stdin_mode import STDIN, is_stdin, output_bytes, process_stdin
+from torchfix_device.cache import ResultCache, default_cache_folder
+from torchfix_device.parallel import default_jobs
+from torchfix_device.shard import Shard, ShardError
 
 app = typer.Typer(
     add_completion=False,
@@ -44,6 +47,9 @@ GitignoreOpt = typer.Option(True, "--respect-gitignore/--no-respect-gitignore", 
 StdinFilenameOpt = typer.Option(None, "--stdin-filename", metavar="NAME", help="With PATH -: the file's name for messages and configuration.")
 OutputFormatOpt = typer.Option(OutputFormat.text, "--output-format", help="Findings as text, json, github (workflow annotations) or sarif (2.1.0).", case_sensitive=False)
 ShowUnusedOpt = typer.Option(False, "--show-unused-suppressions", help="Also list `# noqa: TFD...` and skip-file comments that suppress nothing (exit 1 if any).")
+JobsOpt = typer.Option(None, "--jobs", "-j", min=1, help="Processes to use (default: the number of cores).", show_default=False)
+NoCacheOpt = typer.Option(False, "--no-cache", help="Neither read nor write the result cache.")
+ShardOpt = typer.Option(None, "--shard", metavar="I/N", help="Only this deterministic share of the files (1/4 ... 4/4), for CI matrices.")
 
 
 def _split(values: Optional[List[str]]) -> list[str]:
@@ -104,6 +110,20 @@ def _config_start(paths: list[Path], stdin_filename: Optional[str]) -> Path:
     return paths[0] if paths else Path.cwd()
 
 
+def _performance_options(
+    paths: list[Path], codemods: list, unsafe: bool, options: RunOptions, jobs: Optional[int], no_cache: bool, shard: Optional[str]
+) -> dict:
+    """``run``'s keyword arguments for --jobs, --no-cache and --shard."""
+    try:
+        chosen_shard = Shard.parse(shard) if shard is not None else None
+    except ShardError as exc:
+        raise _usage_error(str(exc)) from None
+    cache = None if no_cache else ResultCache(
+        default_cache_folder(paths), codemods, unsafe_fixes=unsafe, device_expression=options.device_expression
+    )
+    return {"jobs": jobs or default_jobs(), "cache": cache, "shard": chosen_shard}
+
+
 def _interrupted(stop: Interrupted, *, wrote: bool) -> "typer.Exit":
     """Ctrl-C: what was done, how far it got, no traceback."""
     console = report.stderr_console()
@@ -133,12 +153,16 @@ def apply(
     interactive: bool = typer.Option(
         False, "--interactive", "-i", help="Review each rewrite (with what it needs) and choose which to apply."
     ),
+    jobs: Optional[int] = JobsOpt,
+    no_cache: bool = NoCacheOpt,
+    shard: Optional[str] = ShardOpt,
 ) -> None:
     """Rewrite files in place (or show the rewrite with --diff). Summary on stderr."""
     start = _config_start(paths, stdin_filename)
     codemods, unsafe, exclude = _resolve(paths, select, ignore, unsafe_fixes, config_start=start)
     options = _run_options(start, device_expression, include_generated, respect_gitignore)
     stdin = is_stdin(paths)
+    speed = _performance_options(paths, codemods, unsafe, options, jobs, no_cache, shard) if not stdin else {}
     _check_apply_destinations(paths, diff=diff, output_dir=output_dir, stdin=stdin)
     _check_report_path(report_file)
     if interactive and (diff or stdin or output_dir is not None or not sys.stdin.isatty()):
@@ -161,7 +185,8 @@ def apply(
         try:
             with file_progress() as bar:
                 results = run(
-                    paths, codemods, write=write_now, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar
+                    paths, codemods, write=write_now, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar,
+                    **speed,
                 )
         except Interrupted as stop:
             raise _interrupted(stop, wrote=write_now) from None
@@ -236,6 +261,9 @@ def check(
     include_generated: bool = IncludeGeneratedOpt,
     respect_gitignore: bool = GitignoreOpt,
     stdin_filename: Optional[str] = StdinFilenameOpt,
+    jobs: Optional[int] = JobsOpt,
+    no_cache: bool = NoCacheOpt,
+    shard: Optional[str] = ShardOpt,
 ) -> None:
     """Report findings as `path:line:col CODE message` without writing; exit 1 if any."""
     start = _config_start(paths, stdin_filename)
@@ -244,9 +272,13 @@ def check(
     if is_stdin(paths):
         results = [process_stdin(codemods, unsafe_fixes=unsafe, options=options, stdin_filename=stdin_filename)[0]]
     else:
+        speed = _performance_options(paths, codemods, unsafe, options, jobs, no_cache, shard)
         try:
             with file_progress() as bar:
-                results = run(paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar)
+                results = run(
+                    paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar,
+                    **speed,
+                )
         except Interrupted as stop:
             raise _interrupted(stop, wrote=False) from None
     lines = report.finding_lines(results)

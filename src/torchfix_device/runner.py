@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Iterable, Literal, Sequence
 import libcst as cst
 from libcst.codemod import CodemodContext
 
+from torchfix_device import _cst
+from torchfix_device.candidates import candidate_codemods, parse_facts
 from torchfix_device.codemod import REGISTRY, Codemod, Finding, SharedWrapper
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
 from torchfix_device import file_selection
@@ -31,7 +33,9 @@ from torchfix_device.suppressions import (
 )
 
 if TYPE_CHECKING:
+    from torchfix_device.cache import ResultCache
     from torchfix_device.progress import FileProgress
+    from torchfix_device.shard import Shard
 
 SKIP_DIRS = frozenset(
     {
@@ -173,11 +177,72 @@ def transform_source(
     filename: str | None = None,
     options: RunOptions | None = None,
 ) -> TransformOutput:
+    """Apply ``codemods`` to ``text`` until the tree stops changing (see
+    :func:`transform_unfiltered`), running only the codemods that stage 1 (``candidates``, the
+    stdlib ``ast``) says may match; a file where none may is never parsed by libcst.
+
+    The result is the same as :func:`transform_unfiltered`'s: a codemod left out cannot report or
+    change anything in the original file, nor in any intermediate rewrite that stage 1 also finds
+    no candidate in (the runs see the same trees up to the first change by a left-out codemod, so
+    there is none). When stage 1 does find one in a rewrite, the file is transformed again with
+    every codemod.
+    """
+    triggered = active_codemods(text, codemods)
+    facts = parse_facts(text) if triggered else None
+    if facts is not None:
+        candidates = candidate_codemods(facts, triggered)
+        if not candidates:
+            return TransformOutput(text, [], [])
+        if len(candidates) < len(triggered):
+            rewrites: list[str] = []
+            try:
+                output = transform_unfiltered(
+                    text, candidates, unsafe_fixes=unsafe_fixes, filename=filename, options=options, rewrites=rewrites
+                )
+            except Exception:
+                output = None  # let the full run below report it, in its own words
+            left_out = [c for c in triggered if c not in candidates]
+            if output is not None and not any(_has_candidates(code, left_out) for code in rewrites):
+                return output
+    return transform_unfiltered(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+
+
+def _has_candidates(code: str, codemods: Sequence[type[Codemod]]) -> bool:
+    facts = parse_facts(code)
+    return facts is None or bool(candidate_codemods(facts, codemods))
+
+
+def transform_unfiltered(
+    text: str,
+    codemods: Sequence[type[Codemod]],
+    *,
+    unsafe_fixes: bool = False,
+    filename: str | None = None,
+    options: RunOptions | None = None,
+    rewrites: list[str] | None = None,
+) -> TransformOutput:
     """Apply ``codemods`` to ``text`` until the tree stops changing.
 
     Findings carry positions in ``text``. Raises ``libcst.ParserSyntaxError`` for code that does
     not parse and :class:`InternalError` when the result does not compile.
     """
+    try:
+        return _transform_until_fixed_point(
+            text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, rewrites=rewrites
+        )
+    finally:
+        _cst.forget_children()
+
+
+def _transform_until_fixed_point(
+    text: str,
+    codemods: Sequence[type[Codemod]],
+    *,
+    unsafe_fixes: bool = False,
+    filename: str | None = None,
+    options: RunOptions | None = None,
+    rewrites: list[str] | None = None,
+) -> TransformOutput:
     active = active_codemods(text, codemods)
     if not active:
         return TransformOutput(text, [], [])
@@ -222,6 +287,8 @@ def transform_source(
             if result_code != current_code:
                 current, current_code = result, result_code
                 changed_in_pass = True
+                if rewrites is not None:  # every tree a later codemod sees (for stage 1's check)
+                    rewrites.append(result_code)
         if not changed_in_pass:
             break
     else:
@@ -337,6 +404,7 @@ def process_file(
     options: RunOptions | None = None,
     source: SourceFile | None = None,
     shown: str | None = None,
+    cache: "ResultCache | None" = None,
 ) -> FileResult:
     """Read, transform and (when ``write``) atomically replace one file. Never raises.
 
@@ -368,7 +436,7 @@ def process_file(
     if skip is not None:
         return FileResult(path, shown, "skipped", error=skip.message, source=source, skip_kind=skip.kind)
     try:
-        output = transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=str(path), options=options)
+        output = _transform_cached(source, codemods, unsafe_fixes, str(path), cache, options)
     except cst.ParserSyntaxError as exc:
         return FileResult(path, shown, "failed", error=_parse_error_message(exc, source.text), source=source)
     except RecursionError:
@@ -427,6 +495,26 @@ def write_result(result: FileResult) -> None:
         result.error = f"rewrite cannot be encoded as {source.encoding}: {exc.reason}"
 
 
+def _transform_cached(
+    source: SourceFile,
+    codemods: Sequence[type[Codemod]],
+    unsafe_fixes: bool,
+    filename: str,
+    cache: "ResultCache | None",
+    options: RunOptions | None,
+) -> TransformOutput:
+    """:func:`transform_source`, through ``cache`` when there is one (failures are not cached)."""
+    hit = cache.get(source.raw) if cache is not None else None
+    if hit is not None:
+        new_text, findings, notes, suppressed = hit
+        return TransformOutput(source.text if new_text is None else new_text, findings, notes, suppressed)
+    output = transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+    if cache is not None:
+        new_text = None if output.text == source.text else output.text
+        cache.put(source.raw, new_text, output.findings, output.notes, output.suppressed)
+    return output
+
+
 def run(
     paths: Sequence[Path],
     codemods: Sequence[type[Codemod]],
@@ -436,10 +524,15 @@ def run(
     exclude: Iterable[str] = (),
     options: RunOptions | None = None,
     progress: "FileProgress | None" = None,
+    jobs: int = 1,
+    cache: "ResultCache | None" = None,
+    shard: "Shard | None" = None,
 ) -> list[FileResult]:
     """Process every Python file under ``paths``; one result per file, in display order.
 
-    ``progress`` (see :mod:`torchfix_device.progress`) is told the file count and each file done.
+    ``jobs`` > 1 spreads the files over that many processes (same results, same order);
+    ``shard`` keeps only its deterministic share of the files. ``progress`` (see
+    :mod:`torchfix_device.progress`) is told the file count and each file done.
     Ctrl-C raises :class:`Interrupted` carrying the results of the files finished so far.
     """
     files: list[Path] = []
@@ -450,12 +543,22 @@ def run(
         if (options or DEFAULT_OPTIONS).respect_gitignore:
             files, ignored = file_selection.drop_gitignored(files, paths)
             problems += [FileResult(p, display_path(p), "skipped", error="ignored by .gitignore", skip_kind=".gitignore") for p in ignored]
+        if shard is not None:
+            files = shard.select(files, display_path)
         if progress is not None:
             progress.start(len(files))
-        for path in files:
-            results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options))
-            if progress is not None:
-                progress.advance(path)
+        if jobs > 1 and len(files) > 1:
+            from torchfix_device.parallel import process_in_pool
+
+            process_in_pool(
+                files, codemods, results, write=write, unsafe_fixes=unsafe_fixes, cache=cache, jobs=jobs,
+                options=options, progress=progress,
+            )
+        else:
+            for path in files:
+                results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options, cache=cache))
+                if progress is not None:
+                    progress.advance(path)
     except KeyboardInterrupt:
         raise Interrupted(problems + results, len(results), len(files)) from None
     return problems + results

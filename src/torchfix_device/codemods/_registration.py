@@ -71,7 +71,7 @@ def walk_class(cls: cst.ClassDef) -> Iterator[tuple[cst.CSTNode, cst.CSTNode | N
     while stack:
         node, parent = stack.pop()
         yield node, parent
-        for child in reversed(node.children):
+        for child in reversed(_cst.children(node)):
             if not isinstance(child, cst.ClassDef):
                 stack.append((child, node))
 
@@ -79,11 +79,11 @@ def walk_class(cls: cst.ClassDef) -> Iterator[tuple[cst.CSTNode, cst.CSTNode | N
 def walk_function(func: cst.FunctionDef) -> Iterator[cst.CSTNode]:
     """Every node of ``func``'s body in its own scope (nested functions, lambdas and classes
     left out)."""
-    stack: list[cst.CSTNode] = list(reversed(func.body.children))
+    stack: list[cst.CSTNode] = list(reversed(_cst.children(func.body)))
     while stack:
         node = stack.pop()
         yield node
-        for child in reversed(node.children):
+        for child in reversed(_cst.children(node)):
             if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                 stack.append(child)
 

@@ -988,7 +988,7 @@ def _module_bindings(module: cst.Module) -> tuple[set[str], set[str]]:
             )
             for target in targets:
                 assigned.update(n.value for n in unpacked_names(target))
-        stack.extend(node.children)
+        stack.extend(_cst.children(node))
     return imports, assigned
 
 

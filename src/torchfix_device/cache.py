@@ -1,0 +1,135 @@
+"""A cache of transform results, so a second run over an unchanged tree parses nothing.
+
+An entry is keyed by the file's bytes, the tool (its version and a hash of its own source files,
+so an edited checkout never reads stale results), the selected codemods and the options that
+change results (``--unsafe-fixes``, the device expression). It holds the transform's result —
+the rewritten text when the file changes, the findings, the checkpoint notes, the findings
+``# noqa`` suppressed — so ``apply`` still writes a file whose
+cached result says it changes. Files that fail (syntax errors, internal errors) are not cached:
+they are analysed again and reported as before.
+
+Where the cache lives: ``.torchfix_device_cache/`` next to the nearest ``pyproject.toml`` above
+the first path given (the file the settings are read from), with a ``.gitignore`` holding ``*``
+inside it; without a ``pyproject.toml``, in ``$XDG_CACHE_HOME/torchfix-device`` (by default
+``~/.cache/torchfix-device``), so no folder appears in arbitrary directories. Every entry is one
+small JSON file written atomically, so parallel workers share the cache safely. A cache that
+cannot be read or written is silently skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+from torchfix_device import __version__
+from torchfix_device.codemod import Codemod, Finding
+from torchfix_device.config import find_pyproject
+
+CACHE_DIR_NAME = ".torchfix_device_cache"
+FORMAT = "2"
+
+
+@lru_cache(maxsize=1)
+def tool_fingerprint() -> str:
+    """The version and a hash of this package's own ``.py`` files."""
+    digest = hashlib.sha256(f"{__version__}|{FORMAT}".encode())
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            pass
+    return digest.hexdigest()
+
+
+def default_cache_folder(paths: Sequence[Path]) -> Path:
+    """``.torchfix_device_cache`` next to the nearest ``pyproject.toml``, else the user cache."""
+    pyproject = find_pyproject(paths[0] if paths else Path.cwd())
+    if pyproject is not None:
+        return pyproject.parent / CACHE_DIR_NAME
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torchfix-device"
+
+
+class ResultCache:
+    """Transform results on disk, one JSON file per entry. Picklable: workers get a copy."""
+
+    def __init__(
+        self, folder: Path, codemods: Sequence[type[Codemod]], *, unsafe_fixes: bool, device_expression: str | None = None
+    ) -> None:
+        self.folder = folder
+        codes = ",".join(c.code for c in codemods)
+        settings = json.dumps({"unsafe": unsafe_fixes, "device_expression": device_expression})
+        self._salt = f"{tool_fingerprint()}|{codes}|{settings}|".encode()
+        self._usable = self._prepare()
+
+    def _prepare(self) -> bool:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            ignore = self.folder / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# created by torchfix-device: the cache is never committed\n*\n", encoding="utf-8")
+            return os.access(self.folder, os.W_OK)
+        except OSError:
+            return False
+
+    def key(self, raw: bytes) -> str:
+        return hashlib.sha256(self._salt + raw).hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key[2:]}.json"
+
+    def get(self, raw: bytes) -> tuple[str | None, list[Finding], list[str], tuple[Finding, ...]] | None:
+        """(new text or None when unchanged, findings, notes, suppressed findings) for a file
+        holding ``raw``."""
+        if not self._usable:
+            return None
+        try:
+            data = json.loads(self._entry(self.key(raw)).read_text(encoding="utf-8"))
+            return (
+                data["text"],
+                [Finding(**f) for f in data["findings"]],
+                list(data["notes"]),
+                tuple(Finding(**f) for f in data["suppressed"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(
+        self,
+        raw: bytes,
+        new_text: str | None,
+        findings: Sequence[Finding],
+        notes: Sequence[str],
+        suppressed: Sequence[Finding] = (),
+    ) -> None:
+        if not self._usable:
+            return
+        entry = self._entry(self.key(raw))
+        data = {
+            "text": new_text,
+            "findings": [asdict(f) for f in findings],
+            "notes": list(notes),
+            "suppressed": [asdict(f) for f in suppressed],
+        }
+        try:
+            entry.parent.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle)
+            os.replace(tmp, entry)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
