@@ -141,6 +141,32 @@ def test_cache_key_covers_content_codemods_and_options(tmp_path: Path) -> None:
     assert base.key(b"x = 1\n") != ResultCache(tmp_path, fewer, unsafe_fixes=False).key(b"x = 1\n")
 
 
+def test_cache_key_covers_the_device_expression(tmp_path: Path) -> None:
+    default = ResultCache(tmp_path, all_codemods(), unsafe_fixes=False)
+    chosen = ResultCache(tmp_path, all_codemods(), unsafe_fixes=False, device_expression='torch.device("cuda:1")')
+    assert default.key(b"x = 1\n") != chosen.key(b"x = 1\n")
+
+
+def test_device_expression_on_the_command_line_is_not_served_a_stale_rewrite(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / "m.py").write_text('import torch\nstate = torch.load("ckpt.pt")\n')
+    default = run_cli("apply", "--diff", ".", cwd=tmp_path)
+    chosen = run_cli("apply", "--diff", "--device-expression", 'torch.device("cuda:1")', ".", cwd=tmp_path)
+    assert b'torch.cuda.is_available()' in default.stdout
+    assert b'device = torch.device("cuda:1")' in chosen.stdout
+
+
+def test_cached_results_keep_suppressed_findings(tmp_path: Path, no_parsing) -> None:
+    path = tmp_path / "m.py"
+    path.write_text('import torch\nstate = torch.load("ckpt.pt")  # noqa: TFD005\n')
+    cache = ResultCache(tmp_path / "cache", all_codemods(), unsafe_fixes=False)
+    [cold] = run([path], all_codemods(), write=False, cache=cache)
+    assert [f.code for f in cold.suppressed] == ["TFD005"] and not cold.findings
+    no_parsing()
+    [warm] = run([path], all_codemods(), write=False, cache=cache)
+    assert warm.suppressed == cold.suppressed and warm.status == "unchanged"
+
+
 def test_a_file_with_another_selection_is_analysed_again(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "m.py"
     path.write_text('import torch\nx = torch.load("p").cuda()\n')
