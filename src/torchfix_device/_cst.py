@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, ParamSpec, Sequence, TypeVar
 
 import libcst as cst
 import libcst.matchers as m
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
@@ -76,8 +80,22 @@ def children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
 
 
 def forget_children() -> None:
-    """Drop what :func:`children` remembers (the runner calls it after each file)."""
+    """Drop what :func:`children` remembers."""
     _CHILDREN.clear()
+
+
+def forgetting_children(func: Callable[P, R]) -> Callable[P, R]:
+    """``func``, forgetting what :func:`children` remembered once it returns (the runner's
+    transform of one file: its nodes are not needed afterwards)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        finally:
+            forget_children()
+
+    return wrapper
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

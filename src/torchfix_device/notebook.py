@@ -28,6 +28,7 @@ from torchfix_device.options import RunOptions
 from torchfix_device.runner import (
     FileResult,
     InternalError,
+    failure_result,
     _parse_error_message,
     display_path,
     transform_source,
@@ -208,12 +209,8 @@ def process_notebook(
         cell, cell_line = _cell_at(cells, line)
         detail = message.split(": ", 1)[1]
         return FileResult(path, shown, "failed", error=f"cell {cell.index}: line {cell_line}: {detail}", source=source)
-    except RecursionError:
-        return FileResult(path, shown, "failed", error="expression nested too deeply for the parser; skipped", source=source)
-    except InternalError as exc:
-        return FileResult(path, shown, "failed", error=f"internal error: {exc}", source=source)
     except Exception as exc:  # a codemod bug must not stop the other files
-        return FileResult(path, shown, "failed", error=f"internal error: {type(exc).__name__}: {exc}", source=source)
+        return failure_result(exc, path, shown, source)
     result.findings = sorted(_in_cells(cells, output.findings), key=lambda f: (f.cell or 0, f.line, f.column, f.code))
     result.notes = output.notes
     changed = False

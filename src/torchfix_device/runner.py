@@ -212,6 +212,7 @@ def _has_candidates(code: str, codemods: Sequence[type[Codemod]]) -> bool:
     return facts is None or bool(candidate_codemods(facts, codemods))
 
 
+@_cst.forgetting_children
 def transform_unfiltered(
     text: str,
     codemods: Sequence[type[Codemod]],
@@ -226,23 +227,6 @@ def transform_unfiltered(
     Findings carry positions in ``text``. Raises ``libcst.ParserSyntaxError`` for code that does
     not parse and :class:`InternalError` when the result does not compile.
     """
-    try:
-        return _transform_until_fixed_point(
-            text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, rewrites=rewrites
-        )
-    finally:
-        _cst.forget_children()
-
-
-def _transform_until_fixed_point(
-    text: str,
-    codemods: Sequence[type[Codemod]],
-    *,
-    unsafe_fixes: bool = False,
-    filename: str | None = None,
-    options: RunOptions | None = None,
-    rewrites: list[str] | None = None,
-) -> TransformOutput:
     active = active_codemods(text, codemods)
     if not active:
         return TransformOutput(text, [], [])
@@ -439,12 +423,8 @@ def process_file(
         output = _transform_cached(source, codemods, unsafe_fixes, str(path), cache, options)
     except cst.ParserSyntaxError as exc:
         return FileResult(path, shown, "failed", error=_parse_error_message(exc, source.text), source=source)
-    except RecursionError:
-        return FileResult(path, shown, "failed", error="expression nested too deeply for the parser; skipped", source=source)
-    except InternalError as exc:
-        return FileResult(path, shown, "failed", error=f"internal error: {exc}", source=source)
     except Exception as exc:  # a codemod bug must not stop the other files
-        return FileResult(path, shown, "failed", error=f"internal error: {type(exc).__name__}: {exc}", source=source)
+        return failure_result(exc, path, shown, source)
     result = FileResult(
         path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes, suppressed=list(output.suppressed)
     )
@@ -459,6 +439,17 @@ def process_file(
     if write:
         write_result(result)
     return result
+
+
+def failure_result(exc: Exception, path: Path, shown: str, source: SourceFile) -> FileResult:
+    """The ``failed`` result for an exception raised while transforming (parse errors aside)."""
+    if isinstance(exc, RecursionError):
+        error = "expression nested too deeply for the parser; skipped"
+    elif isinstance(exc, InternalError):
+        error = f"internal error: {exc}"
+    else:
+        error = f"internal error: {type(exc).__name__}: {exc}"
+    return FileResult(path, shown, "failed", error=error, source=source)
 
 
 def _judge_suppressions(result: FileResult, codemods: Sequence[type[Codemod]]) -> None:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
