@@ -154,7 +154,11 @@ class Codemod(VisitorBasedCodemodCommand):
     # order at a fraction of the cost. A codemod that does use matcher decorators gets libcst's
     # own dispatch.
     def _uses_matcher_decorators(self) -> bool:
-        return bool(self._matchers or self._extra_visit_funcs or self._extra_leave_funcs)
+        try:
+            return self._matcher_decorated
+        except AttributeError:
+            self._matcher_decorated: bool = bool(self._matchers or self._extra_visit_funcs or self._extra_leave_funcs)
+            return self._matcher_decorated
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self._uses_matcher_decorators():
@@ -310,16 +314,20 @@ def _hook(cls: type, prefix: str, node_type: type, attribute: str | None = None)
 
 class SharedWrapper:
     """One ``MetadataWrapper`` per module, shared by the codemods that run on that module, so
-    scopes, qualified names and positions are computed once instead of once per codemod."""
+    scopes, qualified names and positions are computed once instead of once per codemod.
+
+    It keeps the wrapper of every module version of one file's transform: the runner goes back
+    to the original tree (for findings' positions) after rewrites, and must not pay for its
+    metadata twice."""
 
     def __init__(self) -> None:
-        self._module: cst.Module | None = None
-        self._wrapper: MetadataWrapper | None = None
+        self._wrappers: dict[int, tuple[cst.Module, MetadataWrapper]] = {}
 
     def wrapper_for(self, module: cst.Module) -> MetadataWrapper:
-        if self._module is not module or self._wrapper is None:
-            self._module, self._wrapper = module, MetadataWrapper(module)
-        return self._wrapper
+        known = self._wrappers.get(id(module))
+        if known is None or known[0] is not module:
+            known = self._wrappers[id(module)] = (module, MetadataWrapper(module))
+        return known[1]
 
 
 def parse_doc_sections(doc: str) -> dict[str, str]:

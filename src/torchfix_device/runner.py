@@ -236,7 +236,7 @@ def transform_unfiltered(
     findings: set[Finding] = set()
     suppressed: set[Finding] = set()
     notes: list[str] = []
-    shared, shared_original = SharedWrapper(), SharedWrapper()
+    shared = SharedWrapper()  # one wrapper per module version, the original's included
     current, current_code = original, rendered
     configure = _codemod_configurer(text, options or DEFAULT_OPTIONS)
     for pass_number in range(MAX_PASSES):
@@ -253,7 +253,7 @@ def transform_unfiltered(
                         notes.extend(codemod.checkpoint_notes)
                     else:  # positions must refer to the file as it was: look at the original tree
                         fresh = codemod_class(
-                            CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared_original
+                            CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared
                         )
                         configure(fresh, rendered)
                         fresh.transform_module(original)
