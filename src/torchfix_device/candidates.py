@@ -115,6 +115,10 @@ def _factory_site_possible(f: FileFacts) -> bool:
     return f.has_class_with_bases or in_function
 
 
+def _torch_load_possible(f: FileFacts) -> bool:
+    return f.torch_imported and "load" in f.names
+
+
 CONDITIONS: dict[str, Callable[[FileFacts], bool]] = {
     # cuda-call: a `.cuda(...)` call (guards and conditionals only go with a rewritten one)
     "TFD001": lambda f: "cuda" in f.call_attrs,
@@ -126,7 +130,7 @@ CONDITIONS: dict[str, Callable[[FileFacts], bool]] = {
     # unregistered-layer-container: an nn.Module subclass
     "TFD004": _module_class_possible,
     # torch-load-without-map-location: `torch.load` / `torch.serialization.load`
-    "TFD005": lambda f: f.torch_imported and "load" in f.names,
+    "TFD005": _torch_load_possible,
     # loss-data-index: `x.data[...]`
     "TFD006": lambda f: "data" in f.subscripted_attrs,
     # tensor-attribute-not-buffer: an nn.Module subclass with an `__init__`
@@ -148,7 +152,7 @@ CONDITIONS: dict[str, Callable[[FileFacts], bool]] = {
     # set-default-cuda-tensor-type: `torch.set_default_tensor_type`
     "TFD014": lambda f: f.torch_imported and "set_default_tensor_type" in f.names,
     # torch-load-of-whole-model: `torch.load` / `torch.serialization.load` (its result used as a model)
-    "TFD015": lambda f: f.torch_imported and "load" in f.names,
+    "TFD015": _torch_load_possible,
 }
 
 

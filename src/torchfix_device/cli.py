@@ -124,6 +124,17 @@ def _performance_options(
     return {"jobs": jobs or default_jobs(), "cache": cache, "shard": chosen_shard}
 
 
+def _run_files(
+    paths: list[Path], codemods: list, *, write: bool, unsafe: bool, exclude: list[str], options: RunOptions, speed: dict
+) -> list:
+    """The runner over ``paths`` with a progress bar; Ctrl-C becomes the interrupted exit."""
+    try:
+        with file_progress() as bar:
+            return run(paths, codemods, write=write, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar, **speed)
+    except Interrupted as stop:
+        raise _interrupted(stop, wrote=write) from None
+
+
 def _interrupted(stop: Interrupted, *, wrote: bool) -> "typer.Exit":
     """Ctrl-C: what was done, how far it got, no traceback."""
     console = report.stderr_console()
@@ -182,14 +193,7 @@ def apply(
         if guard is not None and guard.outside:
             console.print(f"[yellow]warning[/]: {escape(gitsafety.not_protected_message(guard.outside))}", soft_wrap=True)
         write_now = in_place and not interactive and not (guard is not None and guard.dirty)
-        try:
-            with file_progress() as bar:
-                results = run(
-                    paths, codemods, write=write_now, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar,
-                    **speed,
-                )
-        except Interrupted as stop:
-            raise _interrupted(stop, wrote=write_now) from None
+        results = _run_files(paths, codemods, write=write_now, unsafe=unsafe, exclude=exclude, options=options, speed=speed)
         if interactive:
             from torchfix_device.interactive import review
 
@@ -273,14 +277,7 @@ def check(
         results = [process_stdin(codemods, unsafe_fixes=unsafe, options=options, stdin_filename=stdin_filename)[0]]
     else:
         speed = _performance_options(paths, codemods, unsafe, options, jobs, no_cache, shard)
-        try:
-            with file_progress() as bar:
-                results = run(
-                    paths, codemods, write=False, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar,
-                    **speed,
-                )
-        except Interrupted as stop:
-            raise _interrupted(stop, wrote=False) from None
+        results = _run_files(paths, codemods, write=False, unsafe=unsafe, exclude=exclude, options=options, speed=speed)
     lines = report.finding_lines(results)
     output = formats.render(output_format, results, all_codemods(), unused=show_unused)
     if output:

@@ -136,6 +136,7 @@ class Codemod(VisitorBasedCodemodCommand):
         self, context: CodemodContext, unsafe_fixes: bool = False, shared: "SharedWrapper | None" = None
     ) -> None:
         super().__init__(context)
+        self._matcher_decorated = bool(self._matchers or self._extra_visit_funcs or self._extra_leave_funcs)
         self.unsafe_fixes = unsafe_fixes
         self.shared = shared
         self._metadata_cache: dict[Any, Any] = {}
@@ -154,11 +155,7 @@ class Codemod(VisitorBasedCodemodCommand):
     # order at a fraction of the cost. A codemod that does use matcher decorators gets libcst's
     # own dispatch.
     def _uses_matcher_decorators(self) -> bool:
-        try:
-            return self._matcher_decorated
-        except AttributeError:
-            self._matcher_decorated: bool = bool(self._matchers or self._extra_visit_funcs or self._extra_leave_funcs)
-            return self._matcher_decorated
+        return self._matcher_decorated
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self._uses_matcher_decorators():

@@ -5,8 +5,8 @@ from libcst.metadata import Assignment, ParentNodeProvider, PositionProvider, Sc
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.codemods.torch_load_without_map_location import TORCH_LOAD
 
-TORCH_LOAD = {"torch.load", "torch.serialization.load"}
 MODULE_ATTRIBUTES = frozenset(
     {
         "eval", "train", "forward", "parameters", "named_parameters", "buffers", "named_buffers",
