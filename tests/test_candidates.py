@@ -92,7 +92,17 @@ def test_syntax_error_still_reported_as_before() -> None:
     ("text", "expected"),
     [
         ("from .module import Module\nclass A(Module):\n    def forward(self, x):\n        x += 1\n", []),
-        ("import torch\nclass A(torch.nn.Module):\n    def forward(self, x):\n        x += 1\n", ["TFD004", "TFD012"]),
+        ("import torch\nclass A(torch.nn.Module):\n    def forward(self, x):\n        x += 1\n", ["TFD012"]),
+        # a module class alone is not a site: TFD004/TFD007 need `self.x = [...]` / a tensor
+        ("import torch.nn as nn\nclass A(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+         "        self.n = 3\n        self.fc = nn.Linear(2, 2)\n", []),
+        ("import torch.nn as nn\nclass A(nn.Module):\n    def __init__(self):\n        self.b = []\n", ["TFD004"]),
+        ("import torch\nclass A(torch.nn.Module):\n    def __init__(self):\n        self.m = torch.ones(2)\n", ["TFD007"]),
+        # TFD003: a factory in a module's __init__ is left alone, in another method it is a site
+        ("import torch\nclass A(torch.nn.Module):\n    def __init__(self):\n        w = torch.ones(2)\n", []),
+        ("import torch\nclass A(torch.nn.Module):\n    def reset(self):\n        w = torch.ones(2)\n", ["TFD003"]),
+        ("import torch\nclass A(torch.nn.Module):\n    def reset(self, x):\n        w = torch.ones(2).to(x)\n", []),
+        ("import torch\ndef f(x):\n    return torch.load(x, map_location='cpu')\n", []),
         ("import torch\nx = torch.zeros(3)\n", []),
         ("from torch import zeros as z\ndef f(device):\n    return z(3)\n", ["TFD003"]),
         ("x.cuda()\n", ["TFD001", "TFD002"]),
@@ -108,3 +118,63 @@ def test_conditions_on_small_files(text: str, expected: list[str]) -> None:
 
 def test_unparsable_text_gives_no_facts() -> None:
     assert parse_facts("def f(:\n") is None
+
+
+# -- necessity, codemod by codemod -------------------------------------------------------------------
+# Snippets where the shortcuts stage 1 takes could go wrong: names bound without an import, aliases,
+# starred bases, calls in decorators and defaults, nested functions, comments that make a function
+# "device-aware", locals that hold containers or tensors.
+TRICKY = [
+    "torch = __import__('torch')\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x + torch.zeros(3)\n",
+    "import importlib\ntorch = importlib.import_module('torch')\nm = torch.load('m.pt')\n",
+    "def setup():\n    global torch\n    torch = object()\nsetup()\nm = torch.load('m.pt')\n",
+    "import torch.nn as tnn\nimport torch as T\nclass M(tnn.Module):\n    def reset(self):\n        self.e = T.randn(3)\n",
+    "from torch.nn import Module as Base, Linear as L\nclass M(Base):\n    def forward(self, x):\n        return L(2, 2)(x)\n",
+    "import torch\nfrom torch import nn\nclass M(*nn.Sequential):\n    def forward(self, x):\n        return x + torch.zeros(2)\n",
+    "import torch\nfrom torch import nn\nclass M(nn.Module):\n    @torch.jit.ignore\n    def f(self, x=torch.zeros(2)):\n        def inner():\n            return torch.ones(2)\n        return inner()\n",
+    "import torch\nclass Plain:\n    # keeps its buffers on cuda\n    def __init__(self):\n        self.b = torch.zeros(2)\n",
+    "import torch\nclass Plain:\n    def __init__(self, device):\n        self.b = torch.zeros(2)\n",
+    "import torch\nfrom torch import nn\nclass A(nn.Module):\n    pass\nclass B(A):\n    def __init__(self):\n        super().__init__()\n        blocks = []\n        for i in range(3):\n            blocks.append(nn.Linear(2, 2))\n        self.blocks = blocks\n",
+    "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.heads: dict = {}\n        self.heads['a'] = nn.Linear(2, 2)\n        self.rep = [nn.Linear(2, 2)] * 3\n",
+    "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n        pe = torch.zeros(n)\n        self.pe = -pe.unsqueeze(0)[0] * 2\n",
+    "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return torch.zeros(3)(x) + torch.FloatTensor(2) + torch.cuda.FloatTensor(2)\n",
+    "import torch\nfrom torch.autograd import variable\ny = variable.Variable(torch.ones(1))\nz = x.data[0,]\n",
+    "import torch as T\nclass torch:\n    zeros = staticmethod(lambda n: n)\nclass M(T.nn.Module):\n    def forward(self, x):\n        return torch.zeros(x)\n",
+    "from torch import load as L\nm = L('m.pt')\nmodel = L('model.pt')\nmodel.eval()\n",
+    "import torch\nckpt = torch.load('c.pt')\nnet = ckpt['model']\nnet2 = net.cuda()\nout = net2(x)\n",
+    "import torch\ny = torch.load('m.pt', map_location='cpu')['net'].to('cpu')(x)\n",
+    "from torch.nn import MSELoss as L\nimport torch.nn.functional as F\nl = L(size_average=False)\n"
+    "y = F.nll_loss(a, b, reduction='elementwise_' 'mean')\n",
+    "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        s = x.sum()\n        s += 1\n        return s\n",
+]
+
+
+def _codemod_acts(codemod, text: str) -> bool:
+    try:
+        out = transform_unfiltered(text, [codemod], unsafe_fixes=True, filename="x.py")
+    except Exception:
+        return True  # a failure must surface the same way with stage 1
+    return bool(out.findings) or out.text != text
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_condition_holds_wherever_its_codemod_acts_on_tricky_code(text: str) -> None:
+    facts = parse_facts(text)
+    assert facts is not None
+    acting = [c.code for c in all_codemods() if _codemod_acts(c, text)]
+    assert acting, "each snippet is there because some codemod acts on it"
+    kept = [c.code for c in candidate_codemods(facts, all_codemods())]
+    assert set(acting) <= set(kept)
+    for unsafe in (False, True):
+        assert _outcome(transform_source, text, unsafe) == _outcome(transform_unfiltered, text, unsafe)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_condition_holds_wherever_its_codemod_acts_on_fixtures(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    facts = parse_facts(text)
+    if facts is None:
+        return  # not Python CPython reads: stage 1 sends it on whole
+    kept = {c.code for c in candidate_codemods(facts, all_codemods())}
+    missed = [c.code for c in all_codemods() if c.code not in kept and _codemod_acts(c, text)]
+    assert missed == []

@@ -11,10 +11,15 @@ then leaves alone, but it must never say "no" for a file where the codemod would
 change something. The conditions rest on two facts of libcst's ``QualifiedNameProvider``:
 
 - a qualified name starting with ``torch.`` needs an absolute ``import torch...`` or
-  ``from torch... import`` somewhere in the file (an unbound ``torch``, a relative import or a
-  star import gives no such name);
+  ``from torch... import`` somewhere in the file, or a name ``torch`` bound some other way (an
+  unbound ``torch``, a relative import or a star import gives no such name);
 - the last part of a qualified name is spelt in the file as an attribute (``nn.Linear``) or as
   an imported name (``from torch.nn import Linear as L``).
+
+Where these facts leave a codemod possible, its condition looks for a real site with
+:mod:`torchfix_device.ast_scan` (qualified names and ``nn.Module`` classes over-approximated),
+mirroring the codemod's own test: TFD004, for one, needs ``self.x = [...]`` in a method of a class
+that may be an ``nn.Module``, not only such a class.
 
 A codemod without an entry in :data:`CONDITIONS` is always run (a new codemod is safe by
 default). ``tests/test_candidates.py`` checks that results with and without this stage are the
@@ -26,14 +31,21 @@ from __future__ import annotations
 import ast
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Sequence
 
+from torchfix_device import ast_scan
 from torchfix_device._cst import LEGACY_TENSOR_DTYPES
+from torchfix_device.ast_scan import AstScan, walk_in_context
 from torchfix_device.codemod import Codemod
 from torchfix_device.codemods.cuda_amp import NAMES as AMP_NAMES
-from torchfix_device.codemods.factory_without_device import FACTORIES
+from torchfix_device.codemods.factory_without_device import FACTORIES, MOVES
 from torchfix_device.codemods.layer_built_in_forward import STATEFUL_LAYERS
 from torchfix_device.codemods.legacy_loss_reduction_args import LOSS_CLASSES, LOSS_FUNCTIONS
+from torchfix_device.codemods.tensor_attribute_not_buffer import TENSOR_FACTORIES, TENSOR_METHODS
+from torchfix_device.codemods.torch_load_of_whole_model import MODULE_ATTRIBUTES, SAME_KIND_METHODS
+from torchfix_device.codemods.torch_load_without_map_location import TORCH_LOAD
+from torchfix_device.codemods.variable_wrapper import VARIABLE
 
 FACTORY_NAMES = frozenset(q.rpartition(".")[2] for q in FACTORIES) | frozenset(LEGACY_TENSOR_DTYPES)
 LEGACY_TYPE_NAMES = frozenset(LEGACY_TENSOR_DTYPES)
@@ -47,8 +59,11 @@ class FileFacts:
     """What one ``ast`` walk tells about a file."""
 
     text: str
+    tree: ast.Module | None = None
+    """The whole ``ast`` (for the site checks, which :class:`AstScan` makes precise)."""
     torch_imported: bool = False
-    """An absolute import of ``torch`` or one of its submodules, anywhere in the file."""
+    """An absolute import of ``torch`` or one of its submodules, anywhere in the file, or
+    ``torch`` bound some other way (libcst names ``torch.zeros`` after ``torch = f()`` as spelt)."""
     names: set[str] = field(default_factory=set)
     """Attribute names and imported names (every dotted part): the possible last parts of a
     qualified name."""
@@ -65,12 +80,29 @@ class FileFacts:
     augassign_to_name_in_forward: bool = False
     """``name op= ...`` somewhere inside a function called ``forward``."""
 
+    @cached_property
+    def scan(self) -> AstScan:
+        assert self.tree is not None
+        return AstScan(self.tree)
 
-def collect_facts(tree: ast.AST, text: str) -> FileFacts:
-    facts = FileFacts(text)
+    @cached_property
+    def lines(self) -> list[str]:
+        return ast_scan.source_lines(self.text)
+
+    @cached_property
+    def contexts(self) -> list[ast_scan.ContextNode]:
+        """Every node with its innermost class and function (walked once, for all site checks)."""
+        assert self.tree is not None
+        return list(walk_in_context(self.tree))
+
+
+def collect_facts(tree: ast.Module, text: str) -> FileFacts:
+    facts = FileFacts(text, tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             facts.names.add(node.attr)
+        elif isinstance(node, ast.Name):
+            facts.torch_imported |= node.id == "torch" and not isinstance(node.ctx, ast.Load)
         elif isinstance(node, ast.Call):
             if isinstance(node.func, ast.Attribute):
                 facts.call_attrs.add(node.func.attr)
@@ -93,13 +125,24 @@ def collect_facts(tree: ast.AST, text: str) -> FileFacts:
                 facts.torch_imported |= node.level == 0 and node.module.split(".")[0] == "torch"
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             facts.function_names.add(node.name)
+            facts.torch_imported |= node.name == "torch"
             if node.name == "forward" and not facts.augassign_to_name_in_forward:
                 facts.augassign_to_name_in_forward = any(
                     isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) for n in ast.walk(node)
                 )
         elif isinstance(node, ast.ClassDef):
             facts.has_class_with_bases |= bool(node.bases)
+            facts.torch_imported |= node.name == "torch"
+        elif isinstance(node, (ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping)):
+            facts.torch_imported |= "torch" in _bound_names(node)
     return facts
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return node.names
+    name = node.rest if isinstance(node, ast.MatchMapping) else node.name
+    return [name] if name else []
 
 
 def _module_class_possible(f: FileFacts) -> bool:
@@ -119,41 +162,345 @@ def _torch_load_possible(f: FileFacts) -> bool:
     return f.torch_imported and "load" in f.names
 
 
+# -- site checks: the codemod's own test, made coarser where only libcst can tell ------------------
+def _is_factory_name(name: str) -> bool:
+    """A ``torch`` factory, or a legacy constructor (CPU or CUDA: TFD003 tells them apart)."""
+    if name in FACTORIES:
+        return True
+    parts = name.split(".")
+    return parts[0] == "torch" and parts[-1] in LEGACY_TYPE_NAMES and (len(parts) == 2 or parts[1:-1] == ["cuda"])
+
+
+def _has_star_args(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+
+
+def _has_keyword(call: ast.Call, name: str) -> bool:
+    return any(k.arg == name for k in call.keywords)
+
+
+def _factory_site(f: FileFacts) -> bool:
+    """TFD003: a factory call without ``device=``, not moved at once, in a class that may be an
+    ``nn.Module`` (outside ``__init__``) or in a function that mentions devices."""
+    if not _factory_site_possible(f):
+        return False
+    scan, moved, aware = f.scan, set(), {}
+
+    def device_aware(func) -> bool:
+        if id(func) not in aware:
+            text = ast_scan.function_text(func, f.lines)
+            aware[id(func)] = any(w in text for w in DEVICE_AWARE_WORDS)
+        return aware[id(func)]
+
+    for node, cls, func in f.contexts:
+        if isinstance(node, ast.Attribute) and node.attr in MOVES and isinstance(node.value, ast.Call):
+            moved.add(id(node.value))  # seen before the call itself (preorder)
+        if not isinstance(node, ast.Call) or id(node) in moved:
+            continue
+        if _has_keyword(node, "device") or _has_star_args(node):
+            continue
+        if not (scan.opaque or any(_is_factory_name(q) for q in scan.qualified(node.func))):
+            continue
+        if func is not None and func.name == "__init__":
+            if device_aware(func):  # in an nn.Module's __init__ never; elsewhere only device-aware
+                return True
+        elif scan.is_module_class(cls) or (func is not None and device_aware(func)):
+            return True
+    return False
+
+
+def _self_attr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+CONTAINER_DISPLAYS = (ast.List, ast.ListComp, ast.Dict, ast.DictComp)
+
+
+def _container_site(f: FileFacts) -> bool:
+    """TFD004: in a method of a possible ``nn.Module`` class, ``self.x = <list or dict>`` (a
+    display, a comprehension, ``list()``, or a local bound to a display in the same function), or
+    ``[layer] * n``."""
+    if not _module_class_possible(f):
+        return False
+    scan = f.scan
+    for node, cls, func in f.contexts:
+        if func is None or not scan.is_module_class(cls):
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _self_attr(node.targets[0]):
+            value = node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None and _self_attr(node.target):
+            value = node.value
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            if isinstance(node.left, ast.List) or isinstance(node.right, ast.List):
+                return True
+            continue
+        else:
+            continue
+        if _may_be_container(value, func):
+            return True
+    return False
+
+
+def _may_be_container(value: ast.expr, func) -> bool:
+    if isinstance(value, CONTAINER_DISPLAYS):
+        return True
+    if isinstance(value, ast.Call) and not value.args and not value.keywords:
+        return (ast_scan.full_name(value.func) or "").rpartition(".")[2] in ("list", "dict")
+    if isinstance(value, ast.Name):
+        return any(
+            isinstance(bound, CONTAINER_DISPLAYS) for bound in _values_bound_to(value.id, func)
+        )
+    return False
+
+
+def _values_bound_to(name: str, func) -> list[ast.expr]:
+    """The values ``name = value`` (or ``name: T = value``) binds anywhere in ``func``."""
+    values: list[ast.expr] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                values.append(node.value)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            if isinstance(node.target, ast.Name) and node.target.id == name:
+                values.append(node.value)
+    return values
+
+
+def _tensor_attribute_site(f: FileFacts) -> bool:
+    """TFD007: ``self.x = <a tensor>`` in the ``__init__`` of a possible ``nn.Module`` class."""
+    if not (_module_class_possible(f) and "__init__" in f.function_names):
+        return False
+    scan = f.scan
+    for node, cls, func in f.contexts:
+        if not (isinstance(node, ast.ClassDef) and scan.is_module_class(node)):
+            continue
+        for init in node.body:
+            if isinstance(init, ast_scan.FUNCTIONS) and init.name == "__init__":
+                for stmt in ast.walk(init):
+                    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _self_attr(stmt.targets[0]):
+                        if _may_be_tensor(stmt.value, init, scan, frozenset()):
+                            return True
+    return False
+
+
+def _may_be_tensor(value: ast.expr, init, scan: AstScan, seen: frozenset[str]) -> bool:
+    """TFD007's ``_is_tensor`` with every binding of a local name allowed (it needs all)."""
+    if isinstance(value, ast.Call):
+        if scan.opaque or any(q in TENSOR_FACTORIES or _is_factory_name(q) for q in scan.qualified(value.func)):
+            return True
+        if isinstance(value.func, ast.Attribute) and value.func.attr in TENSOR_METHODS:
+            return _may_be_tensor(value.func.value, init, scan, seen)
+        return False
+    if isinstance(value, ast.BinOp):
+        return _may_be_tensor(value.left, init, scan, seen) or _may_be_tensor(value.right, init, scan, seen)
+    if isinstance(value, ast.UnaryOp):
+        return _may_be_tensor(value.operand, init, scan, seen)
+    if isinstance(value, ast.Subscript):
+        return _may_be_tensor(value.value, init, scan, seen)
+    if isinstance(value, ast.Name) and value.id not in seen:
+        return any(_may_be_tensor(v, init, scan, seen | {value.id}) for v in _values_bound_to(value.id, init))
+    return False
+
+
+def _in_module_forward(scan: AstScan, cls, func) -> bool:
+    """Directly in a method ``forward`` of a class that may be an ``nn.Module``."""
+    return (
+        func is not None and func.name == "forward" and scan.is_module_class(cls)
+        and any(stmt is func for stmt in cls.body)
+    )
+
+
+def _is_stateful_layer_name(name: str) -> bool:
+    parts = name.split(".")
+    return parts[:2] == ["torch", "nn"] and parts[-1] in STATEFUL_LAYERS and (len(parts) == 3 or parts[2] == "modules")
+
+
+def _layer_in_forward_site(f: FileFacts) -> bool:
+    """TFD013: a stateful ``torch.nn`` layer built in a module's ``forward``."""
+    if not (_module_class_possible(f) and "forward" in f.function_names and f.names & STATEFUL_LAYERS):
+        return False
+    scan = f.scan
+    for node, cls, func in f.contexts:
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            if _in_module_forward(scan, cls, func) and (
+                scan.opaque or any(_is_stateful_layer_name(q) for q in scan.qualified(node.func))
+            ):
+                return True
+    return False
+
+
+def _inplace_in_forward_site(f: FileFacts) -> bool:
+    """TFD012: ``name op= ...`` in a module's ``forward``."""
+    if not (_module_class_possible(f) and f.augassign_to_name_in_forward):
+        return False
+    scan = f.scan
+    return any(
+        isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and _in_module_forward(scan, cls, func)
+        for node, cls, func in f.contexts
+    )
+
+
+def _calls_to(f: FileFacts, names: set[str], accept: Callable[[ast.Call], bool]) -> bool:
+    scan = f.scan
+    return any(
+        isinstance(node, ast.Call) and accept(node) and scan.may_name(node.func, names)
+        for node, _, _ in f.contexts
+    )
+
+
+def _load_without_map_location(call: ast.Call) -> bool:
+    """TFD005's own test: no ``map_location=``, fewer than two positional arguments, no ``**``."""
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    return not _has_keyword(call, "map_location") and len(positional) < 2 and all(k.arg is not None for k in call.keywords)
+
+
+def _weights_only_defaulted(call: ast.Call) -> bool:
+    """TFD015's own test: ``weights_only`` left to torch's default."""
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    return (
+        all(k.arg is not None for k in call.keywords) and not _has_keyword(call, "weights_only")
+        and not _has_keyword(call, "pickle_module") and len(positional) < 3
+    )
+
+
+def _loaded_model_site(f: FileFacts) -> bool:
+    """TFD015: a ``torch.load`` result — directly, through subscripts and ``.to()``-like calls,
+    or through names bound to one (any number of hops) — called or given a module-only attribute
+    (``.eval()``, ``.parameters()``)."""
+    if not _torch_load_possible(f):
+        return False
+    scan = f.scan
+    loads = {
+        id(node) for node, _, _ in f.contexts
+        if isinstance(node, ast.Call) and _weights_only_defaulted(node) and scan.may_name(node.func, TORCH_LOAD)
+    }
+    if not loads:
+        return False
+    tainted: set[str] = set()
+
+    def is_loaded(expr: ast.AST) -> bool:
+        while True:
+            if isinstance(expr, ast.Subscript):
+                expr = expr.value
+            elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in SAME_KIND_METHODS:
+                expr = expr.func.value
+            else:
+                break
+        return id(expr) in loads or (isinstance(expr, ast.Name) and expr.id in tainted)
+
+    assigns = [n for n, _, _ in f.contexts if isinstance(n, ast.Assign)]
+    changed = True
+    while changed:
+        changed = False
+        for node in assigns:
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)} - tainted
+            if names and is_loaded(node.value):
+                tainted |= names
+                changed = True
+    for node, _, _ in f.contexts:
+        if isinstance(node, ast.Call) and is_loaded(node.func):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in MODULE_ATTRIBUTES and is_loaded(node.value):
+            return True
+    return False
+
+
+def _legacy_reduction_call(call: ast.Call) -> bool:
+    """TFD010's own test on the arguments: ``size_average=`` / ``reduce=``, or
+    ``reduction="elementwise_mean"``."""
+    for keyword in call.keywords:
+        if keyword.arg in ("size_average", "reduce"):
+            return True
+        if keyword.arg == "reduction" and isinstance(keyword.value, ast.Constant) and keyword.value.value == "elementwise_mean":
+            return True
+    return False
+
+
+def _legacy_reduction_site(f: FileFacts) -> bool:
+    """TFD010: a ``torch.nn`` loss class or ``torch.nn.functional`` loss called with a legacy
+    reduction argument."""
+    if not (f.torch_imported and f.names & LOSS_NAMES):
+        return False
+    if not (f.keywords & {"size_average", "reduce"} or "elementwise_mean" in f.text):
+        return False
+    scan = f.scan
+    return any(
+        isinstance(node, ast.Call) and _legacy_reduction_call(node) and (
+            scan.opaque or any(q.startswith("torch.nn.") and q.rpartition(".")[2] in LOSS_NAMES for q in scan.qualified(node.func))
+        )
+        for node, _, _ in f.contexts
+    )
+
+
+def _is_cuda_legacy_type(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] == "torch" and parts[1:-1] == ["cuda"] and parts[-1] in LEGACY_TYPE_NAMES
+
+
+def _cuda_tensor_type_site(f: FileFacts) -> bool:
+    """TFD008: an expression naming ``torch.cuda.FloatTensor`` or another CUDA tensor type (called,
+    passed to ``.type()`` or used as a value)."""
+    if not (f.torch_imported and "cuda" in f.names and f.names & LEGACY_TYPE_NAMES):
+        return False
+    scan = f.scan
+    return any(
+        isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+        and (scan.opaque or any(_is_cuda_legacy_type(q) for q in scan.qualified(node)))
+        for node, _, _ in f.contexts
+    )
+
+
+def _data_zero_site(f: FileFacts) -> bool:
+    """TFD006: ``x.data[0]`` (the literal integer 0)."""
+    if "data" not in f.subscripted_attrs:
+        return False
+    for node in ast.walk(f.tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "data":
+            index = node.slice
+            if isinstance(index, ast.Tuple) and len(index.elts) == 1:
+                index = index.elts[0]
+            if isinstance(index, ast.Constant) and type(index.value) is int and index.value == 0:
+                return True
+    return False
+
+
 CONDITIONS: dict[str, Callable[[FileFacts], bool]] = {
     # cuda-call: a `.cuda(...)` call (guards and conditionals only go with a rewritten one)
     "TFD001": lambda f: "cuda" in f.call_attrs,
     # dropped-move: `x.cuda()` / `x.to(...)` as a statement
     "TFD002": lambda f: bool(f.statement_call_attrs & {"cuda", "to"}),
-    # factory-without-device: a torch factory or legacy constructor in a module class or a
-    # device-aware function
-    "TFD003": _factory_site_possible,
-    # unregistered-layer-container: an nn.Module subclass
-    "TFD004": _module_class_possible,
-    # torch-load-without-map-location: `torch.load` / `torch.serialization.load`
-    "TFD005": _torch_load_possible,
-    # loss-data-index: `x.data[...]`
-    "TFD006": lambda f: "data" in f.subscripted_attrs,
-    # tensor-attribute-not-buffer: an nn.Module subclass with an `__init__`
-    "TFD007": lambda f: _module_class_possible(f) and "__init__" in f.function_names,
-    # cuda-tensor-type: `torch.cuda.FloatTensor` and friends
-    "TFD008": lambda f: f.torch_imported and "cuda" in f.names and bool(f.names & LEGACY_TYPE_NAMES),
-    # variable-wrapper: `torch.autograd.Variable`
-    "TFD009": lambda f: f.torch_imported and "Variable" in f.names,
-    # legacy-loss-reduction-args: a loss given size_average=, reduce= or reduction=
-    "TFD010": lambda f: f.torch_imported and bool(f.names & LOSS_NAMES)
-    and bool(f.keywords & {"size_average", "reduce", "reduction"}),
+    # factory-without-device: a torch factory or legacy constructor call without `device=` in a
+    # module class (not its __init__) or a device-aware function
+    "TFD003": _factory_site,
+    # unregistered-layer-container: `self.x = [...]` / `{...}` in a module class's method
+    "TFD004": _container_site,
+    # torch-load-without-map-location: a `torch.load` call without `map_location=`
+    "TFD005": lambda f: _torch_load_possible(f) and _calls_to(f, TORCH_LOAD, _load_without_map_location),
+    # loss-data-index: `x.data[0]`
+    "TFD006": _data_zero_site,
+    # tensor-attribute-not-buffer: `self.x = <tensor>` in a module class's `__init__`
+    "TFD007": _tensor_attribute_site,
+    # cuda-tensor-type: an expression naming `torch.cuda.FloatTensor` and friends
+    "TFD008": _cuda_tensor_type_site,
+    # variable-wrapper: a `torch.autograd.Variable(...)` call
+    "TFD009": lambda f: f.torch_imported and "Variable" in f.names and _calls_to(f, VARIABLE, _any_call),
+    # legacy-loss-reduction-args: a loss given size_average=, reduce= or reduction="elementwise_mean"
+    "TFD010": _legacy_reduction_site,
     # cuda-amp: `torch.cuda.amp.autocast` / `GradScaler`
     "TFD011": lambda f: f.torch_imported and "amp" in f.names and bool(f.names & set(AMP_NAMES)),
     # inplace-op-in-forward: `name op= ...` in a module's `forward`
-    "TFD012": lambda f: _module_class_possible(f) and f.augassign_to_name_in_forward,
+    "TFD012": _inplace_in_forward_site,
     # layer-built-in-forward: a stateful torch.nn layer called in a module's `forward`
-    "TFD013": lambda f: _module_class_possible(f) and "forward" in f.function_names
-    and bool(f.names & STATEFUL_LAYERS),
+    "TFD013": _layer_in_forward_site,
     # set-default-cuda-tensor-type: `torch.set_default_tensor_type`
     "TFD014": lambda f: f.torch_imported and "set_default_tensor_type" in f.names,
-    # torch-load-of-whole-model: `torch.load` / `torch.serialization.load` (its result used as a model)
-    "TFD015": _torch_load_possible,
+    # torch-load-of-whole-model: a `torch.load` call whose result is called or used as a module
+    "TFD015": _loaded_model_site,
 }
+
+
+def _any_call(call: ast.Call) -> bool:
+    return True
 
 
 def parse_facts(text: str) -> FileFacts | None:

@@ -11,6 +11,7 @@ Findings are recorded with :meth:`Codemod.report`; the rewrite itself is ordinar
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,6 +24,7 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
 from libcst.metadata.base_provider import LazyValue
 
+from torchfix_device import fast_names
 from torchfix_device.device_source import DeviceSource
 from torchfix_device.suppressions import Suppressions
 
@@ -275,11 +277,30 @@ class Codemod(VisitorBasedCodemodCommand):
 
     # -- helpers ----------------------------------------------------------------------------
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
-        """The fully qualified names ``node`` may refer to (``torch.load`` for ``T.load``)."""
+        """The fully qualified names ``node`` may refer to (``torch.load`` for ``T.load``).
+
+        Names local to a function, class or comprehension (libcst's ``f.<locals>.x``) never name
+        a module's object and may be left out: :mod:`torchfix_device.fast_names` answers without
+        libcst's scope analysis where it can."""
+        fast = self._fast_names()
+        answer = fast.qualified_names(node) if fast is not None else None
+        if answer is not None and not CHECK_FAST_NAMES:
+            return answer
         try:
-            return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+            exact = {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
         except KeyError:
-            return set()
+            exact = set()
+        if answer is None:
+            return exact
+        if not fast_names.agrees(answer, exact, node):
+            raise AssertionError(f"fast qualified names {sorted(answer)} != libcst's {sorted(exact)} for {cst.Module([]).code_for_node(node)!r}")
+        return answer
+
+    def _fast_names(self) -> "fast_names.FastNames | None":
+        wrapper = self.context.wrapper
+        if self.shared is None or wrapper is None:
+            return None
+        return self.shared.names_for(wrapper)
 
     @classmethod
     def documentation(cls) -> dict[str, str]:
@@ -287,6 +308,8 @@ class Codemod(VisitorBasedCodemodCommand):
         return parse_doc_sections(cls.__doc__ or "")
 
 
+CHECK_FAST_NAMES = os.environ.get("TORCHFIX_DEVICE_CHECK_NAMES") == "1"
+"""Check every fast qualified-name answer against libcst's (tests and corpus runs)."""
 _LIBCST_DEFAULT_HOOKS = (CSTTypedBaseFunctions, CSTTypedTransformerFunctions)
 _HOOKS: dict[tuple[type, str, type, str | None], Callable[..., Any] | None] = {}
 
@@ -315,15 +338,47 @@ class SharedWrapper:
 
     It keeps the wrapper of every module version of one file's transform: the runner goes back
     to the original tree (for findings' positions) after rewrites, and must not pay for its
-    metadata twice."""
+    metadata twice. ``parsed`` is the tree ``libcst.parse_module`` returned, wrapped without a
+    copy."""
 
-    def __init__(self) -> None:
+    def __init__(self, parsed: cst.Module | None = None, code: str | None = None) -> None:
         self._wrappers: dict[int, tuple[cst.Module, MetadataWrapper]] = {}
+        self._parsed = parsed
+        self._codes: dict[int, tuple[cst.Module, str]] = {}
+        self._names: dict[int, tuple[MetadataWrapper, "fast_names.FastNames | None"]] = {}
+        self._wrapped: dict[int, tuple[MetadataWrapper, cst.Module]] = {}
+        if parsed is not None and code is not None:
+            self.add_code(parsed, code)
+
+    def add_code(self, module: cst.Module, code: str) -> None:
+        """Say that ``module`` renders as ``code`` (saves rendering it again for
+        :meth:`names_for`)."""
+        self._codes[id(module)] = (module, code)
 
     def wrapper_for(self, module: cst.Module) -> MetadataWrapper:
         known = self._wrappers.get(id(module))
         if known is None or known[0] is not module:
-            known = self._wrappers[id(module)] = (module, MetadataWrapper(module))
+            # A tree fresh from the parser holds no node twice, so its wrapper need not copy it
+            # (libcst's deep copy costs about a parse); a rewritten tree may share nodes.
+            wrapper = MetadataWrapper(module, unsafe_skip_copy=module is self._parsed)
+            known = self._wrappers[id(module)] = (module, wrapper)
+            self._wrapped[id(wrapper)] = (wrapper, module)
+        return known[1]
+
+    def names_for(self, wrapper: MetadataWrapper) -> "fast_names.FastNames | None":
+        """The :class:`~torchfix_device.fast_names.FastNames` of the module ``wrapper`` holds
+        (None when ``symtable`` cannot read its code)."""
+        known = self._names.get(id(wrapper))
+        if known is None or known[0] is not wrapper:
+            source = self._wrapped.get(id(wrapper))
+            module = source[1] if source is not None and source[0] is wrapper else wrapper.module
+            coded = self._codes.get(id(module))
+            code = coded[1] if coded is not None and coded[0] is module else module.code
+            try:
+                names = fast_names.FastNames(wrapper.module, code)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                names = None
+            known = self._names[id(wrapper)] = (wrapper, names)
         return known[1]
 
 

@@ -206,7 +206,7 @@ class DeviceSource:
                     for base in cls.bases:
                         qualified = self.codemod.qualified_names(base.value)
                         dotted = _cst.dotted_name(base.value)
-                        if any(_is_torch_module_class(q) for q in qualified) or dotted in names:
+                        if any(is_torch_module_class(q) for q in qualified) or dotted in names:
                             found[id(cls)] = cls
                             names.add(cls.name.value)
                             changed = True
@@ -380,7 +380,7 @@ NOT_MODULE_NAMESPACES = {"utils", "functional", "init", "parameter", "grad", "at
 NOT_MODULE_CLASSES = {"Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer"}
 
 
-def _is_torch_module_class(qualified: str) -> bool:
+def is_torch_module_class(qualified: str) -> bool:
     """``torch.nn.Module``, ``torch.nn.Linear``, ``torch.nn.modules.conv.Conv2d``: yes;
     ``torch.nn.utils.prune.BasePruningMethod``, ``torch.nn.Parameter``: no."""
     parts = qualified.split(".")

@@ -184,32 +184,40 @@ def transform_source(
     The result is the same as :func:`transform_unfiltered`'s: a codemod left out cannot report or
     change anything in the original file, nor in any intermediate rewrite that stage 1 also finds
     no candidate in (the runs see the same trees up to the first change by a left-out codemod, so
-    there is none). When stage 1 does find one in a rewrite, the file is transformed again with
-    every codemod.
+    there is none). When stage 1 does find one in a rewrite (an inserted
+    ``torch.cuda.is_available()`` can wake TFD008), the file is transformed again with those
+    codemods added, until no left-out codemod has a candidate in any rewrite.
     """
     triggered = active_codemods(text, codemods)
     facts = parse_facts(text) if triggered else None
     if facts is not None:
-        candidates = candidate_codemods(facts, triggered)
-        if not candidates:
+        running = candidate_codemods(facts, triggered)
+        if not running:
             return TransformOutput(text, [], [])
-        if len(candidates) < len(triggered):
+        while len(running) < len(triggered):
             rewrites: list[str] = []
             try:
                 output = transform_unfiltered(
-                    text, candidates, unsafe_fixes=unsafe_fixes, filename=filename, options=options, rewrites=rewrites
+                    text, running, unsafe_fixes=unsafe_fixes, filename=filename, options=options, rewrites=rewrites,
+                    later_passes_filtered=True,
                 )
             except Exception:
-                output = None  # let the full run below report it, in its own words
-            left_out = [c for c in triggered if c not in candidates]
-            if output is not None and not any(_has_candidates(code, left_out) for code in rewrites):
+                break  # let the full run below report it, in its own words
+            left_out = [c for c in triggered if c not in running]
+            woken = {c for code in rewrites for c in _candidates_in(code, left_out)}
+            if not woken:
                 return output
-    return transform_unfiltered(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+            running = [c for c in triggered if c in running or c in woken]
+    return transform_unfiltered(
+        text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, later_passes_filtered=True
+    )
 
 
-def _has_candidates(code: str, codemods: Sequence[type[Codemod]]) -> bool:
+def _candidates_in(code: str, codemods: Sequence[type[Codemod]]) -> Sequence[type[Codemod]]:
+    """The codemods of ``codemods`` stage 1 finds a candidate for in ``code`` (all of them when
+    CPython cannot parse it)."""
     facts = parse_facts(code)
-    return facts is None or bool(candidate_codemods(facts, codemods))
+    return codemods if facts is None else candidate_codemods(facts, codemods)
 
 
 @_cst.forgetting_children
@@ -221,11 +229,17 @@ def transform_unfiltered(
     filename: str | None = None,
     options: RunOptions | None = None,
     rewrites: list[str] | None = None,
+    later_passes_filtered: bool = False,
 ) -> TransformOutput:
     """Apply ``codemods`` to ``text`` until the tree stops changing.
 
     Findings carry positions in ``text``. Raises ``libcst.ParserSyntaxError`` for code that does
     not parse and :class:`InternalError` when the result does not compile.
+
+    With ``later_passes_filtered``, a codemod in a pass after the first runs only when stage 1
+    finds a candidate for it in the tree it would be given (otherwise it cannot change that
+    tree: the same argument as for the first pass); a rewrite leaving no candidate ends the loop
+    without another libcst pass over it.
     """
     active = active_codemods(text, codemods)
     if not active:
@@ -236,12 +250,18 @@ def transform_unfiltered(
     findings: set[Finding] = set()
     suppressed: set[Finding] = set()
     notes: list[str] = []
-    shared = SharedWrapper()  # one wrapper per module version, the original's included
+    shared = SharedWrapper(original, text)  # one wrapper per module version, the original's included
     current, current_code = original, rendered
     configure = _codemod_configurer(text, options or DEFAULT_OPTIONS)
+    possible: dict[str, Sequence[type[Codemod]]] = {}  # code -> codemods with a candidate in it
     for pass_number in range(MAX_PASSES):
         changed_in_pass = False
         for codemod_class in active:
+            if pass_number and later_passes_filtered:
+                if current_code not in possible:
+                    possible[current_code] = _candidates_in(current_code, active)
+                if codemod_class not in possible[current_code]:
+                    continue  # no candidate in the tree it would get: it would change nothing
             try:
                 codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
                 configure(codemod, current_code)
@@ -270,6 +290,7 @@ def transform_unfiltered(
             result_code = result.code
             if result_code != current_code:
                 current, current_code = result, result_code
+                shared.add_code(current, current_code)
                 changed_in_pass = True
                 if rewrites is not None:  # every tree a later codemod sees (for stage 1's check)
                     rewrites.append(result_code)

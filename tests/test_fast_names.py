@@ -1,0 +1,185 @@
+"""``fast_names``: qualified names without libcst's scope analysis must agree with libcst's.
+
+Every answer the fast path gives is compared with ``QualifiedNameProvider`` on every expression
+of each snippet (it may only leave out names local to a function, class or comprehension, and
+builtins). The whole suite can also be run with ``TORCHFIX_DEVICE_CHECK_NAMES=1``, which checks
+every answer the codemods get.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
+
+from conftest import FIXTURES, ROOT
+from torchfix_device import fast_names
+from torchfix_device.codemod import all_codemods
+from torchfix_device.fast_names import FastNames, agrees
+from torchfix_device.runner import transform_unfiltered
+
+SNIPPETS = [
+    # imports at module level, aliased, dotted, from-imports, relative, star
+    "import torch\nimport torch.nn as nn\nfrom torch import load as L, nn as tnn\nimport os.path\n"
+    "from . import sibling\nfrom numpy import *\n"
+    "x = torch.zeros(3).cuda()\ny = nn.Linear(2, 2)(x)[0].to\nL('m')\ntnn.functional.relu(x)\n"
+    "os.path.join('a')\nsibling.f()\nundefined.attr\n''.join([])\nlen(x)\nsuper\n",
+    # `import a.b` then `a.c`
+    "import torch.nn\nz = torch.zeros(2)\nm = torch.nn.Module\n",
+    # bound both by an import and by an assignment at module level
+    "try:\n    import torch\nexcept ImportError:\n    torch = None\nif torch:\n    torch.load('x')\n",
+    # bound only by assignment at module level; module-level functions and classes
+    "torch = __import__('torch')\ndef helper(n):\n    return n\nclass Net(torch.nn.Module):\n"
+    "    def forward(self, x):\n        return helper(torch.zeros(2)) + Net.forward\n",
+    # locals, parameters (one a builtin's name), comprehensions, lambdas, class attributes
+    "import torch\nclass M(torch.nn.Module):\n    scale = 2\n    def forward(self, input, type=None):\n"
+    "        out = [t.cuda() for t in input]\n        f = lambda q: q.to('cpu')\n"
+    "        return self.scale * f(out[0]) + input.dim() + type\n",
+    # a name imported inside a function, assigned in another, declared global
+    "def a():\n    import torch\n    return torch.zeros(1)\ndef b():\n    torch = 3\n    return torch\n"
+    "def c():\n    global counter\n    counter = torch.ones(1)\n",
+    # a module-level function named like a module: its locals look like that module's names
+    "import torch\ndef copy(x):\n    y = x.cuda()\n    return y.deepcopy()\n",
+    # names shadowed inside a class body, nested functions, nonlocal
+    "import torch as T\nclass A:\n    T = 1\n    u = T\ndef outer():\n    v = T.zeros(1)\n"
+    "    def inner():\n        nonlocal v\n        v = v.cuda()\n    return inner\n",
+    # match statements (libcst does not see their captures: the fast path stays off) and walrus
+    "import torch\nif (n := torch.ones(1)) is not None:\n    n.cuda()\nys = [(m := y) for y in n]\nm.cuda()\n",
+    "import torch\nmatch torch.cuda:\n    case [a, *rest]:\n        a.cuda()\n    case {'k': b, **kw}:\n        b.to(1)\n",
+]
+
+
+def _expressions(module: cst.Module) -> list[cst.CSTNode]:
+    """The expressions a codemod may ask about: what is called, passed, indexed, subclassed, and
+    every attribute chain (those an import spells included: TFD008 looks at every attribute)."""
+    found: list[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.append(node)
+            found.append(node.func)
+            found.extend(a.value for a in node.args)
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            found.append(node)
+            found.append(node.value)
+
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            found.append(node.value)
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            found.extend(a.value for a in node.bases)
+
+    module.visit(Collect())
+    return list({id(n): n for n in found}.values())
+
+
+def _check_agreement(code: str) -> tuple[int, int]:
+    wrapper = MetadataWrapper(cst.parse_module(code))
+    exact_names = wrapper.resolve(QualifiedNameProvider)
+    try:
+        fast = FastNames(wrapper.module, code)
+    except fast_names.Unsupported:
+        return 0, len(_expressions(wrapper.module))
+    answered = asked = 0
+    for node in _expressions(wrapper.module):
+        asked += 1
+        answer = fast.qualified_names(node)
+        if answer is None:
+            continue
+        answered += 1
+        value = exact_names.get(node, set())
+        exact = {q.name for q in (value() if callable(value) else value)}
+        assert agrees(answer, exact, node), (wrapper.module.code_for_node(node), answer, exact)
+    return answered, asked
+
+
+@pytest.mark.parametrize("code", SNIPPETS)
+def test_fast_answers_agree_with_libcst(code: str) -> None:
+    answered, asked = _check_agreement(code)
+    assert asked
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.py")), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_fast_answers_agree_with_libcst_on_fixtures(path) -> None:
+    code = path.read_text(encoding="utf-8")
+    try:
+        _check_agreement(code)
+    except SyntaxError:
+        pytest.skip("symtable cannot read it: the fast path is off for this file")
+
+
+def test_common_names_are_answered_without_libcst() -> None:
+    code = (
+        "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def forward(self, x):\n"
+        "        super().forward(x)\n        return torch.zeros(2) + self.fc(x) + len(x)\n"
+    )
+    module = cst.parse_module(code)
+    fast = FastNames(module, code)
+    spelt = {cst.Module([]).code_for_node(n): fast.qualified_names(n) for n in _expressions(module)}
+    assert spelt["torch.zeros"] == {"torch.zeros"}
+    assert spelt["nn.Module"] == {"torch.nn.Module"}
+    assert spelt["self.fc"] == set()
+    assert spelt["len"] == {"builtins.len"}
+    assert spelt["super().forward"] == {"builtins.super"}
+
+
+def test_unclear_names_are_left_to_libcst() -> None:
+    code = SNIPPETS[5]  # `torch` imported in a function and assigned in another
+    module = cst.parse_module(code)
+    fast = FastNames(module, code)
+    torch_uses = [n for n in _expressions(module) if isinstance(n, cst.Attribute) and cst.Module([]).code_for_node(n) == "torch.zeros"]
+    assert torch_uses and all(fast.qualified_names(n) is None for n in torch_uses)
+
+
+def test_files_with_match_statements_are_left_to_libcst() -> None:
+    code = SNIPPETS[-1]
+    with pytest.raises(fast_names.Unsupported):
+        FastNames(cst.parse_module(code), code)
+
+
+def test_module_named_function_makes_locals_ask_libcst() -> None:
+    code = SNIPPETS[6]
+    module = cst.parse_module(code)
+    fast = FastNames(module, code)
+    receivers = [n for n in _expressions(module) if isinstance(n, cst.Attribute) and cst.Module([]).code_for_node(n) == "x.cuda"]
+    assert receivers and fast.qualified_names(receivers[0]) is None
+
+
+def test_a_plain_factory_site_needs_no_scope_analysis(monkeypatch) -> None:
+    import torchfix_device.codemod as codemod
+
+    if codemod.CHECK_FAST_NAMES:
+        pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 resolves libcst's names on purpose")
+    resolved: list[object] = []
+    real = MetadataWrapper.resolve
+
+    def spy(self, provider):
+        resolved.append(provider)
+        return real(self, provider)
+
+    monkeypatch.setattr(MetadataWrapper, "resolve", spy)
+    code = (
+        "import torch\nimport torch.nn as nn\n\n\nclass Noisy(nn.Module):\n    def __init__(self, n):\n"
+        "        super().__init__()\n        self.w = nn.Parameter(torch.zeros(n))\n\n"
+        "    def reset_noise(self):\n        return torch.randn(3)\n"
+    )
+    out = transform_unfiltered(code, all_codemods())
+    assert [f.code for f in out.findings] == ["TFD003"]
+    assert ScopeProvider not in resolved and QualifiedNameProvider not in resolved
+
+
+def test_check_mode_flag_is_read_from_the_environment() -> None:
+    import torchfix_device.codemod as codemod
+
+    assert isinstance(codemod.CHECK_FAST_NAMES, bool)
+    assert fast_names.BUILTIN_NAMES >= {"len", "super", "None"}
+
+
+def test_names_spelt_by_imports_have_no_qualified_name() -> None:
+    code = "import torch.nn as nn\nfrom torch.cuda import amp\nx = nn.Linear\n"
+    module = cst.parse_module(code)
+    fast = FastNames(module, code)
+    imports = [s.body[0] for s in module.body[:2]]
+    spelt = [imports[0].names[0].name, imports[1].module, imports[1].names[0].name]
+    assert all(fast.qualified_names(n) == set() for n in spelt)
