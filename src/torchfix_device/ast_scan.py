@@ -43,23 +43,49 @@ def full_name(node: ast.AST) -> str | None:
     return None
 
 
-def walk_in_context(tree: ast.AST) -> Iterator[ContextNode]:
-    """Every node below ``tree`` with its innermost enclosing class and function (the node
-    itself counts for its own children, not for itself)."""
-    stack: list[ContextNode] = [(child, None, None) for child in reversed(list(ast.iter_child_nodes(tree)))]
+_SKIPPED_FIELDS = frozenset({"ctx", "type_comment"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def walk_in_context(tree: ast.AST) -> list[ContextNode]:
+    """Every node below ``tree``, in preorder (a parent before its children, children in source
+    order), with its innermost enclosing class and function (the node itself counts for its own
+    children, not for itself). ``ctx`` markers (``Load``/``Store``) are left out.
+
+    One loop over plain lists: ``ast.walk`` and ``ast.iter_child_nodes`` cost several times more
+    (generators over every field), and stage 1 walks every file the prefilter keeps."""
+    found: list[ContextNode] = []
+    stack: list[ContextNode] = [(tree, None, None)]
+    node_type = ast.AST
     while stack:
         node, cls, func = stack.pop()
-        yield node, cls, func
-        inner_cls = node if isinstance(node, ast.ClassDef) else cls
-        inner_func = node if isinstance(node, FUNCTIONS) else func
-        stack.extend((child, inner_cls, inner_func) for child in reversed(list(ast.iter_child_nodes(node))))
+        found.append((node, cls, func))
+        kind = type(node)
+        if kind is ast.ClassDef:
+            cls = node
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            func = node
+        fields = _CHILD_FIELDS.get(kind)
+        if fields is None:
+            fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f not in _SKIPPED_FIELDS)
+        children: list[ast.AST] = []
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                children.extend(item for item in value if isinstance(item, node_type))
+            elif isinstance(value, node_type):
+                children.append(value)
+        for child in reversed(children):
+            stack.append((child, cls, func))
+    return found[1:]
 
 
 class AstScan:
     """Bindings and classes of one file, for :meth:`qualified` and :meth:`module_classes`."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, nodes: list[ContextNode] | None = None) -> None:
         self.tree = tree
+        self._nodes = nodes if nodes is not None else walk_in_context(tree)
         self.opaque = False
         """A class named ``torch`` is defined: no qualified name can be ruled out."""
         self._imported: dict[str, set[str]] = defaultdict(set)
@@ -69,7 +95,7 @@ class AstScan:
         self._collect()
 
     def _collect(self) -> None:
-        for node in ast.walk(self.tree):
+        for node, _, _ in self._nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:

@@ -29,10 +29,11 @@ same on every fixture.
 from __future__ import annotations
 
 import ast
+import bisect
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from torchfix_device import ast_scan
 from torchfix_device._cst import LEGACY_TENSOR_DTYPES
@@ -78,64 +79,65 @@ class FileFacts:
     function_names: set[str] = field(default_factory=set)
     has_class_with_bases: bool = False
     augassign_to_name_in_forward: bool = False
-    """``name op= ...`` somewhere inside a function called ``forward``."""
+    """``name op= ...`` directly in a function called ``forward`` (not in a function nested
+    in it)."""
+
+    contexts: list[ast_scan.ContextNode] = field(default_factory=list)
+    """Every node with its innermost class and function (walked once, for all checks)."""
 
     @cached_property
     def scan(self) -> AstScan:
         assert self.tree is not None
-        return AstScan(self.tree)
+        return AstScan(self.tree, self.contexts)
 
     @cached_property
     def lines(self) -> list[str]:
         return ast_scan.source_lines(self.text)
 
-    @cached_property
-    def contexts(self) -> list[ast_scan.ContextNode]:
-        """Every node with its innermost class and function (walked once, for all site checks)."""
-        assert self.tree is not None
-        return list(walk_in_context(self.tree))
-
 
 def collect_facts(tree: ast.Module, text: str) -> FileFacts:
-    facts = FileFacts(text, tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
+    facts = FileFacts(text, tree, contexts=walk_in_context(tree))
+    for node, _, func in facts.contexts:
+        kind = type(node)
+        if kind is ast.Attribute:
             facts.names.add(node.attr)
-        elif isinstance(node, ast.Name):
+        elif kind is ast.Name:
             facts.torch_imported |= node.id == "torch" and not isinstance(node.ctx, ast.Load)
-        elif isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Attribute):
+        elif kind is ast.Call:
+            if type(node.func) is ast.Attribute:
                 facts.call_attrs.add(node.func.attr)
             facts.keywords.update(k.arg for k in node.keywords if k.arg)
-        elif isinstance(node, ast.Expr):
-            if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
+        elif kind is ast.Expr:
+            if type(node.value) is ast.Call and type(node.value.func) is ast.Attribute:
                 facts.statement_call_attrs.add(node.value.func.attr)
-        elif isinstance(node, ast.Subscript):
-            if isinstance(node.value, ast.Attribute):
+        elif kind is ast.Subscript:
+            if type(node.value) is ast.Attribute:
                 facts.subscripted_attrs.add(node.value.attr)
-        elif isinstance(node, ast.Import):
+        elif kind is ast.AugAssign:
+            if type(node.target) is ast.Name and func is not None and func.name == "forward":
+                facts.augassign_to_name_in_forward = True
+        elif kind is ast.Import:
             for alias in node.names:
                 facts.names.update(alias.name.split("."))
                 facts.torch_imported |= alias.name.split(".")[0] == "torch"
-        elif isinstance(node, ast.ImportFrom):
+        elif kind is ast.ImportFrom:
             for alias in node.names:
                 facts.names.update(alias.name.split("."))
             if node.module:
                 facts.names.update(node.module.split("."))
                 facts.torch_imported |= node.level == 0 and node.module.split(".")[0] == "torch"
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             facts.function_names.add(node.name)
             facts.torch_imported |= node.name == "torch"
-            if node.name == "forward" and not facts.augassign_to_name_in_forward:
-                facts.augassign_to_name_in_forward = any(
-                    isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) for n in ast.walk(node)
-                )
-        elif isinstance(node, ast.ClassDef):
+        elif kind is ast.ClassDef:
             facts.has_class_with_bases |= bool(node.bases)
             facts.torch_imported |= node.name == "torch"
-        elif isinstance(node, (ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping)):
+        elif kind in BINDING_STATEMENTS:
             facts.torch_imported |= "torch" in _bound_names(node)
     return facts
+
+
+BINDING_STATEMENTS = frozenset({ast.Global, ast.Nonlocal, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping})
 
 
 def _bound_names(node: ast.AST) -> list[str]:
@@ -182,8 +184,13 @@ def _has_keyword(call: ast.Call, name: str) -> bool:
 def _factory_site(f: FileFacts) -> bool:
     """TFD003: a factory call without ``device=``, not moved at once, in a class that may be an
     ``nn.Module`` (outside ``__init__``) or in a function that mentions devices."""
+    return next(_factory_sites(f), None) is not None
+
+
+def _factory_sites(f: FileFacts) -> Iterator[ast.Call]:
+    """Every call :func:`_factory_site` accepts."""
     if not _factory_site_possible(f):
-        return False
+        return
     scan, moved, aware = f.scan, set(), {}
 
     def device_aware(func) -> bool:
@@ -203,10 +210,9 @@ def _factory_site(f: FileFacts) -> bool:
             continue
         if func is not None and func.name == "__init__":
             if device_aware(func):  # in an nn.Module's __init__ never; elsewhere only device-aware
-                return True
+                yield node
         elif scan.is_module_class(cls) or (func is not None and device_aware(func)):
-            return True
-    return False
+            yield node
 
 
 def _self_attr(node: ast.AST) -> bool:
@@ -454,7 +460,7 @@ def _data_zero_site(f: FileFacts) -> bool:
     """TFD006: ``x.data[0]`` (the literal integer 0)."""
     if "data" not in f.subscripted_attrs:
         return False
-    for node in ast.walk(f.tree):
+    for node, _, _ in f.contexts:
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "data":
             index = node.slice
             if isinstance(index, ast.Tuple) and len(index.elts) == 1:
@@ -501,6 +507,32 @@ CONDITIONS: dict[str, Callable[[FileFacts], bool]] = {
 
 def _any_call(call: ast.Call) -> bool:
     return True
+
+
+SITES: dict[str, Callable[[FileFacts], Iterator[ast.AST]]] = {
+    # Codemods whose findings and rewrites happen only at these nodes, each inside one top-level
+    # statement, and whose visit of one top-level statement does not depend on the others: the
+    # runner lets them skip the top-level statements without a site (no visit, no rebuild).
+    "TFD003": _factory_sites,
+}
+
+
+def statements_with_sites(facts: FileFacts, code: str) -> tuple[set[int], list[int]] | None:
+    """Indices (in ``facts.tree.body``) of the top-level statements holding a site of the
+    codemod ``code``, with the first line of every top-level statement (its first decorator's
+    for a decorated definition); None when the codemod has no site function (it visits
+    everything)."""
+    sites = SITES.get(code)
+    if sites is None or facts.tree is None:
+        return None
+    body = facts.tree.body
+    starts = [min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]) for s in body]
+    found: set[int] = set()
+    for node in sites(facts):
+        index = bisect.bisect_right(starts, node.lineno) - 1
+        if index >= 0:
+            found.add(index)
+    return found, starts
 
 
 def parse_facts(text: str) -> FileFacts | None:

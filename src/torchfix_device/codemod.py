@@ -21,7 +21,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator
 import libcst as cst
 from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedTransformerFunctions
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
-from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider, QualifiedNameProvider
 from libcst.metadata.base_provider import LazyValue
 
 from torchfix_device import fast_names
@@ -103,6 +103,11 @@ class Codemod(VisitorBasedCodemodCommand):
     suppressed line is recorded in ``suppressed_findings`` and its fix declined."""
     device_expression: str | None = None
     """The value of an inserted device binding (set by the runner; None for the default)."""
+    statements_with_sites: tuple[set[int], list[int]] | None = None
+    """Set by the runner for codemods with a stage-1 site function (``candidates.SITES``): the
+    indices of the top-level statements (as CPython's ``ast`` counts them) that hold a site, and
+    the first line of every top-level statement. The others are neither visited nor rebuilt,
+    and positions inside a visited one are computed for that statement alone."""
 
     METADATA_DEPENDENCIES = ()
     """Nothing is resolved up front: :meth:`get_metadata` resolves a provider the first time a
@@ -148,6 +153,11 @@ class Codemod(VisitorBasedCodemodCommand):
         self.checkpoint_notes: list[str] = []
         """Lines for the run's output about ``state_dict`` keys this rewrite adds."""
         self.suppressed_findings: list[Finding] = []
+        self._skipped_statements: set[int] = set()
+        self._statement_lines: dict[int, int] = {}
+        """``id`` of each visited top-level statement → the file line its rendering starts on."""
+        self._current_statement: cst.CSTNode | None = None
+        self._local_positions: dict[int, Any] = {}
 
     # -- dispatch ---------------------------------------------------------------------------
     # libcst calls on_visit / on_leave (and the per-attribute hooks) for every node of every
@@ -160,12 +170,18 @@ class Codemod(VisitorBasedCodemodCommand):
         return self._matcher_decorated
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self._skipped_statements:
+            return False
+        if id(node) in self._statement_lines:
+            self._current_statement = node
         if self._uses_matcher_decorators():
             return super().on_visit(node)
         hook = _hook(type(self), "visit_", type(node))
         return hook is None or hook(self, node) is not False
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        if id(original_node) in self._skipped_statements:
+            return updated_node
         if self._uses_matcher_decorators():
             return super().on_leave(original_node, updated_node)
         hook = _hook(type(self), "leave_", type(original_node))
@@ -191,6 +207,7 @@ class Codemod(VisitorBasedCodemodCommand):
     def visit_Module(self, node: cst.Module) -> bool | None:
         self.device_source = DeviceSource(self, node)
         self.visited_module = node
+        self._skipped_statements, self._statement_lines = _statements_without_sites(node, self.statements_with_sites)
         return None
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
@@ -231,14 +248,42 @@ class Codemod(VisitorBasedCodemodCommand):
             self.context = replace(self.context, wrapper=old)
 
     def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = ...) -> Any:  # type: ignore[override]
+        if key is PositionProvider and self._current_statement is not None:
+            local = self._statement_position(node)
+            if local is not None:
+                if CHECK_FAST_NAMES:
+                    whole = self._whole_module_metadata(key)[node]
+                    assert whole == local, f"statement-local position {local} != {whole}"
+                return local
+        mapping = self._whole_module_metadata(key)
+        value = mapping[node] if default is ... else mapping.get(node, default)
+        return value() if isinstance(value, LazyValue) else value
+
+    def _statement_position(self, node: cst.CSTNode) -> Any:
+        """The position of ``node`` from the top-level statement being visited alone (rendered
+        in a module of its own, its lines shifted to where the statement starts), or None when
+        ``node`` is not in it. Costs the statement's size, not the file's."""
+        statement = self._current_statement
+        assert statement is not None
+        positions = self._local_positions.get(id(statement))
+        if positions is None:
+            module = self.visited_module.with_changes(body=[statement], header=(), footer=())
+            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._local_positions[id(statement)] = positions
+        found = positions.get(node)
+        if found is None:
+            return None
+        shift = self._statement_lines[id(statement)] - 1
+        return CodeRange(CodePosition(found.start.line + shift, found.start.column), CodePosition(found.end.line + shift, found.end.column))
+
+    def _whole_module_metadata(self, key: Any) -> Any:
         mapping = self._metadata_cache.get(key)
         if mapping is None:
             wrapper = self.context.wrapper
             if wrapper is None:
-                raise KeyError(f"no metadata for {node!r}: not inside a transform")
+                raise KeyError(f"no metadata for {key.__name__}: not inside a transform")
             mapping = self._metadata_cache[key] = wrapper.resolve(key)
-        value = mapping[node] if default is ... else mapping.get(node, default)
-        return value() if isinstance(value, LazyValue) else value
+        return mapping
 
     # -- findings ---------------------------------------------------------------------------
     def report(self, node: cst.CSTNode, message: str, *, fixable: bool = True, safe: bool | None = None) -> bool:
@@ -310,6 +355,41 @@ class Codemod(VisitorBasedCodemodCommand):
 
 CHECK_FAST_NAMES = os.environ.get("TORCHFIX_DEVICE_CHECK_NAMES") == "1"
 """Check every fast qualified-name answer against libcst's (tests and corpus runs)."""
+def _statements_without_sites(
+    module: cst.Module, sites: tuple[set[int], list[int]] | None
+) -> tuple[set[int], dict[int, int]]:
+    """``id``s of the top-level statements of ``module`` holding none of the ``ast`` statement
+    indices in ``sites`` (a ``a; b`` line is one libcst statement, two ``ast`` ones), and for the
+    others the file line their rendering starts on (their leading comment lines included).
+    Nothing to skip when the two parsers count the statements differently."""
+    if sites is None:
+        return set(), {}
+    wanted, starts = sites
+    skipped: set[int] = set()
+    lines: dict[int, int] = {}
+    index = 0
+    for statement in module.body:
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        if index >= len(starts):
+            return set(), {}
+        if any(i in wanted for i in range(index, index + count)):
+            lines[id(statement)] = starts[index] - _lines_before_first_token(statement)
+        else:
+            skipped.add(id(statement))
+        index += count
+    return (skipped, lines) if index == len(starts) else (set(), {})
+
+
+def _lines_before_first_token(statement: cst.BaseStatement) -> int:
+    """How many lines of ``statement``'s rendering come before the line CPython's ``ast`` gives
+    as its first (the first decorator's, for a decorated definition)."""
+    before = len(statement.leading_lines)
+    decorators = getattr(statement, "decorators", ())
+    if decorators:
+        before += len(decorators[0].leading_lines)
+    return before
+
+
 _LIBCST_DEFAULT_HOOKS = (CSTTypedBaseFunctions, CSTTypedTransformerFunctions)
 _HOOKS: dict[tuple[type, str, type, str | None], Callable[..., Any] | None] = {}
 

@@ -18,7 +18,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from torchfix_device import _cst
-from torchfix_device.candidates import candidate_codemods, parse_facts
+from torchfix_device.candidates import SITES, FileFacts, candidate_codemods, parse_facts, statements_with_sites
 from torchfix_device.codemod import REGISTRY, Codemod, Finding, SharedWrapper
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
 from torchfix_device import file_selection
@@ -252,7 +252,7 @@ def transform_unfiltered(
     notes: list[str] = []
     shared = SharedWrapper(original, text)  # one wrapper per module version, the original's included
     current, current_code = original, rendered
-    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS)
+    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=later_passes_filtered)
     possible: dict[str, Sequence[type[Codemod]]] = {}  # code -> codemods with a candidate in it
     for pass_number in range(MAX_PASSES):
         changed_in_pass = False
@@ -313,11 +313,15 @@ def transform_unfiltered(
     return TransformOutput(current_code, sorted(findings), notes, tuple(sorted(suppressed)))
 
 
-def _codemod_configurer(text: str, options: RunOptions):
+def _codemod_configurer(text: str, options: RunOptions, *, stage1: bool = False):
     """A function giving a codemod the run's settings and the ``noqa`` comments of the code it
     is about to transform. The comments are read from that code itself, since rewrites before
-    it may have moved lines (an inserted ``device = ...``); comments move with their lines."""
+    it may have moved lines (an inserted ``device = ...``); comments move with their lines.
+
+    With ``stage1``, a codemod with a stage-1 site function also learns which top-level
+    statements of that code hold a site (it skips the others)."""
     cache: dict[str, Suppressions] = {}
+    facts_cache: dict[str, FileFacts | None] = {}
     has_directives = may_hold_directives(text)
 
     def configure(codemod: Codemod, code: str) -> None:
@@ -328,6 +332,12 @@ def _codemod_configurer(text: str, options: RunOptions):
             codemod.suppressions = cache[code]
         else:
             codemod.suppressions = NO_SUPPRESSIONS
+        if stage1 and codemod.code in SITES:
+            if code not in facts_cache:
+                facts_cache[code] = parse_facts(code)
+            facts = facts_cache[code]
+            if facts is not None and facts.tree is not None:
+                codemod.statements_with_sites = statements_with_sites(facts, codemod.code)
 
     return configure
 
