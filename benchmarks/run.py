@@ -257,8 +257,9 @@ def bench_corpus(name: str, root: Path, args, jobs: int, workdir: Path) -> list[
 
     row(f"torchfix-device check, cold, --jobs {jobs} (default)", len(files),
         measure([*tfd, "check", "--jobs", str(jobs), str(root)], args.runs, before=clear_cache))
-    row("torchfix-device check, cold, --jobs 1", len(files),
-        measure([*tfd, "check", "--jobs", "1", "--no-cache", str(root)], args.jobs1_runs))
+    if args.jobs1_runs:
+        row("torchfix-device check, cold, --jobs 1", len(files),
+            measure([*tfd, "check", "--jobs", "1", "--no-cache", str(root)], args.jobs1_runs))
     clear_cache()
     measure([*tfd, "check", "--jobs", str(jobs), str(root)], 1)  # fill the cache
     row(f"torchfix-device check, warm cache, --jobs {jobs}", len(files),
@@ -294,7 +295,8 @@ def markdown(all_rows: dict[str, list[dict]], args, jobs: int) -> str:
         f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} cores "
         f"(default `--jobs` {jobs}). {args.note}",
         "",
-        f"Wall seconds are the median of {args.runs} runs ({args.torchfix_runs} for TorchFix, {args.jobs1_runs} for `--jobs 1`); peak memory is the "
+        f"Wall seconds are the median of {args.runs} runs ({args.torchfix_runs} for TorchFix, "
+        f"{f'{args.jobs1_runs} for `--jobs 1`' if args.jobs1_runs else '`--jobs 1` not run'}); peak memory is the "
         "largest resident set of any one process of the run (for a pool: the biggest worker).",
         "",
     ]
@@ -338,7 +340,8 @@ def main() -> None:
                         help="corpora to run (repeatable; default: all)")
     parser.add_argument("--runs", type=int, default=3, help="runs per measurement (median reported)")
     parser.add_argument("--torchfix-runs", type=int, default=None, help="runs for TorchFix (default: --runs)")
-    parser.add_argument("--jobs1-runs", type=int, default=None, help="runs for the --jobs 1 check (default: --runs)")
+    parser.add_argument("--jobs1-runs", type=int, default=None,
+                        help="runs for the --jobs 1 check (default: --runs; 0 leaves that row out)")
     parser.add_argument("--skip-torchfix", action="store_true", help="do not install or run TorchFix")
     parser.add_argument("--synthetic-files", default="2000,8000", help="sizes of the synthetic monorepos")
     parser.add_argument("--jobs", type=int, default=None, help="processes for the default runs (default: cores)")
@@ -347,7 +350,7 @@ def main() -> None:
     parser.add_argument("--note", default="", help="a sentence about the conditions (shared machine, load)")
     args = parser.parse_args()
     args.torchfix_runs = args.torchfix_runs or args.runs
-    args.jobs1_runs = args.jobs1_runs or args.runs
+    args.jobs1_runs = args.runs if args.jobs1_runs is None else args.jobs1_runs
     sys.path.insert(0, str(HERE.parent / "src"))
     from torchfix_device.parallel import default_jobs
 
