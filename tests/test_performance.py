@@ -231,3 +231,24 @@ def test_shards_on_the_command_line_cover_the_findings_once(corpus: Path) -> Non
     assert lines == sorted(full.stdout.decode().splitlines())
     assert all(p.stdout for p in parts)
     assert run_cli("check", "--shard", "4/3", ".", cwd=corpus).returncode == 2
+
+
+def test_warm_run_with_jobs_starts_no_pool_and_keeps_the_order(corpus: Path, tmp_path: Path, monkeypatch) -> None:
+    import torchfix_device.parallel as parallel
+
+    monkeypatch.chdir(corpus)
+    cache = ResultCache(tmp_path / "cache", all_codemods(), unsafe_fixes=False)
+    reference = run([Path(".")], all_codemods(), write=False, jobs=1)
+    # half the files cached: the other half goes to the pool, the order stays that of the files
+    cached = [r.path for r in reference if r.status != "failed"][::2]
+    run(cached, all_codemods(), write=False, cache=cache, jobs=1)
+    mixed = run([Path(".")], all_codemods(), write=False, cache=cache, jobs=2)
+    assert _summary(mixed) == _summary(reference)
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a pool was started although every result is cached")
+
+    run([Path(".")], all_codemods(), write=False, cache=cache, jobs=1)  # fill the cache
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", no_pool)
+    warm = run([r.path for r in reference if r.status != "failed"], all_codemods(), write=False, cache=cache, jobs=2)
+    assert _summary(warm) == _summary([r for r in reference if r.status != "failed"])

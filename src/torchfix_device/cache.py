@@ -86,6 +86,10 @@ class ResultCache:
     def _entry(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key[2:]}.json"
 
+    def has(self, raw: bytes) -> bool:
+        """An entry exists for a file holding ``raw`` (cheaper than :meth:`get`)."""
+        return self._usable and self._entry(self.key(raw)).exists()
+
     def get(self, raw: bytes) -> tuple[str | None, list[Finding], list[str], tuple[Finding, ...]] | None:
         """(new text or None when unchanged, findings, notes, suppressed findings) for a file
         holding ``raw``."""

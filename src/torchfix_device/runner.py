@@ -537,6 +537,15 @@ def _transform_cached(
     return output
 
 
+def _has_cached_result(cache: "ResultCache | None", path: Path) -> bool:
+    if cache is None or path.suffix != ".py":
+        return False
+    try:
+        return cache.has(path.read_bytes())
+    except OSError:
+        return False
+
+
 def run(
     paths: Sequence[Path],
     codemods: Sequence[type[Codemod]],
@@ -569,18 +578,25 @@ def run(
             files = shard.select(files, display_path)
         if progress is not None:
             progress.start(len(files))
-        if jobs > 1 and len(files) > 1:
+        # Files with a cached result are done here: a pool (new processes importing libcst)
+        # costs more than reading a cache entry. The rest go to the pool when there are several.
+        pooled = [p for p in files if not _has_cached_result(cache, p)] if jobs > 1 and len(files) > 1 else []
+        to_pool = set(pooled) if len(pooled) > 1 else set()
+        for path in files:
+            if path in to_pool:
+                continue
+            results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options, cache=cache))
+            if progress is not None:
+                progress.advance(path)
+        if to_pool:
             from torchfix_device.parallel import process_in_pool
 
             process_in_pool(
-                files, codemods, results, write=write, unsafe_fixes=unsafe_fixes, cache=cache, jobs=jobs,
+                pooled, codemods, results, write=write, unsafe_fixes=unsafe_fixes, cache=cache, jobs=jobs,
                 options=options, progress=progress,
             )
-        else:
-            for path in files:
-                results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options, cache=cache))
-                if progress is not None:
-                    progress.advance(path)
+            order = {path: index for index, path in enumerate(files)}
+            results.sort(key=lambda result: order[result.path])
     except KeyboardInterrupt:
         raise Interrupted(problems + results, len(results), len(files)) from None
     return problems + results
