@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from torchfix_device.options import RunOptions
-from torchfix_device.suppressions import parse_suppressions
+from torchfix_device.suppressions import may_hold_directives, parse_suppressions
 
 GENERATED_MARK = "@generated"
 SKIP_FILE_MESSAGE = "marked `# torchfix-device: skip-file`; skipped"
@@ -51,7 +51,7 @@ def skip_reason(text: str, options: RunOptions) -> Skip | None:
         line = generated_marker_line(text)
         if line is not None:
             return Skip("@generated", f"line {line}: marked @generated; skipped (--include-generated to process it)")
-    if not options.report_unused_suppressions and parse_suppressions(text).skip_file:
+    if not options.report_unused_suppressions and may_hold_directives(text) and parse_suppressions(text).skip_file:
         return Skip("skip-file", SKIP_FILE_MESSAGE)
     return None
 
