@@ -28,14 +28,18 @@ ContextNode = tuple[ast.AST, "ast.ClassDef | None", "ast.FunctionDef | ast.Async
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def full_name(node: ast.AST) -> str | None:
+def full_name(node: ast.AST, *, through_calls: bool = True) -> str | None:
     """``a.b.c`` as libcst's ``get_full_name_for_node`` spells the expression (a call or a
-    subscript stands for what it calls or indexes: ``nn.Linear(2, 2).to`` → ``nn.Linear.to``)."""
+    subscript stands for what it calls or indexes: ``nn.Linear(2, 2).to`` → ``nn.Linear.to``).
+    With ``through_calls=False``, only a plain Name/Attribute chain has a name (libcst-side
+    ``_cst.dotted_name``)."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        base = full_name(node.value)
+        base = full_name(node.value, through_calls=through_calls)
         return None if base is None else f"{base}.{node.attr}"
+    if not through_calls:
+        return None
     if isinstance(node, ast.Call):
         return full_name(node.func)
     if isinstance(node, ast.Subscript):
@@ -169,17 +173,7 @@ class AstScan:
             base = base.value
         if self.opaque or any(is_torch_module_class(q) for q in self.qualified(base)):
             return True
-        return _dotted(base) in module_class_names
-
-
-def _dotted(node: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain only (libcst's ``_cst.dotted_name``)."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
+        return full_name(base, through_calls=False) in module_class_names
 
 
 def source_lines(text: str) -> list[str]:

@@ -103,6 +103,8 @@ class Codemod(VisitorBasedCodemodCommand):
     suppressed line is recorded in ``suppressed_findings`` and its fix declined."""
     device_expression: str | None = None
     """The value of an inserted device binding (set by the runner; None for the default)."""
+    source_code: str | None = None
+    """The code of the tree about to be transformed (set by the runner: saves rendering it)."""
     statements_with_sites: tuple[set[int], list[int]] | None = None
     """Set by the runner for codemods with a stage-1 site function (``candidates.SITES``): the
     indices of the top-level statements (as CPython's ``ast`` counts them) that hold a site, and
@@ -345,7 +347,7 @@ class Codemod(VisitorBasedCodemodCommand):
         wrapper = self.context.wrapper
         if self.shared is None or wrapper is None:
             return None
-        return self.shared.names_for(wrapper)
+        return self.shared.names_for(wrapper, self.source_code)
 
     @classmethod
     def documentation(cls) -> dict[str, str]:
@@ -355,6 +357,8 @@ class Codemod(VisitorBasedCodemodCommand):
 
 CHECK_FAST_NAMES = os.environ.get("TORCHFIX_DEVICE_CHECK_NAMES") == "1"
 """Check every fast qualified-name answer against libcst's (tests and corpus runs)."""
+
+
 def _statements_without_sites(
     module: cst.Module, sites: tuple[set[int], list[int]] | None
 ) -> tuple[set[int], dict[int, int]]:
@@ -419,43 +423,29 @@ class SharedWrapper:
     It keeps the wrapper of every module version of one file's transform: the runner goes back
     to the original tree (for findings' positions) after rewrites, and must not pay for its
     metadata twice. ``parsed`` is the tree ``libcst.parse_module`` returned, wrapped without a
-    copy."""
+    copy. It also keeps each module version's :class:`~torchfix_device.fast_names.FastNames`."""
 
-    def __init__(self, parsed: cst.Module | None = None, code: str | None = None) -> None:
+    def __init__(self, parsed: cst.Module | None = None) -> None:
         self._wrappers: dict[int, tuple[cst.Module, MetadataWrapper]] = {}
         self._parsed = parsed
-        self._codes: dict[int, tuple[cst.Module, str]] = {}
         self._names: dict[int, tuple[MetadataWrapper, "fast_names.FastNames | None"]] = {}
-        self._wrapped: dict[int, tuple[MetadataWrapper, cst.Module]] = {}
-        if parsed is not None and code is not None:
-            self.add_code(parsed, code)
-
-    def add_code(self, module: cst.Module, code: str) -> None:
-        """Say that ``module`` renders as ``code`` (saves rendering it again for
-        :meth:`names_for`)."""
-        self._codes[id(module)] = (module, code)
 
     def wrapper_for(self, module: cst.Module) -> MetadataWrapper:
         known = self._wrappers.get(id(module))
         if known is None or known[0] is not module:
             # A tree fresh from the parser holds no node twice, so its wrapper need not copy it
             # (libcst's deep copy costs about a parse); a rewritten tree may share nodes.
-            wrapper = MetadataWrapper(module, unsafe_skip_copy=module is self._parsed)
-            known = self._wrappers[id(module)] = (module, wrapper)
-            self._wrapped[id(wrapper)] = (wrapper, module)
+            known = self._wrappers[id(module)] = (module, MetadataWrapper(module, unsafe_skip_copy=module is self._parsed))
         return known[1]
 
-    def names_for(self, wrapper: MetadataWrapper) -> "fast_names.FastNames | None":
-        """The :class:`~torchfix_device.fast_names.FastNames` of the module ``wrapper`` holds
-        (None when ``symtable`` cannot read its code)."""
+    def names_for(self, wrapper: MetadataWrapper, code: str | None) -> "fast_names.FastNames | None":
+        """The :class:`~torchfix_device.fast_names.FastNames` of the module ``wrapper`` holds,
+        whose code is ``code`` (rendered here when not given); None when ``symtable`` cannot
+        read it."""
         known = self._names.get(id(wrapper))
         if known is None or known[0] is not wrapper:
-            source = self._wrapped.get(id(wrapper))
-            module = source[1] if source is not None and source[0] is wrapper else wrapper.module
-            coded = self._codes.get(id(module))
-            code = coded[1] if coded is not None and coded[0] is module else module.code
             try:
-                names = fast_names.FastNames(wrapper.module, code)
+                names = fast_names.FastNames(wrapper.module, wrapper.module.code if code is None else code)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 names = None
             known = self._names[id(wrapper)] = (wrapper, names)

@@ -189,7 +189,8 @@ def transform_source(
     codemods added, until no left-out codemod has a candidate in any rewrite.
     """
     triggered = active_codemods(text, codemods)
-    facts = parse_facts(text) if triggered else None
+    stage1 = Stage1Memo()
+    facts = stage1.facts(text) if triggered else None
     if facts is not None:
         running = candidate_codemods(facts, triggered)
         if not running:
@@ -199,25 +200,39 @@ def transform_source(
             try:
                 output = transform_unfiltered(
                     text, running, unsafe_fixes=unsafe_fixes, filename=filename, options=options, rewrites=rewrites,
-                    later_passes_filtered=True,
+                    stage1=stage1,
                 )
             except Exception:
                 break  # let the full run below report it, in its own words
             left_out = [c for c in triggered if c not in running]
-            woken = {c for code in rewrites for c in _candidates_in(code, left_out)}
+            woken = {c for code in rewrites for c in stage1.candidates_in(code, left_out)}
             if not woken:
                 return output
             running = [c for c in triggered if c in running or c in woken]
-    return transform_unfiltered(
-        text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, later_passes_filtered=True
-    )
+    return transform_unfiltered(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, stage1=stage1)
 
 
-def _candidates_in(code: str, codemods: Sequence[type[Codemod]]) -> Sequence[type[Codemod]]:
-    """The codemods of ``codemods`` stage 1 finds a candidate for in ``code`` (all of them when
-    CPython cannot parse it)."""
-    facts = parse_facts(code)
-    return codemods if facts is None else candidate_codemods(facts, codemods)
+class Stage1Memo:
+    """Stage 1's facts of each code version one file's transform meets (the original, its
+    libcst rendering, every rewrite), so none is parsed by CPython twice."""
+
+    def __init__(self) -> None:
+        self._facts: dict[str, FileFacts | None] = {}
+
+    def facts(self, code: str) -> FileFacts | None:
+        if code not in self._facts:
+            self._facts[code] = parse_facts(code)
+        return self._facts[code]
+
+    def candidates_in(self, code: str, codemods: Sequence[type[Codemod]]) -> Sequence[type[Codemod]]:
+        """The codemods of ``codemods`` stage 1 finds a candidate for in ``code`` (all of them
+        when CPython cannot parse it)."""
+        facts = self.facts(code)
+        return codemods if facts is None else candidate_codemods(facts, codemods)
+
+    def parsed(self, code: str) -> bool:
+        """CPython has already parsed ``code`` without error."""
+        return self._facts.get(code) is not None
 
 
 @_cst.forgetting_children
@@ -229,39 +244,36 @@ def transform_unfiltered(
     filename: str | None = None,
     options: RunOptions | None = None,
     rewrites: list[str] | None = None,
-    later_passes_filtered: bool = False,
+    stage1: "Stage1Memo | None" = None,
 ) -> TransformOutput:
     """Apply ``codemods`` to ``text`` until the tree stops changing.
 
     Findings carry positions in ``text``. Raises ``libcst.ParserSyntaxError`` for code that does
     not parse and :class:`InternalError` when the result does not compile.
 
-    With ``later_passes_filtered``, a codemod in a pass after the first runs only when stage 1
-    finds a candidate for it in the tree it would be given (otherwise it cannot change that
-    tree: the same argument as for the first pass); a rewrite leaving no candidate ends the loop
-    without another libcst pass over it.
+    With ``stage1`` (the memo :func:`transform_source` keeps), a codemod in a pass after the
+    first runs only when stage 1 finds a candidate for it in the tree it would be given
+    (otherwise it cannot change that tree: the same argument as for the first pass), and a
+    codemod with a site function skips the top-level statements without a site.
     """
     active = active_codemods(text, codemods)
     if not active:
         return TransformOutput(text, [], [])
-    _check_cpython_parses(text, filename)
+    if stage1 is None or not stage1.parsed(text):
+        _check_cpython_parses(text, filename)
     original = cst.parse_module(text)
     rendered = original.code  # libcst's rendering of the untouched tree: not always ``text``
     findings: set[Finding] = set()
     suppressed: set[Finding] = set()
     notes: list[str] = []
-    shared = SharedWrapper(original, text)  # one wrapper per module version, the original's included
+    shared = SharedWrapper(original)  # one wrapper per module version, the original's included
     current, current_code = original, rendered
-    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=later_passes_filtered)
-    possible: dict[str, Sequence[type[Codemod]]] = {}  # code -> codemods with a candidate in it
+    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=stage1)
     for pass_number in range(MAX_PASSES):
         changed_in_pass = False
         for codemod_class in active:
-            if pass_number and later_passes_filtered:
-                if current_code not in possible:
-                    possible[current_code] = _candidates_in(current_code, active)
-                if codemod_class not in possible[current_code]:
-                    continue  # no candidate in the tree it would get: it would change nothing
+            if pass_number and stage1 is not None and codemod_class not in stage1.candidates_in(current_code, active):
+                continue  # no candidate in the tree it would get: it would change nothing
             try:
                 codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
                 configure(codemod, current_code)
@@ -290,7 +302,6 @@ def transform_unfiltered(
             result_code = result.code
             if result_code != current_code:
                 current, current_code = result, result_code
-                shared.add_code(current, current_code)
                 changed_in_pass = True
                 if rewrites is not None:  # every tree a later codemod sees (for stage 1's check)
                     rewrites.append(result_code)
@@ -313,30 +324,28 @@ def transform_unfiltered(
     return TransformOutput(current_code, sorted(findings), notes, tuple(sorted(suppressed)))
 
 
-def _codemod_configurer(text: str, options: RunOptions, *, stage1: bool = False):
-    """A function giving a codemod the run's settings and the ``noqa`` comments of the code it
-    is about to transform. The comments are read from that code itself, since rewrites before
-    it may have moved lines (an inserted ``device = ...``); comments move with their lines.
+def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | None = None):
+    """A function giving a codemod the run's settings, the code it is about to transform and
+    that code's ``noqa`` comments. The comments are read from that code itself, since rewrites
+    before it may have moved lines (an inserted ``device = ...``); comments move with their lines.
 
     With ``stage1``, a codemod with a stage-1 site function also learns which top-level
     statements of that code hold a site (it skips the others)."""
     cache: dict[str, Suppressions] = {}
-    facts_cache: dict[str, FileFacts | None] = {}
     has_directives = may_hold_directives(text)
 
     def configure(codemod: Codemod, code: str) -> None:
         codemod.device_expression = options.device_expression
+        codemod.source_code = code
         if has_directives:
             if code not in cache:
                 cache[code] = parse_suppressions(code)
             codemod.suppressions = cache[code]
         else:
             codemod.suppressions = NO_SUPPRESSIONS
-        if stage1 and codemod.code in SITES:
-            if code not in facts_cache:
-                facts_cache[code] = parse_facts(code)
-            facts = facts_cache[code]
-            if facts is not None and facts.tree is not None:
+        if stage1 is not None and codemod.code in SITES:
+            facts = stage1.facts(code)
+            if facts is not None:
                 codemod.statements_with_sites = statements_with_sites(facts, codemod.code)
 
     return configure
