@@ -39,10 +39,23 @@ SNIPPETS = [
     "def a():\n    import torch\n    return torch.zeros(1)\ndef b():\n    torch = 3\n    return torch\n"
     "def c():\n    global counter\n    counter = torch.ones(1)\n",
     # a module-level function named like a module: its locals look like that module's names
-    "import torch\ndef copy(x):\n    y = x.cuda()\n    return y.deepcopy()\n",
+    "import torch\ndef copy(x):\n    y = x.cuda()\n    return y.deepcopy()\ndef jax(z):\n    return z.cuda()\n",
     # names shadowed inside a class body, nested functions, nonlocal
     "import torch as T\nclass A:\n    T = 1\n    u = T\ndef outer():\n    v = T.zeros(1)\n"
     "    def inner():\n        nonlocal v\n        v = v.cuda()\n    return inner\n",
+    # imported at module level and again inside functions and a class (agreeing or not), a name
+    # bound at module level and as a local
+    "import torch\nimport numpy as np\nimport logging\nlog = logging.getLogger()\n"
+    "def f(x):\n    import torch._dynamo\n    from torch import nn\n    log = 3\n    return torch.zeros(1), nn.Linear, log\n"
+    "class C:\n    import torch.nn\n    def g(self):\n        import numpy\n        np = numpy\n        return torch.ones(1), np.zeros(1)\n"
+    "def h():\n    import cupy as np\n    return np.ones(2), torch.nn.Module, log.info('x')\n"
+    "torch.load('m'), np.zeros(1), log.warning('y')\n",
+    # names imported only inside functions (agreeing, disagreeing), used there and where unbound
+    "import torch\ndef f():\n    from torch.nn import Linear\n    from torch import load\n    return Linear(2, 2), load('m')\n"
+    "def g():\n    from torch.nn import Linear\n    from pickle import load\n    return Linear(1, 1), load(0)\n"
+    "def h():\n    return Linear(3, 3)\n",
+    # the same with `import *` at module level (it may bind `Linear` there)
+    "from torch.nn import *\ndef f():\n    from torch.nn import Linear\n    return Linear(2, 2)\ndef h():\n    return Linear(3, 3)\n",
     # match statements (libcst does not see their captures: the fast path stays off) and walrus
     "import torch\nif (n := torch.ones(1)) is not None:\n    n.cuda()\nys = [(m := y) for y in n]\nm.cuda()\n",
     "import torch\nmatch torch.cuda:\n    case [a, *rest]:\n        a.cuda()\n    case {'k': b, **kw}:\n        b.to(1)\n",
@@ -90,7 +103,7 @@ def _check_agreement(code: str) -> tuple[int, int]:
         answered += 1
         value = exact_names.get(node, set())
         exact = {q.name for q in (value() if callable(value) else value)}
-        assert agrees(answer, exact, node), (wrapper.module.code_for_node(node), answer, exact)
+        assert fast.agrees(answer, exact, node), (wrapper.module.code_for_node(node), answer, exact)
     return answered, asked
 
 
@@ -144,6 +157,12 @@ def test_module_named_function_makes_locals_ask_libcst() -> None:
     fast = FastNames(module, code)
     receivers = [n for n in _expressions(module) if isinstance(n, cst.Attribute) and cst.Module([]).code_for_node(n) == "x.cuda"]
     assert receivers and fast.qualified_names(receivers[0]) is None
+    # `copy` alone: no codemod tests names by the prefix `copy.` (only `copy.deepcopy` whole)
+    only_copy = code.split("def jax")[0]
+    module = cst.parse_module(only_copy)
+    fast = FastNames(module, only_copy)
+    receivers = [n for n in _expressions(module) if isinstance(n, cst.Attribute) and cst.Module([]).code_for_node(n) == "x.cuda"]
+    assert receivers and fast.qualified_names(receivers[0]) == set()
 
 
 def test_a_plain_factory_site_needs_no_scope_analysis(monkeypatch) -> None:
@@ -183,3 +202,48 @@ def test_names_spelt_by_imports_have_no_qualified_name() -> None:
     imports = [s.body[0] for s in module.body[:2]]
     spelt = [imports[0].names[0].name, imports[1].module, imports[1].names[0].name]
     assert all(fast.qualified_names(n) == set() for n in spelt)
+
+
+def test_names_also_imported_or_bound_inside_functions_are_answered_fast() -> None:
+    code = next(c for c in SNIPPETS if "torch._dynamo" in c)
+    module = cst.parse_module(code)
+    fast = FastNames(module, code)
+    answers: dict[str, list] = {}
+    for node in _expressions(module):
+        answers.setdefault(cst.Module([]).code_for_node(node), []).append(fast.qualified_names(node))
+    # every import of `torch`, anywhere, gives the same names: certain in any scope
+    assert answers["torch.zeros"] == [{"torch.zeros"}] and answers["torch.load"] == [{"torch.load"}]
+    assert answers["torch.nn.Module"] == [{"torch.nn.Module"}]
+    # `log`: a module-level variable and a local, never imported: its spelling
+    assert answers["log.info"] == [{"log.info"}] and answers["log.warning"] == [{"log.warning"}]
+    # `np` is numpy at module level but cupy in h(): only libcst can tell which
+    assert answers["np.zeros"] == [None, None] and answers["np.ones"] == [None]
+    assert _check_agreement(code)[0] > 0
+
+
+def test_names_imported_only_inside_functions_are_answered_fast() -> None:
+    code = next(c for c in SNIPPETS if "from pickle import load" in c)
+    module = cst.parse_module(code)
+    fast = FastNames(module, code)
+    answers: dict[str, list] = {}
+    for node in _expressions(module):
+        answers.setdefault(cst.Module([]).code_for_node(node), []).append(fast.qualified_names(node))
+    # in f and g, and in h where it is unbound (NameError): what every import of it gives
+    assert answers["Linear"] == [{"torch.nn.Linear"}] * 3
+    assert answers["load"] == [None, None]  # torch's in f, pickle's in g
+    assert _check_agreement(code)[0] > 0
+    starred = next(c for c in SNIPPETS if c.startswith("from torch.nn import *"))
+    module = cst.parse_module(starred)
+    fast = FastNames(module, starred)
+    assert all(fast.qualified_names(n) is None for n in _expressions(module) if cst.Module([]).code_for_node(n) == "Linear")
+
+
+def test_prefix_tested_modules_cover_the_codemods_prefix_tests() -> None:
+    """A codemod testing qualified names by a module prefix must have that module in
+    ``PREFIX_TESTED_MODULES``, or a local's libcst name (``math.<locals>.x``, in a file with a
+    module-level ``def math()``) could pass its test on the fast path's answer but not libcst's."""
+    from torchfix_device.codemods import cuda_call
+    from torchfix_device.codemods import unregistered_layer_container as ulc
+
+    prefixes = [*ulc.NON_LAYER_MODULES, *ulc.TORCH_MAY_BE_MODULE, *cuda_call.NOT_TORCH_PREFIXES, "numba.", "cupy.", "pycuda."]
+    assert {p.split(".")[0] for p in prefixes} <= fast_names.PREFIX_TESTED_MODULES

@@ -267,8 +267,13 @@ def _count_rewritten_quietly(expected: dict) -> int:
     return sum(path.read_bytes() == rewrite for path, (_, rewrite) in expected.items())
 
 
-def test_ctrl_c_stops_cleanly_and_says_how_far_it_got(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cache", ["cold", "warm"])
+def test_ctrl_c_stops_cleanly_and_says_how_far_it_got(tmp_path: Path, cache: str) -> None:
+    """Cold: the files are rewritten in pool workers (which ignore SIGINT). Warm (a `check` has
+    cached every result): the main process writes them, and a Ctrl-C may land in a write."""
     expected = _make_tree(tmp_path / "tree", 400)
+    if cache == "warm":
+        assert run_cli("check", ".", cwd=tmp_path / "tree").returncode == 1
     process = _start_apply(tmp_path / "tree")
     try:
         _wait_for_rewrites(process, expected, at_least=3)

@@ -105,6 +105,10 @@ class Codemod(VisitorBasedCodemodCommand):
     """The value of an inserted device binding (set by the runner; None for the default)."""
     source_code: str | None = None
     """The code of the tree about to be transformed (set by the runner: saves rendering it)."""
+    keeps_findings: bool = True
+    """False (set by the runner) for a run whose findings are thrown away: a run on a rewritten
+    tree, whose findings come from a run on the original. :meth:`report` then records nothing and
+    computes no position unless a ``noqa`` comment or interactive review needs one to decide."""
     statements_with_sites: tuple[set[int], list[int]] | None = None
     """Set by the runner for codemods with a stage-1 site function (``candidates.SITES``): the
     indices of the top-level statements (as CPython's ``ast`` counts them) that hold a site, and
@@ -294,11 +298,14 @@ class Codemod(VisitorBasedCodemodCommand):
         ``fixable=False`` records a place left for manual review. ``safe`` overrides the
         codemod's own safety for this one finding (weaker evidence makes a finding unsafe).
         """
-        position = self.get_metadata(PositionProvider, node).start
         is_safe = self.safe if safe is None else safe
         apply = fixable and (is_safe or self.unsafe_fixes)
-        suppressed = self.suppressions is not None and self.suppressions.suppresses(position.line, self.code)
         chosen = FIX_FILTER.get()
+        has_noqa = self.suppressions is not None and bool(self.suppressions.noqa)
+        if not (self.keeps_findings or has_noqa or (apply and chosen is not None)):
+            return apply  # nothing to record, nothing that depends on where the node is
+        position = self.get_metadata(PositionProvider, node).start
+        suppressed = has_noqa and self.suppressions.suppresses(position.line, self.code)
         if apply and not suppressed and chosen is not None and not chosen(self.code, position.line, position.column + 1, self.visited_module):
             return False  # declined in interactive review: recorded as nothing, changes nothing
         (self.suppressed_findings if suppressed else self.findings).append(
@@ -311,6 +318,8 @@ class Codemod(VisitorBasedCodemodCommand):
                 held_back=fixable and not apply,
             )
         )
+        if not self.keeps_findings:
+            return apply and not suppressed
         if not apply and not suppressed:  # shown by `python -m libcst.tool codemod`; the runner reports findings itself
             self.warn(f"{position.line}:{position.column + 1} {self.code} {message}")
         return apply and not suppressed
@@ -318,7 +327,7 @@ class Codemod(VisitorBasedCodemodCommand):
     def is_suppressed(self, node: cst.CSTNode) -> bool:
         """True when a finding of this codemod at ``node`` would be suppressed by ``# noqa``:
         for a rewrite that is only correct if the rewrites at other places all happen."""
-        if self.suppressions is None:
+        if self.suppressions is None or not self.suppressions.noqa:
             return False
         return self.suppressions.suppresses(self.get_metadata(PositionProvider, node).start.line, self.code)
 
@@ -327,8 +336,9 @@ class Codemod(VisitorBasedCodemodCommand):
         """The fully qualified names ``node`` may refer to (``torch.load`` for ``T.load``).
 
         Names local to a function, class or comprehension (libcst's ``f.<locals>.x``) never name
-        a module's object and may be left out: :mod:`torchfix_device.fast_names` answers without
-        libcst's scope analysis where it can."""
+        a module's object and may be left out, and a name used where it is unbound (code that
+        raises ``NameError``) may be given what the file's imports elsewhere make it:
+        :mod:`torchfix_device.fast_names` answers without libcst's scope analysis where it can."""
         fast = self._fast_names()
         answer = fast.qualified_names(node) if fast is not None else None
         if answer is not None and not CHECK_FAST_NAMES:
@@ -339,7 +349,7 @@ class Codemod(VisitorBasedCodemodCommand):
             exact = set()
         if answer is None:
             return exact
-        if not fast_names.agrees(answer, exact, node):
+        if not fast.agrees(answer, exact, node):  # type: ignore[union-attr]
             raise AssertionError(f"fast qualified names {sorted(answer)} != libcst's {sorted(exact)} for {cst.Module([]).code_for_node(node)!r}")
         return answer
 

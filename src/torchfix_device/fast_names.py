@@ -19,9 +19,22 @@ where each name is bound, and when the first name of an expression is
   function or class is named like a module (``def torch(): ...``), whose locals' names would
   look like that module's.
 
-Anything else (a name imported in one function and assigned in another, ``global`` statements,
-code ``symtable`` refuses, files with ``match`` statements, whose captures libcst does not record)
-returns None and the codemod asks libcst. ``TORCHFIX_DEVICE_CHECK_NAMES=1``
+- imported at module level and also inside functions or classes (``import torch._dynamo`` in a
+  function of a module that imports ``torch``), never bound otherwise: what the imports give,
+  when every import binding the name, wherever it is, gives the same answer (then the scope the
+  expression is in does not matter);
+- imported only inside functions or classes (``from .exc import unimplemented`` in each
+  function that uses it), never bound otherwise, with no ``import *`` at module level: what the
+  imports give, when they all agree. Where such a name is used outside a function importing
+  it, it is unbound (the code raises ``NameError``) and libcst gives no name; the fast answer
+  names what the file imports under that name everywhere;
+- bound at module level and inside functions or classes, never by an import and not spelt like
+  a module: the spelling itself (a local's libcst name, ``f.<locals>.log``, names no module's
+  object either).
+
+Anything else (a name imported in one function and assigned in another, imports that disagree,
+``global`` statements, code ``symtable`` refuses, files with ``match`` statements, whose captures
+libcst does not record) returns None and the codemod asks libcst. ``TORCHFIX_DEVICE_CHECK_NAMES=1``
 makes every answer checked against libcst's (a test and corpus aid).
 """
 
@@ -46,8 +59,18 @@ class Unsupported(ValueError):
 MODULE_LIKE_NAMES = frozenset(sys.stdlib_module_names) | {
     "torch", "numpy", "numba", "cupy", "pycuda", "jax", "tensorflow", "cudf", "mxnet", "chainer", "builtins",
 }
-"""A module-level function or class with one of these names makes its locals' qualified names
-look like a module's (``torch.<locals>.x``): such files ask libcst about locals."""
+"""Names of modules: a module-level variable spelt like one (``torch = f()``) is left to libcst."""
+
+PREFIX_TESTED_MODULES = frozenset({
+    "torch", "numpy", "numba", "cupy", "pycuda", "jax", "tensorflow", "cudf", "mxnet", "chainer", "math",
+    "random", "string", "re", "os", "itertools", "functools", "operator", "collections", "json", "pathlib",
+    "typing",
+})
+"""The modules whose names some codemod tests by prefix (``q.startswith("math.")``). A
+module-level function or class named like one makes its locals' libcst names look like that
+module's (``math.<locals>.x``): such files ask libcst about locals. Names compared whole
+(``copy.deepcopy``) cannot match a local's. (``tests/test_fast_names.py`` checks that the
+codemods' prefix lists stay inside this set.)"""
 
 _BLOCKS = (
     cst.If, cst.Else, cst.Try, cst.TryStar, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally,
@@ -62,36 +85,52 @@ class FastNames:
     def __init__(self, module: cst.Module, code: str) -> None:
         if "match" in code and "case" in code and any(isinstance(n, ast.Match) for n in ast.walk(ast.parse(code))):
             raise Unsupported("match statements: libcst records none of their captures")
-        self._imports: dict[str, list[ImportAssignment]] = {}
-        self._spelt_in_imports: set[int] = set()
-        """The names an import statement spells (libcst qualifies none of them)."""
-        for node in _module_level_imports(module):
-            if isinstance(node, cst.ImportFrom) and node.module is not None:
-                self._spelt_in_imports.update(_ids(node.module))
-            if isinstance(node.names, cst.ImportStar):
-                continue
-            for alias in node.names:
-                self._spelt_in_imports.update(_ids(alias.name))
-                if alias.asname is not None:
-                    self._spelt_in_imports.update(_ids(alias.asname.name))
-                bound = _bound_name(alias)
-                if bound is not None:
-                    self._imports.setdefault(bound, []).append(
-                        ImportAssignment(name=bound, scope=None, node=node, index=0, as_name=alias.asname.name if alias.asname else alias.name)  # type: ignore[arg-type]
-                    )
         top = symtable.symtable(code, "<module>", "exec")
         self._top: dict[str, symtable.Symbol] = {s.get_name(): s for s in top.get_symbols()}
         self._bound_inside: set[str] = set()
+        """Names bound inside a function or class other than by an import."""
+        self._imported_inside: set[str] = set()
         self._declared: set[str] = set()
-        self._module_like_scope = False
+        """Names declared ``global`` or ``nonlocal`` somewhere."""
         # A local's qualified name starts with the name of the outermost function or class.
-        self._module_like_scope = any(child.get_name() in MODULE_LIKE_NAMES for child in top.get_children())
+        self._module_like_scope = any(child.get_name() in PREFIX_TESTED_MODULES for child in top.get_children())
         for table in _descendants(top):
             for symbol in table.get_symbols():
-                if symbol.is_imported() or symbol.is_declared_global() or symbol.is_nonlocal():
+                if symbol.is_declared_global() or symbol.is_nonlocal():
                     self._declared.add(symbol.get_name())
-                elif _binds(symbol):
+                    continue
+                if symbol.is_imported():
+                    self._imported_inside.add(symbol.get_name())
+                if _binds(symbol):
                     self._bound_inside.add(symbol.get_name())
+        self._imports: dict[str, list[ImportAssignment]] = {}
+        """Module-level imports by the name they bind."""
+        self._nested_imports: dict[str, list[ImportAssignment]] = {}
+        """Imports inside functions and classes by the name they bind."""
+        self._spelt_in_imports: set[int] = set()
+        """The names an import statement spells (libcst qualifies none of them)."""
+        self._star_import = False
+        """``from m import *`` at module level: binds names no one can list."""
+        self.unbound_elsewhere: set[str] = set()
+        """Roots answered from imports inside functions only (see :meth:`agrees`)."""
+        for node, at_module_level in _imports(module, nested=bool(self._imported_inside)):
+            self._record_import(node, self._imports if at_module_level else self._nested_imports)
+
+    def _record_import(self, node: cst.Import | cst.ImportFrom, into: dict[str, list[ImportAssignment]]) -> None:
+        if isinstance(node, cst.ImportFrom) and node.module is not None:
+            self._spelt_in_imports.update(_ids(node.module))
+        if isinstance(node.names, cst.ImportStar):
+            self._star_import = self._star_import or into is self._imports
+            return
+        for alias in node.names:
+            self._spelt_in_imports.update(_ids(alias.name))
+            if alias.asname is not None:
+                self._spelt_in_imports.update(_ids(alias.asname.name))
+            bound = _bound_name(alias)
+            if bound is not None:
+                into.setdefault(bound, []).append(
+                    ImportAssignment(name=bound, scope=None, node=node, index=0, as_name=alias.asname.name if alias.asname else alias.name)  # type: ignore[arg-type]
+                )
 
     def qualified_names(self, node: cst.CSTNode) -> set[str] | None:
         """The qualified names of ``node``, or None when only libcst can tell."""
@@ -104,11 +143,24 @@ class FastNames:
         top = self._top.get(root)
         imported_here = top is not None and top.is_imported()
         bound_here = top is not None and _binds(top)
+        if root in self._imported_inside:
+            if bound_here or root in self._bound_inside or root in BUILTIN_NAMES:
+                return None
+            if not imported_here and self._star_import:
+                return None
+            names = self._names_every_import_gives(root, spelt)
+            if names is not None and not imported_here:
+                self.unbound_elsewhere.add(root)
+            return names
         if imported_here or bound_here:
-            if root in self._bound_inside or root in BUILTIN_NAMES:
+            if root in BUILTIN_NAMES:
                 return None
             if bound_here and root in MODULE_LIKE_NAMES:
                 return None  # `torch = f()`: libcst's `torch.*` names then depend on the statement
+            if root in self._bound_inside:
+                # a local of some function or class: its libcst name there (`f.<locals>.x`) is
+                # no module's, but an import's name would be wrong for it
+                return None if imported_here else {spelt}
             imports = self._imports.get(root, [])
             if imported_here and not imports:
                 return None  # an import this walk did not find: ask libcst
@@ -119,6 +171,31 @@ class FastNames:
         if root in self._bound_inside:
             return None if self._module_like_scope else set()
         return {f"builtins.{root}"} if root in BUILTIN_NAMES else set()
+
+
+    def _names_every_import_gives(self, root: str, spelt: str) -> set[str] | None:
+        """What the imports of ``root`` give for ``spelt`` when every import inside a function
+        or class gives the same as the module-level ones together (or, without any, as each
+        other); else None."""
+        imports = self._imports.get(root, [])
+        nested = self._nested_imports.get(root, [])
+        if not nested or (self._top.get(root) is not None and self._top[root].is_imported() and not imports):
+            return None  # an import this walk did not find: ask libcst
+        reference = imports or nested[:1]
+        names = {q.name for assignment in reference for q in assignment.get_qualified_names_for(spelt)}
+        for assignment in nested:
+            if {q.name for q in assignment.get_qualified_names_for(spelt)} != names:
+                return None
+        return names
+
+    def agrees(self, answer: set[str], exact: set[str], node: cst.CSTNode) -> bool:
+        """:func:`agrees`, where libcst may also give nothing for a name imported only inside
+        functions (used where it is unbound)."""
+        if not exact and answer:
+            spelt = get_full_name_for_node(node)
+            if spelt is not None and spelt.partition(".")[0] in self.unbound_elsewhere:
+                return True
+        return agrees(answer, exact, node)
 
 
 def agrees(answer: set[str], exact: set[str], node: cst.CSTNode) -> bool:
@@ -170,17 +247,20 @@ def _bound_name(alias: cst.ImportAlias) -> str | None:
     return full.partition(".")[0] if full else None
 
 
-def _module_level_imports(module: cst.Module) -> Iterator[cst.Import | cst.ImportFrom]:
-    """Imports in the module's own scope: top-level statements and the blocks of ``if``, ``try``,
-    ``with``, loops and ``match`` there, not function or class bodies."""
-    stack: list[cst.CSTNode] = list(reversed(module.body))
+def _imports(module: cst.Module, *, nested: bool) -> Iterator[tuple[cst.Import | cst.ImportFrom, bool]]:
+    """Import statements, each with whether it is in the module's own scope (a top-level
+    statement or in the blocks of ``if``, ``try``, ``with``, loops and ``match`` there). With
+    ``nested``, also those in function and class bodies (statements only: no expression holds
+    an import)."""
+    followed = (*_BLOCKS, cst.BaseSuite) + ((cst.FunctionDef, cst.ClassDef) if nested else ())
+    stack: list[tuple[cst.CSTNode, bool]] = [(node, True) for node in reversed(module.body)]
     while stack:
-        node = stack.pop()
+        node, at_module_level = stack.pop()
         if isinstance(node, (cst.Import, cst.ImportFrom)):
-            yield node
-        elif isinstance(node, cst.SimpleStatementLine):
-            stack.extend(reversed(node.body))
-        elif isinstance(node, cst.SimpleStatementSuite):
-            stack.extend(reversed(node.body))
+            yield node, at_module_level
+        elif isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            stack.extend((child, at_module_level) for child in reversed(node.body))
         elif isinstance(node, _BLOCKS):
-            stack.extend(reversed([c for c in node.children if isinstance(c, (*_BLOCKS, cst.BaseSuite))]))
+            stack.extend((c, at_module_level) for c in reversed(node.children) if isinstance(c, followed))
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):  # only followed with ``nested``
+            stack.append((node.body, False))

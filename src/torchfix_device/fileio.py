@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import stat
 import tempfile
+import threading
 import tokenize
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 BOM = b"\xef\xbb\xbf"
 TEMP_SUFFIX = ".torchfix-device.tmp"
@@ -78,7 +82,9 @@ def atomic_replace(path: Path, data: bytes, expected_old: bytes) -> None:
     """Replace ``path`` with ``data`` through a temp file in the same folder and a rename.
 
     The file mode is kept. If the file on disk no longer holds ``expected_old`` (changed or
-    deleted while we worked), nothing is written and :class:`WriteError` is raised.
+    deleted while we worked), nothing is written and :class:`WriteError` is raised. A Ctrl-C
+    during the write takes effect once the file is either replaced or untouched (and the temp
+    file gone).
     """
     try:
         st = os.stat(path)
@@ -87,13 +93,40 @@ def atomic_replace(path: Path, data: bytes, expected_old: bytes) -> None:
     if not st.st_mode & stat.S_IWUSR:
         raise WriteError("file is read-only; left unchanged")
     remove_stale_temp_files(path)
+    with _sigint_deferred():
+        _write_through_temp_file(path, data, expected_old, stat.S_IMODE(st.st_mode))
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold a SIGINT that arrives inside the block until it ends, then raise it again for the
+    handler in place (``KeyboardInterrupt`` by default). Only the main thread can set a handler;
+    elsewhere (and where SIGINT is ignored, as in pool workers) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous in (signal.SIG_IGN, None):
+        yield
+        return
+    received: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            signal.raise_signal(signal.SIGINT)
+
+
+def _write_through_temp_file(path: Path, data: bytes, expected_old: bytes, mode: int) -> None:
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp_name, stat.S_IMODE(st.st_mode))
+        os.chmod(tmp_name, mode)
         try:
             current = path.read_bytes()
         except FileNotFoundError:

@@ -277,6 +277,7 @@ def transform_unfiltered(
             try:
                 codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
                 configure(codemod, current_code)
+                codemod.keeps_findings = pass_number == 0 and current is original
                 result = codemod.transform_module(current)
                 if pass_number == 0:
                     if current is original:
