@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import Assignment, ScopeProvider
+from libcst.metadata import Assignment, MetadataWrapper, ScopeProvider
 
 from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
+from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod
 
 OPERATORS: dict[type[cst.BaseAugOp], type[cst.BaseBinaryOp]] = {
     cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
@@ -77,6 +77,7 @@ class InplaceOpInForward(Codemod):
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self._augmented = {id(n.target) for n in _cst.walk(node) if isinstance(n, cst.AugAssign)}
+        self._function_scopes: dict[int, object] = {}
         return None
 
     def leave_AugAssign(self, original_node: cst.AugAssign, updated_node: cst.AugAssign) -> cst.BaseSmallStatement:
@@ -106,13 +107,34 @@ class InplaceOpInForward(Codemod):
         func = self.function_stack[-1]
         return func.name.value == "forward" and any(stmt is func for stmt in cls.body.body)
 
+    def _scope_in_function(self, target: cst.Name):
+        """The scope of ``target``, a name augmented-assigned in the function being visited (so
+        local to it): from a scope analysis of that function alone, not of the whole file,
+        unless it declares names ``global`` or ``nonlocal``."""
+        function = self.function_stack[-1]
+        scopes = self._function_scopes.get(id(function))
+        if scopes is None:
+            if any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk(function)):
+                scopes = self._function_scopes[id(function)] = {}
+            else:
+                alone = cst.Module(body=[function])
+                scopes = self._function_scopes[id(function)] = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(ScopeProvider)
+        if not scopes:
+            try:
+                return self.get_metadata(ScopeProvider, target)
+            except KeyError:
+                return None
+        scope = scopes.get(target)
+        if CHECK_FAST_NAMES and scope is not None:
+            whole = self.get_metadata(ScopeProvider, target)
+            local = {(type(a).__name__, id(a.node)) for a in scope.assignments[target.value]}
+            assert local == {(type(a).__name__, id(a.node)) for a in whole.assignments[target.value]}
+        return scope
+
     def _holds_tensor(self, target: cst.Name) -> bool:
         """Every binding of the name in ``forward`` may be a tensor (a parameter other than
         ``self``, an assignment of something that is not a literal or a counter)."""
-        try:
-            scope = self.get_metadata(ScopeProvider, target)
-        except KeyError:
-            return False
+        scope = self._scope_in_function(target)
         if scope is None:
             return False
         values = self.device_source.assigned_values()
