@@ -50,6 +50,12 @@ SNIPPETS = [
     "class C:\n    import torch.nn\n    def g(self):\n        import numpy\n        np = numpy\n        return torch.ones(1), np.zeros(1)\n"
     "def h():\n    import cupy as np\n    return np.ones(2), torch.nn.Module, log.info('x')\n"
     "torch.load('m'), np.zeros(1), log.warning('y')\n",
+    # a method named like a module-level import (methods see the import, the class body its own
+    # binding), class-body reads of a class attribute, a comprehension in a class body
+    "from torch.nn.parallel.scatter_gather import gather\nimport torch\nclass D:\n    def gather(self, o):\n"
+    "        return gather(o, 0)\n    def load(self):\n        return torch.load('m')\n    torch_load = load\n"
+    "    names = [gather for _ in range(2)]\nclass E:\n    def zeros(self):\n        return 0\n    z = zeros\n"
+    "def zeros():\n    return torch.zeros(1)\nzeros(), gather([], 0)\n",
     # names imported only inside functions (agreeing, disagreeing), used there and where unbound
     "import torch\ndef f():\n    from torch.nn import Linear\n    from torch import load\n    return Linear(2, 2), load('m')\n"
     "def g():\n    from torch.nn import Linear\n    from pickle import load\n    return Linear(1, 1), load(0)\n"
@@ -247,3 +253,14 @@ def test_prefix_tested_modules_cover_the_codemods_prefix_tests() -> None:
 
     prefixes = [*ulc.NON_LAYER_MODULES, *ulc.TORCH_MAY_BE_MODULE, *cuda_call.NOT_TORCH_PREFIXES, "numba.", "cupy.", "pycuda."]
     assert {p.split(".")[0] for p in prefixes} <= fast_names.PREFIX_TESTED_MODULES
+
+
+def test_a_method_named_like_an_import_does_not_hide_the_import() -> None:
+    code = next(c for c in SNIPPETS if "class D:" in c)
+    module = cst.parse_module(code)
+    fast = FastNames(module, code)
+    answers: dict[str, list] = {}
+    for node in _expressions(module):
+        answers.setdefault(cst.Module([]).code_for_node(node), []).append(fast.qualified_names(node))
+    assert answers["gather"] == [{"torch.nn.parallel.scatter_gather.gather"}] * 2
+    assert _check_agreement(code)[0] > 0

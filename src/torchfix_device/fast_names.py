@@ -29,7 +29,8 @@ where each name is bound, and when the first name of an expression is
   it, it is unbound (the code raises ``NameError``) and libcst gives no name; the fast answer
   names what the file imports under that name everywhere;
 - bound at module level and inside functions or classes, never by an import and not spelt like
-  a module: the spelling itself (a local's libcst name, ``f.<locals>.log``, names no module's
+  a module (a binding in a class body that the class body itself never reads, such as a method
+  named like a module-level import, is ignored: methods do not see it): the spelling itself (a local's libcst name, ``f.<locals>.log``, names no module's
   object either).
 
 Anything else (a name imported in one function and assigned in another, imports that disagree,
@@ -95,10 +96,13 @@ class FastNames:
         # A local's qualified name starts with the name of the outermost function or class.
         self._module_like_scope = any(child.get_name() in PREFIX_TESTED_MODULES for child in top.get_children())
         for table in _descendants(top):
+            in_class_body = table.get_type() == "class"
             for symbol in table.get_symbols():
                 if symbol.is_declared_global() or symbol.is_nonlocal():
                     self._declared.add(symbol.get_name())
                     continue
+                if in_class_body and not symbol.is_referenced():
+                    continue  # a method or class attribute: the class body alone could see it there
                 if symbol.is_imported():
                     self._imported_inside.add(symbol.get_name())
                 if _binds(symbol):
