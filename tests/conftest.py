@@ -31,13 +31,9 @@ def run_cli(*args: str, cwd: Path | None = None, input: bytes | None = None) -> 
 def _private_user_cache(tmp_path_factory: pytest.TempPathFactory):
     """Runs outside a project (no ``pyproject.toml``) cache under ``$XDG_CACHE_HOME``: point it
     at a folder of this test session, not the user's ``~/.cache`` (inherited by the CLI runs)."""
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
-    yield
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
 
 
 @pytest.fixture

@@ -113,6 +113,16 @@ def _check_agreement(code: str) -> tuple[int, int]:
     return answered, asked
 
 
+def _answers_by_spelling(code: str) -> dict[str, list[set[str] | None]]:
+    """The fast answer for each expression of ``code``, grouped by how it is spelt (in order)."""
+    module = cst.parse_module(code)
+    fast = FastNames(module, code)
+    answers: dict[str, list[set[str] | None]] = {}
+    for node in _expressions(module):
+        answers.setdefault(cst.Module([]).code_for_node(node), []).append(fast.qualified_names(node))
+    return answers
+
+
 @pytest.mark.parametrize("code", SNIPPETS)
 def test_fast_answers_agree_with_libcst(code: str) -> None:
     answered, asked = _check_agreement(code)
@@ -212,11 +222,7 @@ def test_names_spelt_by_imports_have_no_qualified_name() -> None:
 
 def test_names_also_imported_or_bound_inside_functions_are_answered_fast() -> None:
     code = next(c for c in SNIPPETS if "torch._dynamo" in c)
-    module = cst.parse_module(code)
-    fast = FastNames(module, code)
-    answers: dict[str, list] = {}
-    for node in _expressions(module):
-        answers.setdefault(cst.Module([]).code_for_node(node), []).append(fast.qualified_names(node))
+    answers = _answers_by_spelling(code)
     # every import of `torch`, anywhere, gives the same names: certain in any scope
     assert answers["torch.zeros"] == [{"torch.zeros"}] and answers["torch.load"] == [{"torch.load"}]
     assert answers["torch.nn.Module"] == [{"torch.nn.Module"}]
@@ -229,19 +235,13 @@ def test_names_also_imported_or_bound_inside_functions_are_answered_fast() -> No
 
 def test_names_imported_only_inside_functions_are_answered_fast() -> None:
     code = next(c for c in SNIPPETS if "from pickle import load" in c)
-    module = cst.parse_module(code)
-    fast = FastNames(module, code)
-    answers: dict[str, list] = {}
-    for node in _expressions(module):
-        answers.setdefault(cst.Module([]).code_for_node(node), []).append(fast.qualified_names(node))
+    answers = _answers_by_spelling(code)
     # in f and g, and in h where it is unbound (NameError): what every import of it gives
     assert answers["Linear"] == [{"torch.nn.Linear"}] * 3
     assert answers["load"] == [None, None]  # torch's in f, pickle's in g
     assert _check_agreement(code)[0] > 0
     starred = next(c for c in SNIPPETS if c.startswith("from torch.nn import *"))
-    module = cst.parse_module(starred)
-    fast = FastNames(module, starred)
-    assert all(fast.qualified_names(n) is None for n in _expressions(module) if cst.Module([]).code_for_node(n) == "Linear")
+    assert _answers_by_spelling(starred)["Linear"] == [None, None]
 
 
 def test_prefix_tested_modules_cover_the_codemods_prefix_tests() -> None:
@@ -257,10 +257,6 @@ def test_prefix_tested_modules_cover_the_codemods_prefix_tests() -> None:
 
 def test_a_method_named_like_an_import_does_not_hide_the_import() -> None:
     code = next(c for c in SNIPPETS if "class D:" in c)
-    module = cst.parse_module(code)
-    fast = FastNames(module, code)
-    answers: dict[str, list] = {}
-    for node in _expressions(module):
-        answers.setdefault(cst.Module([]).code_for_node(node), []).append(fast.qualified_names(node))
+    answers = _answers_by_spelling(code)
     assert answers["gather"] == [{"torch.nn.parallel.scatter_gather.gather"}] * 2
     assert _check_agreement(code)[0] > 0

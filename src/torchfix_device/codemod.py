@@ -301,35 +301,38 @@ class Codemod(VisitorBasedCodemodCommand):
         is_safe = self.safe if safe is None else safe
         apply = fixable and (is_safe or self.unsafe_fixes)
         chosen = FIX_FILTER.get()
-        has_noqa = self.suppressions is not None and bool(self.suppressions.noqa)
-        if not (self.keeps_findings or has_noqa or (apply and chosen is not None)):
+        if not (self.keeps_findings or self._has_noqa() or (apply and chosen is not None)):
             return apply  # nothing to record, nothing that depends on where the node is
         position = self.get_metadata(PositionProvider, node).start
-        suppressed = has_noqa and self.suppressions.suppresses(position.line, self.code)
+        suppressed = self._has_noqa() and self.suppressions.suppresses(position.line, self.code)  # type: ignore[union-attr]
         if apply and not suppressed and chosen is not None and not chosen(self.code, position.line, position.column + 1, self.visited_module):
             return False  # declined in interactive review: recorded as nothing, changes nothing
-        (self.suppressed_findings if suppressed else self.findings).append(
-            Finding(
-                line=position.line,
-                column=position.column + 1,
-                code=self.code,
-                message=message,
-                fixed=apply,
-                held_back=fixable and not apply,
+        if self.keeps_findings:
+            (self.suppressed_findings if suppressed else self.findings).append(
+                Finding(
+                    line=position.line,
+                    column=position.column + 1,
+                    code=self.code,
+                    message=message,
+                    fixed=apply,
+                    held_back=fixable and not apply,
+                )
             )
-        )
-        if not self.keeps_findings:
-            return apply and not suppressed
-        if not apply and not suppressed:  # shown by `python -m libcst.tool codemod`; the runner reports findings itself
-            self.warn(f"{position.line}:{position.column + 1} {self.code} {message}")
+            if not apply and not suppressed:  # shown by `python -m libcst.tool codemod`; the runner reports findings itself
+                self.warn(f"{position.line}:{position.column + 1} {self.code} {message}")
         return apply and not suppressed
+
+    def _has_noqa(self) -> bool:
+        """The tree being transformed holds a ``# noqa`` comment (then positions decide)."""
+        return self.suppressions is not None and bool(self.suppressions.noqa)
 
     def is_suppressed(self, node: cst.CSTNode) -> bool:
         """True when a finding of this codemod at ``node`` would be suppressed by ``# noqa``:
         for a rewrite that is only correct if the rewrites at other places all happen."""
-        if self.suppressions is None or not self.suppressions.noqa:
+        if not self._has_noqa():
             return False
-        return self.suppressions.suppresses(self.get_metadata(PositionProvider, node).start.line, self.code)
+        line = self.get_metadata(PositionProvider, node).start.line
+        return self.suppressions.suppresses(line, self.code)  # type: ignore[union-attr]
 
     # -- helpers ----------------------------------------------------------------------------
     def qualified_names(self, node: cst.CSTNode) -> set[str]:

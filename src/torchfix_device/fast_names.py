@@ -29,9 +29,11 @@ where each name is bound, and when the first name of an expression is
   it, it is unbound (the code raises ``NameError``) and libcst gives no name; the fast answer
   names what the file imports under that name everywhere;
 - bound at module level and inside functions or classes, never by an import and not spelt like
-  a module (a binding in a class body that the class body itself never reads, such as a method
-  named like a module-level import, is ignored: methods do not see it): the spelling itself (a local's libcst name, ``f.<locals>.log``, names no module's
+  a module: the spelling itself (a local's libcst name, ``f.<locals>.log``, names no module's
   object either).
+
+A binding in a class body that the class body itself never reads (a method named like a
+module-level import) is ignored throughout: the class's methods do not see it.
 
 Anything else (a name imported in one function and assigned in another, imports that disagree,
 ``global`` statements, code ``symtable`` refuses, files with ``match`` statements, whose captures
@@ -115,17 +117,16 @@ class FastNames:
         """The names an import statement spells (libcst qualifies none of them)."""
         self._star_import = False
         """``from m import *`` at module level: binds names no one can list."""
-        self.unbound_elsewhere: set[str] = set()
-        """Roots answered from imports inside functions only (see :meth:`agrees`)."""
         for node, at_module_level in _imports(module, nested=bool(self._imported_inside)):
-            self._record_import(node, self._imports if at_module_level else self._nested_imports)
+            self._record_import(node, at_module_level)
 
-    def _record_import(self, node: cst.Import | cst.ImportFrom, into: dict[str, list[ImportAssignment]]) -> None:
+    def _record_import(self, node: cst.Import | cst.ImportFrom, at_module_level: bool) -> None:
         if isinstance(node, cst.ImportFrom) and node.module is not None:
             self._spelt_in_imports.update(_ids(node.module))
         if isinstance(node.names, cst.ImportStar):
-            self._star_import = self._star_import or into is self._imports
+            self._star_import = self._star_import or at_module_level
             return
+        into = self._imports if at_module_level else self._nested_imports
         for alias in node.names:
             self._spelt_in_imports.update(_ids(alias.name))
             if alias.asname is not None:
@@ -152,10 +153,7 @@ class FastNames:
                 return None
             if not imported_here and self._star_import:
                 return None
-            names = self._names_every_import_gives(root, spelt)
-            if names is not None and not imported_here:
-                self.unbound_elsewhere.add(root)
-            return names
+            return self._names_every_import_gives(root, spelt, imported_here)
         if imported_here or bound_here:
             if root in BUILTIN_NAMES:
                 return None
@@ -168,7 +166,7 @@ class FastNames:
             imports = self._imports.get(root, [])
             if imported_here and not imports:
                 return None  # an import this walk did not find: ask libcst
-            names = {q.name for assignment in imports for q in assignment.get_qualified_names_for(spelt)}
+            names = _names_from(imports, spelt)
             if bound_here:
                 names.add(spelt)
             return names
@@ -176,28 +174,25 @@ class FastNames:
             return None if self._module_like_scope else set()
         return {f"builtins.{root}"} if root in BUILTIN_NAMES else set()
 
-
-    def _names_every_import_gives(self, root: str, spelt: str) -> set[str] | None:
+    def _names_every_import_gives(self, root: str, spelt: str, imported_here: bool) -> set[str] | None:
         """What the imports of ``root`` give for ``spelt`` when every import inside a function
         or class gives the same as the module-level ones together (or, without any, as each
         other); else None."""
         imports = self._imports.get(root, [])
         nested = self._nested_imports.get(root, [])
-        if not nested or (self._top.get(root) is not None and self._top[root].is_imported() and not imports):
+        if not nested or (imported_here and not imports):
             return None  # an import this walk did not find: ask libcst
-        reference = imports or nested[:1]
-        names = {q.name for assignment in reference for q in assignment.get_qualified_names_for(spelt)}
-        for assignment in nested:
-            if {q.name for q in assignment.get_qualified_names_for(spelt)} != names:
-                return None
-        return names
+        names = _names_from(imports or nested[:1], spelt)
+        return names if all(_names_from([assignment], spelt) == names for assignment in nested) else None
 
     def agrees(self, answer: set[str], exact: set[str], node: cst.CSTNode) -> bool:
         """:func:`agrees`, where libcst may also give nothing for a name imported only inside
         functions (used where it is unbound)."""
-        if not exact and answer:
-            spelt = get_full_name_for_node(node)
-            if spelt is not None and spelt.partition(".")[0] in self.unbound_elsewhere:
+        spelt = get_full_name_for_node(node)
+        root = spelt.partition(".")[0] if spelt is not None else None
+        if answer and not exact and root in self._imported_inside:
+            top = self._top.get(root)
+            if top is None or not top.is_imported():
                 return True
         return agrees(answer, exact, node)
 
@@ -221,6 +216,11 @@ def agrees(answer: set[str], exact: set[str], node: cst.CSTNode) -> bool:
     return all(local_or_builtin(q) or (own and q == spelt) for q in exact - answer) and all(
         own and q == spelt for q in answer - exact
     )
+
+
+def _names_from(imports: list[ImportAssignment], spelt: str) -> set[str]:
+    """The qualified names these imports give the expression spelt ``spelt``."""
+    return {q.name for assignment in imports for q in assignment.get_qualified_names_for(spelt)}
 
 
 def _ids(node: cst.CSTNode) -> Iterator[int]:

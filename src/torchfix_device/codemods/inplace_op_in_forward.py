@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import libcst as cst
 from libcst.metadata import Assignment, MetadataWrapper, ScopeProvider
 
@@ -77,7 +79,8 @@ class InplaceOpInForward(Codemod):
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self._augmented = {id(n.target) for n in _cst.walk(node) if isinstance(n, cst.AugAssign)}
-        self._function_scopes: dict[int, object] = {}
+        self._function_scopes: dict[int, Any] = {}
+        """``id`` of a function → its own scope analysis (None: the whole file's is used)."""
         return None
 
     def leave_AugAssign(self, original_node: cst.AugAssign, updated_node: cst.AugAssign) -> cst.BaseSmallStatement:
@@ -112,14 +115,12 @@ class InplaceOpInForward(Codemod):
         local to it): from a scope analysis of that function alone, not of the whole file,
         unless it declares names ``global`` or ``nonlocal``."""
         function = self.function_stack[-1]
-        scopes = self._function_scopes.get(id(function))
+        if id(function) not in self._function_scopes:
+            declares = any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk(function))
+            alone = MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True)
+            self._function_scopes[id(function)] = None if declares else alone.resolve(ScopeProvider)
+        scopes = self._function_scopes[id(function)]
         if scopes is None:
-            if any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk(function)):
-                scopes = self._function_scopes[id(function)] = {}
-            else:
-                alone = cst.Module(body=[function])
-                scopes = self._function_scopes[id(function)] = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(ScopeProvider)
-        if not scopes:
             try:
                 return self.get_metadata(ScopeProvider, target)
             except KeyError:
