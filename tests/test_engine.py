@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from torchfix_device.codemod import all_codemods, lookup, select_codemods
-from torchfix_device.runner import active_codemods, transform_source
+from torchfix_device.runner import active_codemods, transform_source, transform_unfiltered
 
 
 def rewrite(source: str, **kwargs):
@@ -116,3 +116,32 @@ def test_select_and_ignore_by_code_and_name() -> None:
     chosen = [c.code for c in select_codemods(None, ["cuda-call"])]
     assert "TFD001" not in chosen and "TFD005" in chosen
     assert lookup("tfd001").name == "cuda-call"
+
+
+def test_a_run_that_replaces_no_node_is_not_rendered(monkeypatch) -> None:
+    """libcst rebuilds every node it walks, so a codemod that only reports still returns a new
+    tree; it is known unchanged (no hook replaced a node, no import scheduled) and not rendered
+    again: the file is rendered once, to compare with its text."""
+    import libcst as cst
+    import pytest
+
+    from torchfix_device.codemod import CHECK_FAST_NAMES, REGISTRY
+
+    if CHECK_FAST_NAMES:
+        pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 renders every run to check this very shortcut")
+    rendered: list[str] = []
+    real = cst.Module.code.fget
+
+    def counting(self):
+        text = real(self)
+        rendered.append(text)
+        return text
+
+    monkeypatch.setattr(cst.Module, "code", property(counting))
+    manual_only = "import torch\n\nx = torch.zeros(3).cuda(1)\n"  # an explicit device: manual review
+    out = transform_unfiltered(manual_only, [REGISTRY["TFD001"]])
+    assert [f.fixed for f in out.findings] == [False] and out.text == manual_only
+    assert rendered == [manual_only]
+    rendered.clear()
+    fixed = transform_unfiltered("import torch\n\nx = torch.zeros(3).cuda()\n", [REGISTRY["TFD001"]])
+    assert ".to(device)" in fixed.text and len(rendered) >= 2  # the rewrite is rendered, then checked

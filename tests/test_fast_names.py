@@ -260,3 +260,80 @@ def test_a_method_named_like_an_import_does_not_hide_the_import() -> None:
     answers = _answers_by_spelling(code)
     assert answers["gather"] == [{"torch.nn.parallel.scatter_gather.gather"}] * 2
     assert _check_agreement(code)[0] > 0
+
+
+def _check_endings(code: str) -> int:
+    """Every expression ``may_end_in`` rules out for some last part has no libcst name ending
+    in it; returns how many (expression, part) pairs were ruled out."""
+    wrapper = MetadataWrapper(cst.parse_module(code))
+    exact_names = wrapper.resolve(QualifiedNameProvider)
+    try:
+        fast = FastNames(wrapper.module, code)
+    except fast_names.Unsupported:
+        return 0
+    ruled_out = 0
+    for node in _expressions(wrapper.module):
+        value = exact_names.get(node, set())
+        exact = {q.name for q in (value() if callable(value) else value)}
+        spelt = cst.Module([]).code_for_node(node)
+        for part in {q.rpartition(".")[2] for q in exact} | {spelt.rpartition(".")[2], "zeros", "load", "Linear"}:
+            if not fast.may_end_in(node, frozenset({part})):
+                ruled_out += 1
+                assert not any(q.rpartition(".")[2] == part for q in exact), (spelt, part, exact)
+    return ruled_out
+
+
+@pytest.mark.parametrize("code", SNIPPETS)
+def test_names_ruled_out_by_their_last_part_have_no_such_libcst_name(code: str) -> None:
+    _check_endings(code)
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.py")), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_names_ruled_out_by_their_last_part_agree_on_fixtures(path) -> None:
+    try:
+        _check_endings(path.read_text(encoding="utf-8"))
+    except SyntaxError:
+        pytest.skip("symtable cannot read it: the fast path is off for this file")
+
+
+def test_a_renaming_import_keeps_a_plain_name_possible() -> None:
+    code = (
+        "import torch\nfrom torch import zeros as z, ones\nimport numpy as np\n"
+        "def f():\n    from torch import load as fetch\n    return fetch('m')\n"
+        "z(2), ones(2), np.save('a'), torch.nn.Linear(1, 1)\n"
+    )
+    module = cst.parse_module(code)
+    fast = FastNames(module, code)
+    by_spelling = {cst.Module([]).code_for_node(n): n for n in _expressions(module)}
+    assert fast.may_end_in(by_spelling["z"], frozenset({"zeros"}))  # renamed: could be anything
+    assert fast.may_end_in(by_spelling["fetch"], frozenset({"load"}))  # renamed inside a function
+    assert not fast.may_end_in(by_spelling["ones"], frozenset({"zeros"}))
+    assert not fast.may_end_in(by_spelling["np.save"], frozenset({"load"}))
+    assert fast.may_end_in(by_spelling["torch.nn.Linear"], frozenset({"Linear"}))
+    assert _check_endings(code) > 0
+
+
+def test_calls_that_cannot_be_a_codemods_target_need_no_scope_analysis(monkeypatch) -> None:
+    """A name only libcst can qualify (``global`` below) costs a whole-file scope analysis; when
+    its last part cannot be a factory's, TFD003 does not ask."""
+    import torchfix_device.codemod as codemod
+
+    if codemod.CHECK_FAST_NAMES:
+        pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 resolves libcst's names on purpose")
+    resolved: list[object] = []
+    real = MetadataWrapper.resolve
+
+    def spy(self, provider):
+        resolved.append(provider)
+        return real(self, provider)
+
+    monkeypatch.setattr(MetadataWrapper, "resolve", spy)
+    code = (
+        "import torch\nimport torch.nn as nn\n\nstate = None\n\n\ndef reset():\n    global state\n    state = {}\n\n\n"
+        "class Noisy(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.zeros(n))\n\n    def forward(self, x):\n"
+        "        state.update(x=x)\n        return x * torch.randn(3)\n"
+    )
+    out = transform_unfiltered(code, [codemod.REGISTRY["TFD003"]])
+    assert [f.code for f in out.findings] == ["TFD003"]
+    assert QualifiedNameProvider not in resolved

@@ -183,3 +183,43 @@ def test_a_suppressed_use_keeps_the_rewrites_it_depends_on_consistent(tmp_path: 
     rewritten = (tmp_path / "guards.py").read_text()
     assert "        model.cuda()  # noqa: TFD001, TFD002\n" in rewritten
     assert rewritten.count("if args.cuda:") == 2 and "x = x.to(device)" in rewritten
+
+
+def test_only_a_noqa_that_can_suppress_a_code_makes_positions_matter() -> None:
+    from torchfix_device.suppressions import parse_suppressions
+
+    foreign = parse_suppressions("import os  # noqa: F401\nx = 1  # noqa: E501, W291\n")
+    assert foreign.noqa and not foreign.may_suppress("TFD001")
+    ours = parse_suppressions("x = 1  # noqa: TFD003\n")
+    assert ours.may_suppress("TFD003") and not ours.may_suppress("TFD001")
+    assert parse_suppressions("x = 1  # noqa\n").may_suppress("TFD001")
+
+
+def test_another_tools_noqa_costs_no_position_analysis(monkeypatch) -> None:
+    """``# noqa: F401`` cannot suppress a TFD finding: a file holding one is analysed exactly
+    like the same file without it (no positions of rewritten trees just to read the comment's
+    line), and gets the same findings and rewrite."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from torchfix_device.codemod import all_codemods
+    from torchfix_device.runner import transform_unfiltered
+
+    code = (
+        "import os  # noqa: F401\nimport torch\n\nloss_fn = torch.nn.MSELoss(size_average=False)\n"
+        "loss = loss_fn(torch.ones(2), torch.zeros(2))\nprint(loss.data[0])  # noqa: E501\n"
+    )
+    resolved: list[str] = []
+    real = MetadataWrapper.resolve
+
+    def spy(self, provider):
+        if provider is PositionProvider:
+            resolved.append(self.module.code.replace("  # noqa: F401", "").replace("  # noqa: E501", ""))
+        return real(self, provider)
+
+    monkeypatch.setattr(MetadataWrapper, "resolve", spy)
+    with_noqa = transform_unfiltered(code, all_codemods())
+    seen_with_noqa, resolved[:] = list(resolved), []
+    without = transform_unfiltered(code.replace("  # noqa: F401", "").replace("  # noqa: E501", ""), all_codemods())
+    assert seen_with_noqa == resolved
+    assert with_noqa.findings == without.findings and len(with_noqa.findings) == 2
+    assert with_noqa.text.replace("  # noqa: F401", "").replace("  # noqa: E501", "") == without.text

@@ -21,6 +21,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator
 import libcst as cst
 from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedTransformerFunctions
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider, QualifiedNameProvider
 from libcst.metadata.base_provider import LazyValue
 
@@ -164,6 +165,23 @@ class Codemod(VisitorBasedCodemodCommand):
         """``id`` of each visited top-level statement → the file line its rendering starts on."""
         self._current_statement: cst.CSTNode | None = None
         self._local_positions: dict[int, Any] = {}
+        self._replaced_a_node = False
+        self._may_be_suppressed: bool | None = None
+        """Memo of :meth:`_has_noqa` (the runner sets ``suppressions`` before the transform)."""
+
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        self._replaced_a_node = False
+        self._may_be_suppressed = None
+        return super().transform_module(tree)
+
+    @property
+    def changed_tree(self) -> bool:
+        """After :meth:`transform_module`: False when no hook returned anything but the node it
+        was given and no import was scheduled, so the result renders exactly as the input did
+        (libcst rebuilds every node it walks, so the result is never the input object itself).
+        True means "maybe changed": the caller compares the code."""
+        scratch = self.context.scratch
+        return self._replaced_a_node or any(key in scratch for key in _IMPORT_SCRATCH_KEYS)
 
     # -- dispatch ---------------------------------------------------------------------------
     # libcst calls on_visit / on_leave (and the per-attribute hooks) for every node of every
@@ -189,9 +207,15 @@ class Codemod(VisitorBasedCodemodCommand):
         if id(original_node) in self._skipped_statements:
             return updated_node
         if self._uses_matcher_decorators():
-            return super().on_leave(original_node, updated_node)
-        hook = _hook(type(self), "leave_", type(original_node))
-        return updated_node if hook is None else hook(self, original_node, updated_node)
+            left = super().on_leave(original_node, updated_node)
+        else:
+            hook = _hook(type(self), "leave_", type(original_node))
+            if hook is None:
+                return updated_node
+            left = hook(self, original_node, updated_node)
+        if left is not updated_node:
+            self._replaced_a_node = True
+        return left
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         if self._uses_matcher_decorators():
@@ -323,8 +347,11 @@ class Codemod(VisitorBasedCodemodCommand):
         return apply and not suppressed
 
     def _has_noqa(self) -> bool:
-        """The tree being transformed holds a ``# noqa`` comment (then positions decide)."""
-        return self.suppressions is not None and bool(self.suppressions.noqa)
+        """The tree being transformed holds a ``# noqa`` comment that can suppress this
+        codemod's findings (then positions decide); another tool's ``# noqa: F401`` cannot."""
+        if self._may_be_suppressed is None:
+            self._may_be_suppressed = self.suppressions is not None and self.suppressions.may_suppress(self.code)
+        return self._may_be_suppressed
 
     def is_suppressed(self, node: cst.CSTNode) -> bool:
         """True when a finding of this codemod at ``node`` would be suppressed by ``# noqa``:
@@ -335,14 +362,24 @@ class Codemod(VisitorBasedCodemodCommand):
         return self.suppressions.suppresses(line, self.code)  # type: ignore[union-attr]
 
     # -- helpers ----------------------------------------------------------------------------
-    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+    def qualified_names(self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None) -> set[str]:
         """The fully qualified names ``node`` may refer to (``torch.load`` for ``T.load``).
+
+        With ``ending_in`` (last parts: ``{"load"}``), a caller that only looks at names ending
+        in one of them may get the empty set instead of the others: a name spelt ``x.save``
+        is then answered without any scope analysis.
 
         Names local to a function, class or comprehension (libcst's ``f.<locals>.x``) never name
         a module's object and may be left out, and a name used where it is unbound (code that
         raises ``NameError``) may be given what the file's imports elsewhere make it:
         :mod:`torchfix_device.fast_names` answers without libcst's scope analysis where it can."""
         fast = self._fast_names()
+        if ending_in is not None and fast is not None and not fast.may_end_in(node, ending_in):
+            if CHECK_FAST_NAMES:
+                exact = {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+                wrong = [q for q in exact if q.rpartition(".")[2] in ending_in]
+                assert not wrong, f"{cst.Module([]).code_for_node(node)!r} has names {wrong} ending in {sorted(ending_in)}"
+            return set()
         answer = fast.qualified_names(node) if fast is not None else None
         if answer is not None and not CHECK_FAST_NAMES:
             return answer
@@ -367,6 +404,10 @@ class Codemod(VisitorBasedCodemodCommand):
         """The docstring's sections, by heading."""
         return parse_doc_sections(cls.__doc__ or "")
 
+
+_IMPORT_SCRATCH_KEYS = (AddImportsVisitor.CONTEXT_KEY, RemoveImportsVisitor.CONTEXT_KEY)
+"""Where ``add_needed_import``/``remove_unused_import`` schedule the import passes libcst runs
+after a codemod's own transform."""
 
 CHECK_FAST_NAMES = os.environ.get("TORCHFIX_DEVICE_CHECK_NAMES") == "1"
 """Check every fast qualified-name answer against libcst's (tests and corpus runs)."""

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 DEVICE_NAMES = ("device", "DEVICE")
 FREE_NAME_CANDIDATES = ("device", "torch_device", "default_device", "device_")
 
+DEVICE_NAME = frozenset({"device"})
 PARAMETER_CLASSES = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 WEIGHT_LAYERS = {
     "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
@@ -342,7 +343,7 @@ class DeviceSource:
         if self.codemod.device_expression is not None and self._is_configured_expression(value):
             return True
         if isinstance(value, cst.Call):
-            return "torch.device" in self.codemod.qualified_names(value.func)
+            return "torch.device" in self.codemod.qualified_names(value.func, ending_in=DEVICE_NAME)
         if isinstance(value, cst.IfExp):
             return self._looks_like_device(value.body) and self._looks_like_device(value.orelse)
         if isinstance(value, cst.SimpleString):

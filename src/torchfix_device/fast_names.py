@@ -117,7 +117,10 @@ class FastNames:
         """The names an import statement spells (libcst qualifies none of them)."""
         self._star_import = False
         """``from m import *`` at module level: binds names no one can list."""
-        for node, at_module_level in _imports(module, nested=bool(self._imported_inside)):
+        self._renamed: set[str] = set()
+        """Names an import binds to something whose last part is spelt otherwise
+        (``from torch import zeros as z``, ``import torch.nn as tnn``), anywhere in the file."""
+        for node, at_module_level in _imports(module, nested=True):
             self._record_import(node, at_module_level)
 
     def _record_import(self, node: cst.Import | cst.ImportFrom, at_module_level: bool) -> None:
@@ -131,6 +134,9 @@ class FastNames:
             self._spelt_in_imports.update(_ids(alias.name))
             if alias.asname is not None:
                 self._spelt_in_imports.update(_ids(alias.asname.name))
+                bound_as = _bound_name(alias)
+                if bound_as is not None and bound_as != (get_full_name_for_node(alias.name) or "").rpartition(".")[2]:
+                    self._renamed.add(bound_as)
             bound = _bound_name(alias)
             if bound is not None:
                 into.setdefault(bound, []).append(
@@ -173,6 +179,17 @@ class FastNames:
         if root in self._bound_inside:
             return None if self._module_like_scope else set()
         return {f"builtins.{root}"} if root in BUILTIN_NAMES else set()
+
+    def may_end_in(self, node: cst.CSTNode, last_parts: frozenset[str]) -> bool:
+        """False when no qualified name of ``node`` can end in one of ``last_parts``. A dotted
+        expression's names all end in the part it is spelt with (``T.nn.Linear``:
+        ``torch.nn.Linear``, ``f.<locals>.x.Linear``, ``builtins.x.Linear``); so do a plain
+        name's, unless an import renames it (``from torch import zeros as z``)."""
+        if isinstance(node, cst.Attribute) and _is_dotted_name(node):
+            return node.attr.value in last_parts
+        if isinstance(node, cst.Name):
+            return node.value in last_parts or node.value in self._renamed
+        return True  # ``f().x``, ``''.join``: libcst's names for these follow other rules
 
     def _names_every_import_gives(self, root: str, spelt: str, imported_here: bool) -> set[str] | None:
         """What the imports of ``root`` give for ``spelt`` when every import inside a function
@@ -231,6 +248,13 @@ def _ids(node: cst.CSTNode) -> Iterator[int]:
         yield id(current)
         if isinstance(current, cst.Attribute):
             stack.extend((current.value, current.attr))
+
+
+def _is_dotted_name(node: cst.BaseExpression) -> bool:
+    """``a.b.c``: names joined by dots, nothing else."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
 
 
 def _binds(symbol: symtable.Symbol) -> bool:

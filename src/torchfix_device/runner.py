@@ -19,7 +19,7 @@ from libcst.codemod import CodemodContext
 
 from torchfix_device import _cst
 from torchfix_device.candidates import SITES, FileFacts, candidate_codemods, parse_facts, statements_with_sites
-from torchfix_device.codemod import REGISTRY, Codemod, Finding, SharedWrapper
+from torchfix_device.codemod import CHECK_FAST_NAMES, REGISTRY, Codemod, Finding, SharedWrapper
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
 from torchfix_device import file_selection
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
@@ -300,7 +300,9 @@ def transform_unfiltered(
                     f"{codemod_class.code} ({codemod_class.name}) raised {type(exc).__name__}: {exc}; "
                     "file left unchanged — please report this bug"
                 ) from exc
-            result_code = result.code
+            result_code = result.code if codemod.changed_tree or CHECK_FAST_NAMES else current_code
+            if CHECK_FAST_NAMES and not codemod.changed_tree:
+                assert result_code == current_code, f"{codemod_class.code} changed the code without replacing a node"
             if result_code != current_code:
                 current, current_code = result, result_code
                 changed_in_pass = True

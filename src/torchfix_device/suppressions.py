@@ -74,6 +74,11 @@ class Suppressions:
     def suppresses(self, line: int, code: str) -> bool:
         return self.directive_for(line, code) is not None
 
+    def may_suppress(self, code: str) -> bool:
+        """Some ``noqa`` comment suppresses ``code`` on its lines (a bare one, or one naming
+        it): only then does a finding's line decide anything. ``# noqa: F401`` never does."""
+        return any(directive.matches(code) for directive in self.noqa)
+
 
 NO_SUPPRESSIONS = Suppressions()
 

@@ -128,7 +128,7 @@ class CudaAmp(Codemod):
         return updated_node.with_changes(module=cst.parse_expression("torch.amp"))
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        name = _old_name(self.qualified_names(original_node.func))
+        name = _old_name(self.qualified_names(original_node.func, ending_in=frozenset(NAMES)))
         if name is None:
             return updated_node
         old = f"torch.cuda.amp.{name}"

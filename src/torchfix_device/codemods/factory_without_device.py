@@ -12,6 +12,8 @@ FACTORIES = {
 }
 FACTORIES = {f"torch.{name}" for name in FACTORIES if not name.endswith("_")}
 MOVES = {"to", "cuda", "cpu", "type"}
+FACTORY_LAST_PARTS = frozenset(q.rpartition(".")[2] for q in FACTORIES) | frozenset(_cst.LEGACY_TENSOR_DTYPES)
+"""The last parts of the names a call must have to be a factory or a legacy constructor."""
 
 
 class FactoryWithoutDevice(Codemod):
@@ -84,7 +86,7 @@ class FactoryWithoutDevice(Codemod):
         return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        qualified = self.qualified_names(original_node.func)
+        qualified = self.qualified_names(original_node.func, ending_in=FACTORY_LAST_PARTS)
         legacy = _cst.legacy_tensor_type(qualified)
         is_factory = bool(qualified & FACTORIES)
         if not (is_factory or legacy) or (legacy and legacy[1]):

@@ -80,7 +80,7 @@ class LayerBuiltInForward(Codemod):
     def _stateful_layer(self, func: cst.BaseExpression) -> str | None:
         if not isinstance(func, (cst.Name, cst.Attribute)):
             return None  # ``nn.BatchNorm2d(c)(x)``: the inner call is the one reported
-        for q in self.qualified_names(func):
+        for q in self.qualified_names(func, ending_in=frozenset(STATEFUL_LAYERS)):
             parts = q.split(".")
             if parts[:2] == ["torch", "nn"] and parts[-1] in STATEFUL_LAYERS and (
                 len(parts) == 3 or parts[2] == "modules"

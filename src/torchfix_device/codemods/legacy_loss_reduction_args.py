@@ -21,6 +21,7 @@ LOSS_FUNCTIONS = {
     "multilabel_soft_margin_loss": 3, "nll_loss": 3, "poisson_nll_loss": 4, "smooth_l1_loss": 2,
     "soft_margin_loss": 2, "triplet_margin_loss": 7,
 }
+LOSS_NAMES = frozenset(LOSS_FUNCTIONS) | frozenset(LOSS_CLASSES)
 LEGACY = ("size_average", "reduce")
 LITERALS = {"True": True, "False": False, "None": None}
 
@@ -91,7 +92,7 @@ class LegacyLossReductionArgs(Codemod):
     triggers = ("size_average", "reduce", "elementwise_mean")
 
     def _legacy_position(self, func: cst.BaseExpression) -> int | None:
-        for q in self.qualified_names(func):
+        for q in self.qualified_names(func, ending_in=LOSS_NAMES):
             parts = q.split(".")
             if q.startswith("torch.nn.functional.") and len(parts) == 4 and parts[-1] in LOSS_FUNCTIONS:
                 return LOSS_FUNCTIONS[parts[-1]]

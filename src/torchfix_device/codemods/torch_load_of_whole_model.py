@@ -5,7 +5,7 @@ from libcst.metadata import Assignment, ParentNodeProvider, PositionProvider, Sc
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
-from torchfix_device.codemods.torch_load_without_map_location import TORCH_LOAD
+from torchfix_device.codemods.torch_load_without_map_location import LOAD, TORCH_LOAD
 
 MODULE_ATTRIBUTES = frozenset(
     {
@@ -75,7 +75,7 @@ class TorchLoadOfWholeModel(Codemod):
     triggers = ("load",)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if not (self.qualified_names(original_node.func) & TORCH_LOAD):
+        if not (self.qualified_names(original_node.func, ending_in=LOAD) & TORCH_LOAD):
             return updated_node
         if not self._weights_only_is_defaulted(original_node):
             return updated_node

@@ -5,6 +5,7 @@ from torchfix_device.codemod import Codemod
 from torchfix_device.device_source import NoDevice
 
 TORCH_LOAD = {"torch.load", "torch.serialization.load"}
+LOAD = frozenset({"load"})
 
 
 class TorchLoadWithoutMapLocation(Codemod):
@@ -56,7 +57,7 @@ class TorchLoadWithoutMapLocation(Codemod):
     triggers = ("load",)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if not (self.qualified_names(original_node.func) & TORCH_LOAD):
+        if not (self.qualified_names(original_node.func, ending_in=LOAD) & TORCH_LOAD):
             return updated_node
         if _cst.keyword_arg(original_node, "map_location") is not None:
             return updated_node

@@ -9,6 +9,7 @@ from torchfix_device.codemod import Codemod
 
 VARIABLE = {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
 VARIABLE_MODULES = ("torch.autograd", "torch.autograd.variable")
+VARIABLE_NAME = frozenset({"Variable"})
 
 # torch functions whose result is a new tensor that does not require grad (unless asked to):
 # they take no tensor whose graph they could continue.
@@ -142,7 +143,7 @@ class VariableWrapper(Codemod):
 
     # -- the rewrite ----------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if not (self.qualified_names(original_node.func) & VARIABLE):
+        if not (self.qualified_names(original_node.func, ending_in=VARIABLE_NAME) & VARIABLE):
             return updated_node
         problem = _unsupported(original_node)
         if problem:
