@@ -12,7 +12,7 @@ import libcst
 import pytest
 
 from conftest import FIXTURES, ROOT
-from torchfix_device import runner
+from torchfix_device import engine, runner
 from torchfix_device.candidates import CONDITIONS, candidate_codemods, parse_facts
 from torchfix_device.codemod import all_codemods
 from torchfix_device.runner import transform_source, transform_unfiltered
@@ -56,7 +56,7 @@ def parse_counter(monkeypatch):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(runner.cst, "parse_module", counting)
+    monkeypatch.setattr(engine.cst, "parse_module", counting)
     return calls
 
 

@@ -25,14 +25,29 @@ import tempfile
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from torchfix_device import __version__
-from torchfix_device.codemod import Codemod, Finding
+from torchfix_device.finding import Finding
 from torchfix_device.config import find_pyproject
+from torchfix_device.file_selection import Marks, read_marks
+
+if TYPE_CHECKING:
+    from torchfix_device.catalog import CodemodRef
+    from torchfix_device.codemod import Codemod
 
 CACHE_DIR_NAME = ".torchfix_device_cache"
-FORMAT = "2"
+
+
+class CachedResult(NamedTuple):
+    new_text: str | None
+    """The rewrite, or None when the file does not change."""
+    findings: list[Finding]
+    notes: list[str]
+    suppressed: tuple[Finding, ...]
+    marks: Marks
+    """The file's ``@generated``/skip-file comments: whether a run skips it needs no tokenizing."""
+FORMAT = "3"
 
 
 @lru_cache(maxsize=1)
@@ -62,7 +77,7 @@ class ResultCache:
     """Transform results on disk, one JSON file per entry. Picklable: workers get a copy."""
 
     def __init__(
-        self, folder: Path, codemods: Sequence[type[Codemod]], *, unsafe_fixes: bool, device_expression: str | None = None
+        self, folder: Path, codemods: Sequence["CodemodRef | type[Codemod]"], *, unsafe_fixes: bool, device_expression: str | None = None
     ) -> None:
         self.folder = folder
         codes = ",".join(c.code for c in codemods)
@@ -90,18 +105,19 @@ class ResultCache:
         """An entry exists for a file holding ``raw`` (cheaper than :meth:`get`)."""
         return self._usable and self._entry(self.key(raw)).exists()
 
-    def get(self, raw: bytes) -> tuple[str | None, list[Finding], list[str], tuple[Finding, ...]] | None:
-        """(new text or None when unchanged, findings, notes, suppressed findings) for a file
-        holding ``raw``."""
+    def get(self, raw: bytes) -> CachedResult | None:
+        """The cached result for a file holding ``raw``, if any."""
         if not self._usable:
             return None
         try:
             data = json.loads(self._entry(self.key(raw)).read_text(encoding="utf-8"))
-            return (
+            generated_line, skip_file = data["marks"]
+            return CachedResult(
                 data["text"],
                 [Finding(**f) for f in data["findings"]],
                 list(data["notes"]),
                 tuple(Finding(**f) for f in data["suppressed"]),
+                Marks(generated_line, bool(skip_file)),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -113,15 +129,22 @@ class ResultCache:
         findings: Sequence[Finding],
         notes: Sequence[str],
         suppressed: Sequence[Finding] = (),
+        marks: Marks | None = None,
     ) -> None:
+        """Keep a transform's result (``new_text`` None when unchanged) for a file holding
+        ``raw``, with the file's :class:`~torchfix_device.file_selection.Marks` (read from
+        ``raw`` when not given)."""
         if not self._usable:
             return
+        if marks is None:
+            marks = read_marks(raw.decode("utf-8", "replace"))
         entry = self._entry(self.key(raw))
         data = {
             "text": new_text,
             "findings": [asdict(f) for f in findings],
             "notes": list(notes),
             "suppressed": [asdict(f) for f in suppressed],
+            "marks": [marks.generated_line, marks.skip_file],
         }
         try:
             entry.parent.mkdir(exist_ok=True)

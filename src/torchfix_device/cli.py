@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from torchfix_device import __version__, formats, gitsafety, report
-from torchfix_device.codemod import Codemod, UnknownRuleError, all_codemods, lookup, select_codemods
+from torchfix_device import __version__, catalog, formats, gitsafety, report
+from torchfix_device.catalog import UnknownRuleError, select_refs
 from torchfix_device.config import ConfigError, load_config
 from torchfix_device.device_expression import DeviceExpressionError, validate_device_expression
 from torchfix_device.formats import OutputFormat
@@ -67,13 +67,13 @@ def _resolve(
 ):
     try:
         config = load_config(config_start or (paths[0] if paths else Path.cwd()))
-        select_codemods(config.select, config.ignore)  # the file's codes are checked on their own
+        select_refs(config.select, config.ignore)  # the file's codes are checked on their own
     except ConfigError as exc:
         raise _usage_error(str(exc)) from None
     except UnknownRuleError as exc:
         raise _usage_error(f"{config.source}: [tool.torchfix-device]: {exc}") from None
     try:
-        chosen = select_codemods(_split(select) or config.select, _split(ignore) or config.ignore)
+        chosen = select_refs(_split(select) or config.select, _split(ignore) or config.ignore)
     except UnknownRuleError as exc:
         raise _usage_error(str(exc)) from None
     missing = [p for p in paths if not p.exists() and not p.is_symlink() and str(p) != STDIN]
@@ -279,7 +279,7 @@ def check(
         speed = _performance_options(paths, codemods, unsafe, options, jobs, no_cache, shard)
         results = _run_files(paths, codemods, write=False, unsafe=unsafe, exclude=exclude, options=options, speed=speed)
     lines = report.finding_lines(results)
-    output = formats.render(output_format, results, all_codemods(), unused=show_unused)
+    output = formats.render(output_format, results, catalog.refs(), unused=show_unused)
     if output:
         sys.stdout.write(output)
         sys.stdout.flush()
@@ -294,14 +294,18 @@ def check(
 @app.command()
 def rules() -> None:
     """List the codemods: code, name, safety and summary."""
+    from torchfix_device.codemod import all_codemods
+
     Console().print(report.rules_table(all_codemods()))
 
 
 @app.command()
 def explain(code: str = typer.Argument(..., help="A codemod code (TFD005) or name.")) -> None:
     """Show one codemod's documentation."""
+    from torchfix_device.codemod import lookup
+
     try:
-        codemod: type[Codemod] = lookup(code)
+        codemod = lookup(code)
     except UnknownRuleError as exc:
         raise _usage_error(str(exc)) from None
     report.print_explain(codemod, Console())

@@ -26,7 +26,9 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from libcst.metadata.base_provider import LazyValue
 
 from torchfix_device import fast_names
+from torchfix_device.catalog import UnknownRuleError
 from torchfix_device.device_source import DeviceSource
+from torchfix_device.finding import Finding
 from torchfix_device.suppressions import Suppressions
 
 DOC_SECTIONS = (
@@ -46,35 +48,6 @@ FIX_FILTER: ContextVar["FixFilter | None"] = ContextVar("torchfix_device_fix_fil
 transformed, says whether to apply its fix. Unset (None): every fix is applied."""
 
 REGISTRY: dict[str, type["Codemod"]] = {}
-
-
-@dataclass(frozen=True, order=True)
-class Finding:
-    """One place a codemod matched: fixed (or fixable) or left for manual review."""
-
-    line: int
-    column: int
-    code: str
-    message: str
-    fixed: bool
-    """True when the codemod rewrote this place (or, in ``check``, would rewrite it)."""
-    held_back: bool = False
-    """True when a fix exists but is unsafe and ``--unsafe-fixes`` was not given."""
-    cell: int | None = None
-    """In a notebook: the cell (counted from 1) that ``line`` is relative to."""
-
-    @property
-    def where(self) -> str:
-        """``line:col``, or ``cell N:line:col`` in a notebook."""
-        return f"{self.line}:{self.column}" if self.cell is None else f"cell {self.cell}:{self.line}:{self.column}"
-
-    @property
-    def kind(self) -> str:
-        if self.fixed:
-            return "fix"
-        if self.held_back:
-            return "unsafe-fix"
-        return "manual"
 
 
 class Codemod(VisitorBasedCodemodCommand):
@@ -518,10 +491,6 @@ def parse_doc_sections(doc: str) -> dict[str, str]:
         elif current is not None:
             current.append(line)
     return {k: "\n".join(v).strip() for k, v in sections.items()}
-
-
-class UnknownRuleError(ValueError):
-    pass
 
 
 def all_codemods() -> list[type[Codemod]]:

@@ -9,7 +9,10 @@ no torch import and the expression uses ``torch``.
 
 from __future__ import annotations
 
-import libcst as cst
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 DEFAULT_DEVICE_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 
@@ -25,6 +28,8 @@ def validate_device_expression(code: str) -> str:
         raise DeviceExpressionError("device-expression is empty")
     if "\n" in stripped or "\r" in stripped:
         raise DeviceExpressionError("device-expression must fit on one line")
+    import libcst as cst  # only for a configured expression: the default needs no check
+
     try:
         cst.parse_expression(stripped)
     except cst.ParserSyntaxError as exc:
@@ -33,25 +38,32 @@ def validate_device_expression(code: str) -> str:
 
 
 def uses_torch(code: str) -> bool:
+    import libcst as cst
+
     return any(isinstance(n, cst.Name) and n.value == "torch" for n in _names(cst.parse_expression(code)))
 
 
 def device_expression_node(code: str | None, torch_name: str) -> cst.BaseExpression:
     """The expression to insert, with ``torch`` spelled ``torch_name``."""
+    import libcst as cst
+
     node = cst.parse_expression(code or DEFAULT_DEVICE_EXPRESSION)
     if torch_name == "torch":
         return node
-    return cst.ensure_type(node.visit(_RenameTorch(torch_name)), cst.BaseExpression)
+    return cst.ensure_type(node.visit(_torch_renamer(torch_name)), cst.BaseExpression)
 
 
-class _RenameTorch(cst.CSTTransformer):
-    def __init__(self, torch_name: str) -> None:
-        self.torch_name = torch_name
+def _torch_renamer(torch_name: str) -> "cst.CSTTransformer":
+    """A transformer spelling ``torch.x`` as ``<torch_name>.x``."""
+    import libcst as cst
 
-    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
-        if isinstance(updated_node.value, cst.Name) and updated_node.value.value == "torch":
-            return updated_node.with_changes(value=cst.Name(self.torch_name))
-        return updated_node
+    class RenameTorch(cst.CSTTransformer):
+        def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
+            if isinstance(updated_node.value, cst.Name) and updated_node.value.value == "torch":
+                return updated_node.with_changes(value=cst.Name(torch_name))
+            return updated_node
+
+    return RenameTorch()
 
 
 def _names(node: cst.CSTNode):

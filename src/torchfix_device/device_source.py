@@ -268,9 +268,12 @@ class DeviceSource:
 
     # -- everywhere else --------------------------------------------------------------------
     def _scoped_device(self, node: cst.CSTNode) -> DeviceExpr | NoDevice:
-        scope = self._scope(node)
         taken: set[str] = set()
+        scope = None
         for name in (*DEVICE_NAMES, *self._module_level_device_names()):
+            if self._named_nowhere(name):
+                continue  # no binding of it anywhere: none is visible here
+            scope = scope or self._scope(node)
             visible = set(scope[name]) if scope is not None else set()
             if not visible:
                 continue
@@ -282,7 +285,7 @@ class DeviceSource:
                 (n for n in FREE_NAME_CANDIDATES if n not in taken and self._is_free_global(n)),
                 None,
             ) or _numbered_free_name(self._all_names())
-        elif scope is not None and scope[self.inserted_name]:
+        elif not self._named_nowhere(self.inserted_name) and (scope := scope or self._scope(node)) is not None and scope[self.inserted_name]:
             return NoDevice(f"`{self.inserted_name}` is bound to something else here; pass a device by hand")
         return DeviceExpr(self.inserted_name)
 
@@ -290,6 +293,8 @@ class DeviceSource:
         """``name`` can be bound at module level without changing what any code refers to:
         nothing binds it there, and no use of it resolves to a binding we cannot see
         (an undefined name, a star import). Functions binding it locally just shadow it."""
+        if self._named_nowhere(name):
+            return True  # nothing binds it, nothing reads it
         global_scope = self._scope(self.module)
         if global_scope is None or global_scope.assignments[name]:
             return False
@@ -313,6 +318,13 @@ class DeviceSource:
                 if name not in DEVICE_NAMES and self._looks_like_device(assign.value):
                     names.append(name)
         return names
+
+    def _named_nowhere(self, name: str) -> bool:
+        """No scope of the file binds or reads ``name`` as a name (``symtable``, through the
+        codemod's fast names): then no scope analysis is needed to know that none of its
+        bindings is visible anywhere. False when that cannot be told cheaply."""
+        fast = self.codemod._fast_names()
+        return fast is not None and name not in fast.symbols
 
     def _scope(self, node: cst.CSTNode):
         try:

@@ -97,9 +97,13 @@ class FastNames:
         """Names declared ``global`` or ``nonlocal`` somewhere."""
         # A local's qualified name starts with the name of the outermost function or class.
         self._module_like_scope = any(child.get_name() in PREFIX_TESTED_MODULES for child in top.get_children())
+        self.symbols: set[str] = set(self._top)
+        """Every name the code binds or reads as a name, in any scope (``x.device`` and
+        ``device=`` hold no name ``device``): a name not here has no binding anywhere."""
         for table in _descendants(top):
             in_class_body = table.get_type() == "class"
             for symbol in table.get_symbols():
+                self.symbols.add(symbol.get_name())
                 if symbol.is_declared_global() or symbol.is_nonlocal():
                     self._declared.add(symbol.get_name())
                     continue

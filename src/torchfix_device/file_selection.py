@@ -45,14 +45,32 @@ def generated_marker_line(text: str) -> int | None:
     return None
 
 
-def skip_reason(text: str, options: RunOptions) -> Skip | None:
-    """Why a file with this text is not to be processed, or None."""
+@dataclass(frozen=True)
+class Marks:
+    """The comments that can make a run skip a file, read once (the result cache keeps them, so
+    a file answered from it is not tokenized again)."""
+
+    generated_line: int | None
+    """The line of the first comment holding ``@generated``."""
+    skip_file: bool
+    """A ``# torchfix-device: skip-file`` comment."""
+
+
+def read_marks(text: str) -> Marks:
+    return Marks(generated_marker_line(text), may_hold_directives(text) and parse_suppressions(text).skip_file)
+
+
+def skip_reason(text: str, options: RunOptions, marks: Marks | None = None) -> Skip | None:
+    """Why a file with this text is not to be processed, or None. ``marks``: the file's
+    :class:`Marks` when already known (otherwise only what ``options`` asks about is read)."""
     if not options.include_generated:
-        line = generated_marker_line(text)
+        line = marks.generated_line if marks is not None else generated_marker_line(text)
         if line is not None:
             return Skip("@generated", f"line {line}: marked @generated; skipped (--include-generated to process it)")
-    if not options.report_unused_suppressions and may_hold_directives(text) and parse_suppressions(text).skip_file:
-        return Skip("skip-file", SKIP_FILE_MESSAGE)
+    if not options.report_unused_suppressions:
+        skip_file = marks.skip_file if marks is not None else may_hold_directives(text) and parse_suppressions(text).skip_file
+        if skip_file:
+            return Skip("skip-file", SKIP_FILE_MESSAGE)
     return None
 
 

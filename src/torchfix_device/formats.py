@@ -12,12 +12,16 @@ import os
 import urllib.parse
 from enum import Enum
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from torchfix_device import __version__
-from torchfix_device.codemod import Codemod, Finding
+from torchfix_device.finding import Finding
 from torchfix_device.report import finding_lines
 from torchfix_device.runner import FileResult
+
+if TYPE_CHECKING:
+    from torchfix_device.catalog import CodemodRef
+    from torchfix_device.codemod import Codemod
 
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 KIND_LABEL = {"fix": "fix", "unsafe-fix": "unsafe fix: rerun with --unsafe-fixes", "manual": "manual review"}
@@ -30,7 +34,7 @@ class OutputFormat(str, Enum):
     sarif = "sarif"
 
 
-def render(fmt: OutputFormat, results: Sequence[FileResult], codemods: Sequence[type[Codemod]], *, unused: bool) -> str:
+def render(fmt: OutputFormat, results: Sequence[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, unused: bool) -> str:
     """The whole stdout of ``check`` in format ``fmt`` ("" for text with nothing to say)."""
     if fmt is OutputFormat.json:
         return json.dumps(json_document(results, unused=unused), indent=2, ensure_ascii=False) + "\n"
@@ -143,7 +147,7 @@ def _artifact_uri(result: FileResult) -> dict:
     return {"uri": urllib.parse.quote(display), "uriBaseId": "%SRCROOT%"}
 
 
-def _sarif_rule(codemod: type[Codemod]) -> dict:
+def _sarif_rule(codemod: "CodemodRef | type[Codemod]") -> dict:
     sections = codemod.documentation()
     return {
         "id": codemod.code,
@@ -176,7 +180,7 @@ def _sarif_result(result: FileResult, finding: Finding, rule_index: dict[str, in
     return record
 
 
-def sarif_document(results: Sequence[FileResult], codemods: Sequence[type[Codemod]], *, unused: bool) -> dict:
+def sarif_document(results: Sequence[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, unused: bool) -> dict:
     """One SARIF 2.1.0 run. Suppressed findings are included, marked with an in-source
     suppression (SARIF viewers hide them); columns count Unicode code points."""
     rules = [_sarif_rule(c) for c in codemods]

@@ -14,12 +14,16 @@ import sys
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from torchfix_device import __version__
-from torchfix_device.codemod import Codemod, Finding
+from torchfix_device.finding import Finding
 from torchfix_device.output_tree import atomic_write
 from torchfix_device.runner import FileResult
+
+if TYPE_CHECKING:
+    from torchfix_device.catalog import CodemodRef
+    from torchfix_device.codemod import Codemod
 
 
 class ReportError(Exception):
@@ -39,7 +43,7 @@ def _counts(findings: Sequence[Finding], suppressed: Sequence[Finding], changed:
     }
 
 
-def report_data(results: Sequence[FileResult], codemods: Sequence[type[Codemod]], *, mode: str) -> dict:
+def report_data(results: Sequence[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, mode: str) -> dict:
     """Everything the report says, as plain data (the JSON report is exactly this)."""
     changed = [r for r in results if r.status == "changed"]
     skipped_by = Counter(r.skip_kind or "other" for r in results if r.status == "skipped")
@@ -184,7 +188,7 @@ def report_markdown(data: dict) -> str:
     return "\n".join(out)
 
 
-def write_report(path: Path, results: Sequence[FileResult], codemods: Sequence[type[Codemod]], *, mode: str) -> None:
+def write_report(path: Path, results: Sequence[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, mode: str) -> None:
     """Write the report atomically: JSON when ``path`` ends in ``.json``, else Markdown."""
     data = report_data(results, codemods, mode=mode)
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n" if path.suffix.lower() == ".json" else report_markdown(data)

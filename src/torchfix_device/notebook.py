@@ -25,15 +25,8 @@ import libcst as cst
 from torchfix_device.codemod import Codemod, Finding
 from torchfix_device.fileio import SourceFile
 from torchfix_device.options import RunOptions
-from torchfix_device.runner import (
-    FileResult,
-    InternalError,
-    failure_result,
-    _parse_error_message,
-    display_path,
-    transform_source,
-    write_result,
-)
+from torchfix_device.engine import parse_error_message, transform_source
+from torchfix_device.runner import FileResult, InternalError, display_path, failure_result, write_result
 
 MAGIC = "__torchfix_device_magic_{}__"
 BOUNDARY = "__torchfix_device_cell_{}__"
@@ -204,7 +197,7 @@ def process_notebook(
         new_cells = _split(cells, output.text) if output.text != joined else {}
         rewritten = {index: _restore(cell, new_cells[cell.index]) for index, cell in ((c.index, c) for c in cells) if index in new_cells}
     except cst.ParserSyntaxError as exc:
-        message = _parse_error_message(exc, joined)
+        message = parse_error_message(exc, joined)
         line = int(message.split()[1].split(":")[0])
         cell, cell_line = _cell_at(cells, line)
         detail = message.split(": ", 1)[1]

@@ -17,10 +17,11 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from torchfix_device.codemod import Codemod
 from torchfix_device.runner import FileResult, process_file
 
 if TYPE_CHECKING:
+    from torchfix_device.catalog import CodemodRef
+    from torchfix_device.codemod import Codemod
     from torchfix_device.cache import ResultCache
     from torchfix_device.options import RunOptions
     from torchfix_device.progress import FileProgress
@@ -47,7 +48,7 @@ def _size(path: Path) -> int:
 
 def process_in_pool(
     files: Sequence[Path],
-    codemods: Sequence[type[Codemod]],
+    codemods: Sequence["CodemodRef | type[Codemod]"],
     results: list[FileResult],
     *,
     write: bool,

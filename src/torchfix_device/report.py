@@ -5,16 +5,17 @@ from __future__ import annotations
 import difflib
 import sys
 from collections import Counter
-from typing import IO, Sequence
+from typing import IO, TYPE_CHECKING, Sequence
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.markup import escape
-from rich.syntax import Syntax
-from rich.table import Table
 
-from torchfix_device.codemod import DOC_SECTIONS, Codemod
 from torchfix_device.runner import FileResult
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from torchfix_device.codemod import Codemod
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 _GIT_ESCAPES = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r", '"': '"', "\\": "\\"}
@@ -71,6 +72,8 @@ def write_diffs(results: Sequence[FileResult], stream: IO[str] | None = None) ->
     stream = stream or sys.stdout
     changed = [r for r in results if r.status == "changed"]
     if stream.isatty():
+        from rich.syntax import Syntax  # pygments: only for a terminal
+
         console = Console(file=stream)
         for result in changed:
             text = unified_diff(result).decode(result.source.encoding if result.source else "utf-8", "replace")
@@ -165,7 +168,9 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
     return line
 
 
-def rules_table(codemods: Sequence[type[Codemod]]) -> Table:
+def rules_table(codemods: Sequence[type[Codemod]]) -> "Table":
+    from rich.table import Table
+
     table = Table(title="torchfix-device codemods")
     # codes and names are what --select takes: never wrapped or cut, however narrow the output
     table.add_column("code", style="bold", no_wrap=True, min_width=6)
@@ -178,6 +183,8 @@ def rules_table(codemods: Sequence[type[Codemod]]) -> Table:
 
 
 def explain_markdown(codemod: type[Codemod]) -> str:
+    from torchfix_device.codemod import DOC_SECTIONS
+
     sections = codemod.documentation()
     parts = [f"# {codemod.code} {codemod.name}", "", codemod.summary, "", f"Fix: {'safe' if codemod.safe else 'unsafe'}", ""]
     for heading in DOC_SECTIONS:
@@ -188,6 +195,8 @@ def explain_markdown(codemod: type[Codemod]) -> str:
 def print_explain(codemod: type[Codemod], console: Console) -> None:
     text = explain_markdown(codemod)
     if console.is_terminal:
+        from rich.markdown import Markdown
+
         console.print(Markdown(text))
     else:
         console.file.write(text + "\n")

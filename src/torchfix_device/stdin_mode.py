@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import BinaryIO, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Sequence
 
-from torchfix_device.codemod import Codemod
 from torchfix_device.fileio import SourceError, decode_source
 from torchfix_device.options import RunOptions
 from torchfix_device.runner import FileResult, process_file
+
+if TYPE_CHECKING:
+    from torchfix_device.catalog import CodemodRef
+    from torchfix_device.codemod import Codemod
 
 STDIN = "-"
 
@@ -25,7 +28,7 @@ def is_stdin(paths: Sequence[Path]) -> bool:
 
 
 def process_stdin(
-    codemods: Sequence[type[Codemod]],
+    codemods: Sequence["CodemodRef | type[Codemod]"],
     *,
     unsafe_fixes: bool,
     options: RunOptions,

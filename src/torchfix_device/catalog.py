@@ -1,0 +1,113 @@
+"""The codemods by code and name, known without importing them.
+
+Importing a codemod imports libcst (half a second, most of it ``libcst.matchers``), which a run
+answered from the result cache, or one that only lists codes, never needs. Each codemod module
+in ``torchfix_device/codemods/`` defines its class with the literal class attributes
+``code = "TFD..."`` and ``name = "..."``; this module reads them with the stdlib ``ast``
+(``tests/test_catalog.py`` checks that the result is the registry the classes fill), and
+:meth:`CodemodRef.load` imports the class when a file has to be transformed after all.
+
+A :class:`CodemodRef` answers ``code`` and ``name`` itself; any other attribute (``triggers``,
+``safe``, the documentation) loads the class and is read from it.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+if TYPE_CHECKING:
+    from torchfix_device.codemod import Codemod
+
+CODEMODS_PACKAGE = "torchfix_device.codemods"
+CODEMODS_FOLDER = Path(__file__).resolve().parent / "codemods"
+
+
+class UnknownRuleError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class CodemodRef:
+    """A codemod known by its code and name; its class is imported on first use."""
+
+    code: str
+    name: str
+    module: str
+    class_name: str
+
+    def load(self) -> type["Codemod"]:
+        """The codemod class (importing its module, and libcst, the first time)."""
+        return getattr(importlib.import_module(self.module), self.class_name)
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)  # copy/pickle probe dunders: never load for those
+        return getattr(self.load(), attribute)
+
+
+@lru_cache(maxsize=1)
+def refs() -> tuple[CodemodRef, ...]:
+    """Every codemod of the package, ordered by code."""
+    found: list[CodemodRef] = []
+    for path in sorted(CODEMODS_FOLDER.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        module = f"{CODEMODS_PACKAGE}.{path.stem}"
+        found.extend(_refs_in(ast.parse(path.read_bytes(), filename=str(path)), module))
+    return tuple(sorted(found, key=lambda ref: ref.code))
+
+
+def _refs_in(tree: ast.Module, module: str) -> Iterable[CodemodRef]:
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            literals = _literal_class_strings(node)
+            if "code" in literals and "name" in literals:
+                yield CodemodRef(literals["code"], literals["name"], module, node.name)
+
+
+def _literal_class_strings(node: ast.ClassDef) -> dict[str, str]:
+    """``NAME = "text"`` assignments directly in the class body."""
+    found: dict[str, str] = {}
+    for statement in node.body:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        ):
+            found[statement.targets[0].id] = statement.value.value
+    return found
+
+
+def codes() -> list[str]:
+    """Every codemod's code, sorted."""
+    return [ref.code for ref in refs()]
+
+
+def lookup_ref(code_or_name: str) -> CodemodRef:
+    """The codemod with this code (``TFD005``) or name (``torch-load-without-map-location``)."""
+    wanted = code_or_name.strip()
+    for ref in refs():
+        if wanted.upper() == ref.code or wanted.lower() == ref.name:
+            return ref
+    known = ", ".join(f"{ref.code} ({ref.name})" for ref in refs())
+    raise UnknownRuleError(f"unknown codemod {code_or_name!r}; known: {known}")
+
+
+def select_refs(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[CodemodRef]:
+    """The codemods that ``--select`` / ``--ignore`` leave, ordered by code."""
+    chosen = [lookup_ref(s) for s in select] if select else list(refs())
+    dropped = {lookup_ref(i).code for i in ignore or ()}
+    unique = {ref.code: ref for ref in chosen if ref.code not in dropped}
+    return [unique[code] for code in sorted(unique)]
+
+
+def load_codemods(codemods: Sequence["CodemodRef | type[Codemod]"]) -> list[type["Codemod"]]:
+    """The classes of ``codemods`` (references loaded, classes as they are)."""
+    return [c.load() if isinstance(c, CodemodRef) else c for c in codemods]

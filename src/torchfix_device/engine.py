@@ -1,0 +1,287 @@
+"""The engine: parse once, apply the selected codemods until the tree stops changing.
+
+Stage 1 (:mod:`torchfix_device.candidates`, the stdlib ``ast``) decides which codemods can match
+a file at all; libcst parses only files where one can, and every later pass runs only the
+codemods with a candidate in the tree they would get. This is the only part of a run that
+imports libcst: the runner calls it for files without a cached result.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import warnings
+from typing import Sequence
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+
+from torchfix_device import _cst
+from torchfix_device.candidates import SITES, FileFacts, candidate_codemods, parse_facts, statements_with_sites
+from torchfix_device.catalog import CodemodRef, load_codemods
+from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod, Finding, SharedWrapper
+from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
+from torchfix_device.runner import InternalError, TransformOutput
+from torchfix_device.suppressions import NO_SUPPRESSIONS, Suppressions, may_hold_directives, parse_suppressions
+
+MAX_PASSES = 6
+
+
+def active_codemods(text: str, codemods: Sequence[type[Codemod]]) -> list[type[Codemod]]:
+    """The codemods whose trigger substrings occur in ``text`` (the cheap prefilter)."""
+    return [c for c in codemods if any(t in text for t in c.triggers)]
+
+
+def transform_source(
+    text: str,
+    codemods: Sequence[CodemodRef | type[Codemod]],
+    *,
+    unsafe_fixes: bool = False,
+    filename: str | None = None,
+    options: RunOptions | None = None,
+) -> TransformOutput:
+    """Apply ``codemods`` to ``text`` until the tree stops changing (see
+    :func:`transform_unfiltered`), running only the codemods that stage 1 (``candidates``, the
+    stdlib ``ast``) says may match; a file where none may is never parsed by libcst.
+
+    The result is the same as :func:`transform_unfiltered`'s: a codemod left out cannot report or
+    change anything in the original file, nor in any intermediate rewrite that stage 1 also finds
+    no candidate in (the runs see the same trees up to the first change by a left-out codemod, so
+    there is none). When stage 1 does find one in a rewrite (an inserted
+    ``torch.cuda.is_available()`` can wake TFD008), the file is transformed again with those
+    codemods added, until no left-out codemod has a candidate in any rewrite.
+    """
+    codemods = load_codemods(codemods)
+    triggered = active_codemods(text, codemods)
+    stage1 = Stage1Memo()
+    facts = stage1.facts(text) if triggered else None
+    if facts is not None:
+        running = candidate_codemods(facts, triggered)
+        if not running:
+            return TransformOutput(text, [], [])
+        while len(running) < len(triggered):
+            rewrites: list[str] = []
+            try:
+                output = transform_unfiltered(
+                    text, running, unsafe_fixes=unsafe_fixes, filename=filename, options=options, rewrites=rewrites,
+                    stage1=stage1,
+                )
+            except Exception:
+                break  # let the full run below report it, in its own words
+            left_out = [c for c in triggered if c not in running]
+            woken = {c for code in rewrites for c in stage1.candidates_in(code, left_out)}
+            if not woken:
+                return output
+            running = [c for c in triggered if c in running or c in woken]
+    return transform_unfiltered(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, stage1=stage1)
+
+
+class Stage1Memo:
+    """Stage 1's facts of each code version one file's transform meets (the original, its
+    libcst rendering, every rewrite), so none is parsed by CPython twice."""
+
+    def __init__(self) -> None:
+        self._facts: dict[str, FileFacts | None] = {}
+
+    def facts(self, code: str) -> FileFacts | None:
+        if code not in self._facts:
+            self._facts[code] = parse_facts(code)
+        return self._facts[code]
+
+    def candidates_in(self, code: str, codemods: Sequence[type[Codemod]]) -> Sequence[type[Codemod]]:
+        """The codemods of ``codemods`` stage 1 finds a candidate for in ``code`` (all of them
+        when CPython cannot parse it)."""
+        facts = self.facts(code)
+        return codemods if facts is None else candidate_codemods(facts, codemods)
+
+    def parsed(self, code: str) -> bool:
+        """CPython has already parsed ``code`` without error."""
+        return self._facts.get(code) is not None
+
+
+@_cst.forgetting_children
+def transform_unfiltered(
+    text: str,
+    codemods: Sequence[CodemodRef | type[Codemod]],
+    *,
+    unsafe_fixes: bool = False,
+    filename: str | None = None,
+    options: RunOptions | None = None,
+    rewrites: list[str] | None = None,
+    stage1: "Stage1Memo | None" = None,
+) -> TransformOutput:
+    """Apply ``codemods`` to ``text`` until the tree stops changing.
+
+    Findings carry positions in ``text``. Raises ``libcst.ParserSyntaxError`` for code that does
+    not parse and :class:`InternalError` when the result does not compile.
+
+    With ``stage1`` (the memo :func:`transform_source` keeps), a codemod in a pass after the
+    first runs only when stage 1 finds a candidate for it in the tree it would be given
+    (otherwise it cannot change that tree: the same argument as for the first pass), and a
+    codemod with a site function skips the top-level statements without a site.
+    """
+    codemods = load_codemods(codemods)
+    active = active_codemods(text, codemods)
+    if not active:
+        return TransformOutput(text, [], [])
+    if stage1 is None or not stage1.parsed(text):
+        _check_cpython_parses(text, filename)
+    original = cst.parse_module(text)
+    rendered = original.code  # libcst's rendering of the untouched tree: not always ``text``
+    findings: set[Finding] = set()
+    suppressed: set[Finding] = set()
+    notes: list[str] = []
+    shared = SharedWrapper(original)  # one wrapper per module version, the original's included
+    current, current_code = original, rendered
+    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=stage1)
+    for pass_number in range(MAX_PASSES):
+        changed_in_pass = False
+        for codemod_class in active:
+            if pass_number and stage1 is not None and codemod_class not in stage1.candidates_in(current_code, active):
+                continue  # no candidate in the tree it would get: it would change nothing
+            try:
+                codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
+                configure(codemod, current_code)
+                codemod.keeps_findings = pass_number == 0 and current is original
+                result = codemod.transform_module(current)
+                if pass_number == 0:
+                    if current is original:
+                        findings.update(codemod.findings)
+                        suppressed.update(codemod.suppressed_findings)
+                        notes.extend(codemod.checkpoint_notes)
+                    else:  # positions must refer to the file as it was: look at the original tree
+                        fresh = codemod_class(
+                            CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared
+                        )
+                        configure(fresh, rendered)
+                        fresh.transform_module(original)
+                        findings.update(fresh.findings)
+                        suppressed.update(fresh.suppressed_findings)
+                        notes.extend(fresh.checkpoint_notes)
+            except RecursionError:
+                raise  # a tree too deep for Python's recursion limit: the input's problem
+            except Exception as exc:  # name the codemod in the bug report
+                raise InternalError(
+                    f"{codemod_class.code} ({codemod_class.name}) raised {type(exc).__name__}: {exc}; "
+                    "file left unchanged — please report this bug"
+                ) from exc
+            result_code = result.code if codemod.changed_tree or CHECK_FAST_NAMES else current_code
+            if CHECK_FAST_NAMES and not codemod.changed_tree:
+                assert result_code == current_code, f"{codemod_class.code} changed the code without replacing a node"
+            if result_code != current_code:
+                current, current_code = result, result_code
+                changed_in_pass = True
+                if rewrites is not None:  # every tree a later codemod sees (for stage 1's check)
+                    rewrites.append(result_code)
+        if not changed_in_pass:
+            break
+    else:
+        raise InternalError(f"codemods {', '.join(c.code for c in active)} did not reach a fixed point")
+    if current_code == rendered:
+        current_code = text
+    elif rendered != text:
+        current_code = _keep_untouched_lines(text, rendered, current_code)
+    if current_code != text:
+        try:
+            compile(current_code, filename or "<rewrite>", "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            raise InternalError(
+                f"rewrite by {', '.join(c.code for c in active)} does not compile "
+                f"(line {exc.lineno}: {exc.msg}); file left unchanged — please report this bug"
+            ) from None
+    return TransformOutput(current_code, sorted(findings), notes, tuple(sorted(suppressed)))
+
+
+def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | None = None):
+    """A function giving a codemod the run's settings, the code it is about to transform and
+    that code's ``noqa`` comments. The comments are read from that code itself, since rewrites
+    before it may have moved lines (an inserted ``device = ...``); comments move with their lines.
+
+    With ``stage1``, a codemod with a stage-1 site function also learns which top-level
+    statements of that code hold a site (it skips the others)."""
+    cache: dict[str, Suppressions] = {}
+    has_directives = may_hold_directives(text)
+
+    def configure(codemod: Codemod, code: str) -> None:
+        codemod.device_expression = options.device_expression
+        codemod.source_code = code
+        if has_directives:
+            if code not in cache:
+                cache[code] = parse_suppressions(code)
+            codemod.suppressions = cache[code]
+        else:
+            codemod.suppressions = NO_SUPPRESSIONS
+        if stage1 is not None and codemod.code in SITES:
+            facts = stage1.facts(code)
+            if facts is not None:
+                codemod.statements_with_sites = statements_with_sites(facts, codemod.code)
+
+    return configure
+
+
+def _lines(text: str) -> list[str]:
+    """Lines ended by ``\\n`` only (``\\r\\n`` stays inside a line)."""
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _keep_untouched_lines(text: str, rendered: str, new: str) -> str:
+    """``new`` with every line the codemods did not touch taken from ``text`` byte for byte.
+
+    libcst does not render every file exactly as read: a form feed that starts a line of code
+    (``\\x0cx = 1``, a page break) is dropped (cf. Instagram/LibCST#446). The rewrite must not
+    carry such losses into lines it never meant to change, let alone change a file that has
+    nothing to fix.
+    """
+    text_lines, rendered_lines, new_lines = _lines(text), _lines(rendered), _lines(new)
+    if len(text_lines) != len(rendered_lines):
+        raise InternalError(
+            "libcst cannot reproduce this file byte for byte (its lines come out differently); "
+            "file left unchanged — please report this bug"
+        )
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, rendered_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        out.extend(text_lines[i1:i2] if tag == "equal" else new_lines[j1:j2])
+    return "".join(out)
+
+
+def _check_cpython_parses(text: str, filename: str | None) -> None:
+    """Parse with CPython's parser before libcst's: CPython refuses nesting deeper than it
+    supports (200 brackets, its parser stack), while libcst's native parser overflows the C stack
+    on such input and kills the whole process (a segfault on ``x = ((((...1))))`` 2000 deep).
+    Code CPython cannot read (a ``TabError``, ``f() = 1``) is reported as the syntax error it is.
+
+    Raises ``libcst.ParserSyntaxError`` or ``RecursionError``.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
+            compile(text, filename or "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        raise cst.ParserSyntaxError(
+            exc.msg, lines=text.splitlines(keepends=True) or [""], raw_line=exc.lineno or 1, raw_column=max((exc.offset or 1) - 1, 0)
+        ) from None
+    except (RecursionError, MemoryError):  # "too complex", "parser stack overflowed"
+        raise RecursionError("nested too deeply for CPython's parser") from None
+    except ValueError as exc:  # e.g. NUL bytes (already refused when reading)
+        raise cst.ParserSyntaxError(str(exc), lines=[""], raw_line=1, raw_column=0) from None
+
+
+def parse_error_message(exc: cst.ParserSyntaxError, text: str) -> str:
+    """``line N:C: syntax error: ...`` at the place CPython names (libcst's native parser can
+    point a line late), with a hint when the line looks like Python 2."""
+    line, column, message = exc.raw_line, exc.raw_column + 1, exc.message
+    try:
+        ast.parse(text)
+    except SyntaxError as py_exc:
+        if py_exc.lineno:
+            line, column, message = py_exc.lineno, py_exc.offset or 1, py_exc.msg
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    lines = text.splitlines()
+    stripped = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    hint = ""
+    if stripped.startswith(("print ", "exec ")) or (stripped.startswith("except ") and "," in stripped) or "Missing parentheses" in message:
+        hint = " (Python 2 syntax? this tool reads Python 3 only; convert with 2to3 first)"
+    return f"line {line}:{column}: syntax error: {message}{hint}"

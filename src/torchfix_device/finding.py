@@ -1,0 +1,35 @@
+"""A finding: one place a codemod matched. Free of libcst, so that code that only reports
+(cached results, output formats) does not pay for importing it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One place a codemod matched: fixed (or fixable) or left for manual review."""
+
+    line: int
+    column: int
+    code: str
+    message: str
+    fixed: bool
+    """True when the codemod rewrote this place (or, in ``check``, would rewrite it)."""
+    held_back: bool = False
+    """True when a fix exists but is unsafe and ``--unsafe-fixes`` was not given."""
+    cell: int | None = None
+    """In a notebook: the cell (counted from 1) that ``line`` is relative to."""
+
+    @property
+    def where(self) -> str:
+        """``line:col``, or ``cell N:line:col`` in a notebook."""
+        return f"{self.line}:{self.column}" if self.cell is None else f"cell {self.cell}:{self.line}:{self.column}"
+
+    @property
+    def kind(self) -> str:
+        if self.fixed:
+            return "fix"
+        if self.held_back:
+            return "unsafe-fix"
+        return "manual"
