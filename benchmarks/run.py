@@ -8,7 +8,8 @@ Corpora (built under --workdir, never committed):
   torch           the installed torch package's own Python sources
   torch-nn-optim  torch/nn and torch/optim only
   legacy          old PyTorch packages from the package index (`pip download --no-deps`)
-  synthetic       a generated monorepo mixing legacy patterns and plain code (--synthetic-files)
+  synthetic       a generated monorepo mixing legacy patterns and plain code (--synthetic-files;
+                  TorchFix is left out there unless --torchfix-on-synthetic)
 
 Measured per corpus (wall seconds, median of --runs; peak RSS of the largest process):
   torchfix-device check: cold (default --jobs), cold --jobs 1, warm cache (default --jobs);
@@ -264,7 +265,7 @@ def bench_corpus(name: str, root: Path, args, jobs: int, workdir: Path) -> list[
     measure([*tfd, "check", "--jobs", str(jobs), str(root)], 1)  # fill the cache
     row(f"torchfix-device check, warm cache, --jobs {jobs}", len(files),
         measure([*tfd, "check", "--jobs", str(jobs), str(root)], args.runs))
-    if not args.skip_torchfix:
+    if not args.skip_torchfix and (args.torchfix_on_synthetic or not name.startswith("synthetic")):
         exe = torchfix_executable(workdir)
         row(f"TorchFix 0.7 `--select ALL`, --jobs {jobs}", len(files),
             measure([str(exe), "--select", "ALL", "--jobs", str(jobs), str(root)], args.torchfix_runs))
@@ -326,11 +327,13 @@ def markdown(all_rows: dict[str, list[dict]], args, jobs: int) -> str:
         out.append(f"- torchfix-device cold / libcst parse of only the files stage 1 keeps (stricter): **{_ratio(cold, kept)}**")
         out.append(f"- torchfix-device cold / warm: **{_ratio(cold, warm)}** (target ≥ 20×)")
         out.append("")
-    synthetic = sorted((rows[0]["corpus_files"], rows[0]["median"]) for n, rows in all_rows.items() if n.startswith("synthetic-"))
+    synthetic = sorted((rows[0]["corpus_files"], rows[0]["median"], rows[0]["peak_mb"]) for n, rows in all_rows.items() if n.startswith("synthetic-"))
     if len(synthetic) >= 2:
-        (n1, t1), (n2, t2) = synthetic[0], synthetic[-1]
+        (n1, t1, m1), (n2, t2, m2) = synthetic[0], synthetic[-1]
         out += [f"Synthetic monorepo, cold check: {(t2 - t1) / (n2 - n1) * 1000:.2f} s per 1,000 extra files "
-                f"({n1} files {t1:.1f} s, {n2} files {t2:.1f} s; linear growth predicts {t1 * n2 / n1:.1f} s).", ""]
+                f"({n1:,} files {t1:.1f} s = {n1 / t1:.0f} files/s, {n2:,} files {t2:.1f} s = {n2 / t2:.0f} files/s; "
+                f"linear growth from the smaller predicts {t1 * n2 / n1:.1f} s). Peak memory of the biggest process: "
+                f"{m1:.0f} MB and {m2:.0f} MB.", ""]
     return "\n".join(out) + "\n"
 
 
@@ -343,7 +346,9 @@ def main() -> None:
     parser.add_argument("--jobs1-runs", type=int, default=None,
                         help="runs for the --jobs 1 check (default: --runs; 0 leaves that row out)")
     parser.add_argument("--skip-torchfix", action="store_true", help="do not install or run TorchFix")
-    parser.add_argument("--synthetic-files", default="2000,8000", help="sizes of the synthetic monorepos")
+    parser.add_argument("--torchfix-on-synthetic", action="store_true",
+                        help="also run TorchFix on the synthetic monorepos (hours at 40k files; off by default)")
+    parser.add_argument("--synthetic-files", default="10000,40000", help="sizes of the synthetic monorepos")
     parser.add_argument("--jobs", type=int, default=None, help="processes for the default runs (default: cores)")
     parser.add_argument("--workdir", type=Path, default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "torchfix-device-bench")
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")

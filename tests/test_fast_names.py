@@ -181,19 +181,26 @@ def test_module_named_function_makes_locals_ask_libcst() -> None:
     assert receivers and fast.qualified_names(receivers[0]) == set()
 
 
-def test_a_plain_factory_site_needs_no_scope_analysis(monkeypatch) -> None:
+@pytest.fixture
+def resolved(monkeypatch) -> list[object]:
+    """The metadata providers libcst resolves during the test (skipped where every name is
+    checked against libcst's on purpose)."""
     import torchfix_device.codemod as codemod
 
     if codemod.CHECK_FAST_NAMES:
         pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 resolves libcst's names on purpose")
-    resolved: list[object] = []
+    providers: list[object] = []
     real = MetadataWrapper.resolve
 
     def spy(self, provider):
-        resolved.append(provider)
+        providers.append(provider)
         return real(self, provider)
 
     monkeypatch.setattr(MetadataWrapper, "resolve", spy)
+    return providers
+
+
+def test_a_plain_factory_site_needs_no_scope_analysis(resolved) -> None:
     code = (
         "import torch\nimport torch.nn as nn\n\n\nclass Noisy(nn.Module):\n    def __init__(self, n):\n"
         "        super().__init__()\n        self.w = nn.Parameter(torch.zeros(n))\n\n"
@@ -313,21 +320,11 @@ def test_a_renaming_import_keeps_a_plain_name_possible() -> None:
     assert _check_endings(code) > 0
 
 
-def test_calls_that_cannot_be_a_codemods_target_need_no_scope_analysis(monkeypatch) -> None:
+def test_calls_that_cannot_be_a_codemods_target_need_no_scope_analysis(resolved) -> None:
     """A name only libcst can qualify (``global`` below) costs a whole-file scope analysis; when
     its last part cannot be a factory's, TFD003 does not ask."""
     import torchfix_device.codemod as codemod
 
-    if codemod.CHECK_FAST_NAMES:
-        pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 resolves libcst's names on purpose")
-    resolved: list[object] = []
-    real = MetadataWrapper.resolve
-
-    def spy(self, provider):
-        resolved.append(provider)
-        return real(self, provider)
-
-    monkeypatch.setattr(MetadataWrapper, "resolve", spy)
     code = (
         "import torch\nimport torch.nn as nn\n\nstate = None\n\n\ndef reset():\n    global state\n    state = {}\n\n\n"
         "class Noisy(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"

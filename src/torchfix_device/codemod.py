@@ -26,7 +26,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from libcst.metadata.base_provider import LazyValue
 
 from torchfix_device import fast_names
-from torchfix_device.catalog import UnknownRuleError
+from torchfix_device.catalog import UnknownRuleError, lookup_ref, select_refs
 from torchfix_device.device_source import DeviceSource
 from torchfix_device.finding import Finding
 from torchfix_device.suppressions import Suppressions
@@ -502,17 +502,9 @@ def all_codemods() -> list[type[Codemod]]:
 
 def lookup(code_or_name: str) -> type[Codemod]:
     """The codemod with this code (``TFD005``) or name (``torch-load-without-map-location``)."""
-    wanted = code_or_name.strip()
-    for codemod in all_codemods():
-        if wanted.upper() == codemod.code or wanted.lower() == codemod.name:
-            return codemod
-    known = ", ".join(f"{c.code} ({c.name})" for c in all_codemods())
-    raise UnknownRuleError(f"unknown codemod {code_or_name!r}; known: {known}")
+    return lookup_ref(code_or_name).load()
 
 
 def select_codemods(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[type[Codemod]]:
     """The codemods that ``--select`` / ``--ignore`` leave, ordered by code."""
-    chosen = [lookup(s) for s in select] if select else all_codemods()
-    dropped = {lookup(i).code for i in ignore or ()}
-    unique = {c.code: c for c in chosen if c.code not in dropped}
-    return [unique[c] for c in sorted(unique)]
+    return [ref.load() for ref in select_refs(select, ignore)]

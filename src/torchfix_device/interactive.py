@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.syntax import Syntax
 
 from torchfix_device import report
+from torchfix_device.catalog import CodemodRef
 from torchfix_device.codemod import FIX_FILTER, Codemod, Finding
 from torchfix_device.options import RunOptions
 from torchfix_device.runner import FileResult, InternalError, transform_source, write_result
@@ -97,7 +98,7 @@ class _Chosen:
         return out
 
 
-def rewrite_with(text: str, codemods: Sequence[type[Codemod]], fixes: Sequence[Finding], accepted: set[Key],
+def rewrite_with(text: str, codemods: Sequence["CodemodRef | type[Codemod]"], fixes: Sequence[Finding], accepted: set[Key],
                  *, unsafe_fixes: bool, filename: str, options: RunOptions | None = None) -> str:
     """``text`` with only the ``accepted`` fixes applied (compiled by the runner)."""
     token = FIX_FILTER.set(_Chosen(text, fixes, accepted))
@@ -130,7 +131,7 @@ def _show(result: FileResult, finding: Finding, number: int, total: int, new_tex
         console.print(text, markup=False, highlight=False, end="")
 
 
-def review_file(result: FileResult, codemods: Sequence[type[Codemod]], *, unsafe_fixes: bool, console: Console,
+def review_file(result: FileResult, codemods: Sequence["CodemodRef | type[Codemod]"], *, unsafe_fixes: bool, console: Console,
                 ask: Callable[[str], str], options: RunOptions | None = None) -> Review:
     """Ask about each fixed finding of one changed file."""
     assert result.source is not None
@@ -162,7 +163,7 @@ def review_file(result: FileResult, codemods: Sequence[type[Codemod]], *, unsafe
     return decision
 
 
-def apply_decision(result: FileResult, codemods: Sequence[type[Codemod]], decision: Review, *, unsafe_fixes: bool,
+def apply_decision(result: FileResult, codemods: Sequence["CodemodRef | type[Codemod]"], decision: Review, *, unsafe_fixes: bool,
                    options: RunOptions | None = None) -> None:
     """Rewrite the file with the accepted fixes (or leave it), and update ``result`` to match."""
     assert result.source is not None and result.new_text is not None
@@ -184,7 +185,7 @@ def apply_decision(result: FileResult, codemods: Sequence[type[Codemod]], decisi
     write_result(result)
 
 
-def review(results: list[FileResult], codemods: Sequence[type[Codemod]], *, unsafe_fixes: bool, console: Console,
+def review(results: list[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, unsafe_fixes: bool, console: Console,
            ask: Callable[[str], str], refuse: Callable[[FileResult], bool], options: RunOptions | None = None) -> None:
     """Review every changed file of a dry run in turn; write the accepted rewrites."""
     quitting = False

@@ -22,6 +22,7 @@ from typing import Sequence
 
 import libcst as cst
 
+from torchfix_device.catalog import CodemodRef
 from torchfix_device.codemod import Codemod, Finding
 from torchfix_device.fileio import SourceFile
 from torchfix_device.options import RunOptions
@@ -164,7 +165,7 @@ def write_notebook(nb, like: str) -> str:
 
 
 def process_notebook(
-    path: Path, codemods: Sequence[type[Codemod]], *, write: bool, unsafe_fixes: bool = False,
+    path: Path, codemods: Sequence["CodemodRef | type[Codemod]"], *, write: bool, unsafe_fixes: bool = False,
     options: "RunOptions | None" = None,
 ) -> FileResult:
     """Read, transform and (when ``write``) atomically replace one notebook. Never raises."""
