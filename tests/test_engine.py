@@ -145,3 +145,49 @@ def test_a_run_that_replaces_no_node_is_not_rendered(monkeypatch) -> None:
     rendered.clear()
     fixed = transform_unfiltered("import torch\n\nx = torch.zeros(3).cuda()\n", [REGISTRY["TFD001"]])
     assert ".to(device)" in fixed.text and len(rendered) >= 2  # the rewrite is rendered, then checked
+
+
+def test_a_codemod_created_without_libcsts_decorator_scan_has_the_same_state() -> None:
+    """After the first instance of a codemod class, instances skip libcst's per-instance scan
+    for matcher decorators (none of ours has any); what they hold must be what libcst's own
+    ``__init__`` would leave."""
+    from libcst.codemod import CodemodContext
+
+    from torchfix_device import codemod as codemod_module
+
+    for cls in all_codemods():
+        codemod_module._MATCHER_DECORATED.pop(cls, None)
+        context = CodemodContext(filename="m.py")
+        scanned = cls(context)
+        assert codemod_module._MATCHER_DECORATED[cls] is False
+        fast = cls(context)
+        assert vars(fast).keys() == vars(scanned).keys()
+        for name in ("metadata", "context", "_extra_visit_funcs", "_extra_leave_funcs", "_matcher_decorated"):
+            assert getattr(fast, name) == getattr(scanned, name), (cls.code, name)
+        assert fast._matchers == scanned._matchers == {}
+
+
+def test_a_codemod_with_matcher_decorators_keeps_libcsts_dispatch() -> None:
+    import libcst as cst
+    import libcst.matchers as m
+
+    from torchfix_device.codemod import REGISTRY, Codemod
+
+    class Decorated(Codemod):
+        """Renames `spam` through a matcher decorator."""
+
+        code = "TFD998"
+        name = "test-decorated"
+        summary = "test only"
+        triggers = ("spam",)
+
+        @m.leave(m.Name("spam"))
+        def rename(self, original_node, updated_node):
+            return updated_node.with_changes(value="eggs") if self.report(original_node, "spam") else updated_node
+
+    try:
+        for _ in range(2):  # the second instance must not take the shortcut
+            out = transform_source("spam = 1\n", [Decorated])
+            assert out.text == "eggs = 1\n" and [f.code for f in out.findings] == ["TFD998"]
+    finally:
+        REGISTRY.pop("TFD998", None)

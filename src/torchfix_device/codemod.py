@@ -122,8 +122,12 @@ class Codemod(VisitorBasedCodemodCommand):
     def __init__(
         self, context: CodemodContext, unsafe_fixes: bool = False, shared: "SharedWrapper | None" = None
     ) -> None:
-        super().__init__(context)
-        self._matcher_decorated = bool(self._matchers or self._extra_visit_funcs or self._extra_leave_funcs)
+        if _MATCHER_DECORATED.get(type(self)) is False:
+            self._init_libcst_state(context)
+        else:
+            super().__init__(context)
+            _MATCHER_DECORATED[type(self)] = bool(self._matchers or self._extra_visit_funcs or self._extra_leave_funcs)
+        self._matcher_decorated = _MATCHER_DECORATED[type(self)]
         self.unsafe_fixes = unsafe_fixes
         self.shared = shared
         self._metadata_cache: dict[Any, Any] = {}
@@ -155,6 +159,19 @@ class Codemod(VisitorBasedCodemodCommand):
         True means "maybe changed": the caller compares the code."""
         scratch = self.context.scratch
         return self._replaced_a_node or any(key in scratch for key in _IMPORT_SCRATCH_KEYS)
+
+    def _init_libcst_state(self, context: CodemodContext) -> None:
+        """What libcst's ``__init__`` chain leaves on an instance of a class without matcher
+        decorators, set directly. libcst looks for ``@m.visit``/``@m.leave``/``@m.call_if_inside``
+        decorators by calling ``getattr`` on every attribute of every new instance: about 30 ms a
+        codemod, three quarters of the time of a small file (a codemod is created per file and
+        pass). The first instance of each class goes through libcst's own ``__init__``, which
+        tells whether the class has any (``tests/test_engine.py`` compares both states)."""
+        self.metadata = {}
+        self.context = context
+        self._matchers = {}
+        self._extra_visit_funcs = {}
+        self._extra_leave_funcs = {}
 
     # -- dispatch ---------------------------------------------------------------------------
     # libcst calls on_visit / on_leave (and the per-attribute hooks) for every node of every
@@ -420,6 +437,9 @@ def _lines_before_first_token(statement: cst.BaseStatement) -> int:
         before += len(decorators[0].leading_lines)
     return before
 
+
+_MATCHER_DECORATED: dict[type, bool] = {}
+"""Codemod class → whether it uses libcst's matcher decorators (learnt from its first instance)."""
 
 _LIBCST_DEFAULT_HOOKS = (CSTTypedBaseFunctions, CSTTypedTransformerFunctions)
 _HOOKS: dict[tuple[type, str, type, str | None], Callable[..., Any] | None] = {}
