@@ -193,7 +193,8 @@ def kept_files(files: list[Path]) -> tuple[list[Path], list[Path]]:
     from torchfix_device.candidates import candidate_codemods, parse_facts
     from torchfix_device.codemod import all_codemods
     from torchfix_device.fileio import SourceError, read_source
-    from torchfix_device.runner import MAX_FILE_BYTES, active_codemods
+    from torchfix_device.engine import active_codemods
+    from torchfix_device.runner import MAX_FILE_BYTES
 
     prefiltered, kept = [], []
     for path in files:

@@ -6,7 +6,7 @@ that would act.
 
 For every Python file under PATH and every codemod whose trigger substrings occur in it but whose
 stage-1 condition says "no", the codemod is run alone, without stage 1
-(``runner.transform_unfiltered``, unsafe fixes on). If it reports or changes anything, the
+(``engine.transform_unfiltered``, unsafe fixes on). If it reports or changes anything, the
 condition was not a necessary one: the file and codemod are printed as MISSED and the script
 exits 1. Slow on purpose (one libcst run per left-out codemod and file); read-only.
 """
@@ -21,7 +21,8 @@ from pathlib import Path
 from torchfix_device.candidates import candidate_codemods, parse_facts
 from torchfix_device.codemod import select_codemods
 from torchfix_device.fileio import SourceError, read_source
-from torchfix_device.runner import active_codemods, collect_files, transform_unfiltered
+from torchfix_device.engine import active_codemods, transform_unfiltered
+from torchfix_device.runner import collect_files
 
 
 def left_out_but_acting(text: str, codemods) -> list[str]:

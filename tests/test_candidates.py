@@ -12,10 +12,10 @@ import libcst
 import pytest
 
 from conftest import FIXTURES, ROOT
-from torchfix_device import engine, runner
+from torchfix_device import engine
 from torchfix_device.candidates import CONDITIONS, candidate_codemods, parse_facts
 from torchfix_device.codemod import all_codemods
-from torchfix_device.runner import transform_source, transform_unfiltered
+from torchfix_device.engine import transform_source, transform_unfiltered
 
 CORPUS = sorted([*FIXTURES.rglob("*.py"), *(ROOT / "examples").rglob("*.py")])
 
@@ -68,7 +68,7 @@ def test_file_whose_triggers_are_only_words_is_not_parsed_by_libcst(parse_counte
         '    """Load a Tensor; move it with cuda if you like, then forward it."""\n'
         "    return open(path).read()\n"
     )
-    assert runner.active_codemods(text, all_codemods())  # the substring prefilter keeps it
+    assert engine.active_codemods(text, all_codemods())  # the substring prefilter keeps it
     out = transform_source(text, all_codemods())
     assert out.text == text and out.findings == []
     assert parse_counter == []

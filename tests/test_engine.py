@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from torchfix_device.codemod import all_codemods, lookup, select_codemods
-from torchfix_device.runner import active_codemods, transform_source, transform_unfiltered
+from torchfix_device.engine import active_codemods, transform_source, transform_unfiltered
 
 
 def rewrite(source: str, **kwargs):
@@ -168,7 +168,6 @@ def test_a_codemod_created_without_libcsts_decorator_scan_has_the_same_state() -
 
 
 def test_a_codemod_with_matcher_decorators_keeps_libcsts_dispatch() -> None:
-    import libcst as cst
     import libcst.matchers as m
 
     from torchfix_device.codemod import REGISTRY, Codemod

@@ -15,8 +15,8 @@ from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvide
 from conftest import FIXTURES, ROOT
 from torchfix_device import fast_names
 from torchfix_device.codemod import all_codemods
-from torchfix_device.fast_names import FastNames, agrees
-from torchfix_device.runner import transform_unfiltered
+from torchfix_device.fast_names import FastNames
+from torchfix_device.engine import transform_unfiltered
 
 SNIPPETS = [
     # imports at module level, aliased, dotted, from-imports, relative, star

@@ -8,7 +8,6 @@ import signal
 import subprocess
 from pathlib import Path
 
-import libcst
 import pytest
 
 from conftest import FIXTURES, ROOT, console_script, run_cli

@@ -202,7 +202,7 @@ def test_another_tools_noqa_costs_no_position_analysis(monkeypatch) -> None:
     from libcst.metadata import MetadataWrapper, PositionProvider
 
     from torchfix_device.codemod import all_codemods
-    from torchfix_device.runner import transform_unfiltered
+    from torchfix_device.engine import transform_unfiltered
 
     code = (
         "import os  # noqa: F401\nimport torch\n\nloss_fn = torch.nn.MSELoss(size_average=False)\n"

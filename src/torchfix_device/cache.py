@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple, Sequence
 from torchfix_device import __version__
 from torchfix_device.finding import Finding
 from torchfix_device.config import find_pyproject
-from torchfix_device.file_selection import Marks, read_marks
+from torchfix_device.file_selection import Marks
 
 if TYPE_CHECKING:
     from torchfix_device.catalog import CodemodRef
@@ -47,6 +47,8 @@ class CachedResult(NamedTuple):
     suppressed: tuple[Finding, ...]
     marks: Marks
     """The file's ``@generated``/skip-file comments: whether a run skips it needs no tokenizing."""
+
+
 FORMAT = "3"
 
 
@@ -128,16 +130,13 @@ class ResultCache:
         new_text: str | None,
         findings: Sequence[Finding],
         notes: Sequence[str],
-        suppressed: Sequence[Finding] = (),
-        marks: Marks | None = None,
+        suppressed: Sequence[Finding],
+        marks: Marks,
     ) -> None:
         """Keep a transform's result (``new_text`` None when unchanged) for a file holding
-        ``raw``, with the file's :class:`~torchfix_device.file_selection.Marks` (read from
-        ``raw`` when not given)."""
+        ``raw``, with the file's :class:`~torchfix_device.file_selection.Marks`."""
         if not self._usable:
             return
-        if marks is None:
-            marks = read_marks(raw.decode("utf-8", "replace"))
         entry = self._entry(self.key(raw))
         data = {
             "text": new_text,

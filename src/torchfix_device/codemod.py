@@ -15,7 +15,7 @@ import os
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 import libcst as cst
@@ -26,7 +26,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from libcst.metadata.base_provider import LazyValue
 
 from torchfix_device import fast_names
-from torchfix_device.catalog import UnknownRuleError, lookup_ref, select_refs
+from torchfix_device.catalog import UnknownRuleError, lookup_ref, select_refs  # noqa: F401  (UnknownRuleError: re-exported)
 from torchfix_device.device_source import DeviceSource
 from torchfix_device.finding import Finding
 from torchfix_device.suppressions import Suppressions
@@ -143,12 +143,9 @@ class Codemod(VisitorBasedCodemodCommand):
         self._current_statement: cst.CSTNode | None = None
         self._local_positions: dict[int, Any] = {}
         self._replaced_a_node = False
-        self._may_be_suppressed: bool | None = None
-        """Memo of :meth:`_has_noqa` (the runner sets ``suppressions`` before the transform)."""
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
         self._replaced_a_node = False
-        self._may_be_suppressed = None
         return super().transform_module(tree)
 
     @property
@@ -339,9 +336,7 @@ class Codemod(VisitorBasedCodemodCommand):
     def _has_noqa(self) -> bool:
         """The tree being transformed holds a ``# noqa`` comment that can suppress this
         codemod's findings (then positions decide); another tool's ``# noqa: F401`` cannot."""
-        if self._may_be_suppressed is None:
-            self._may_be_suppressed = self.suppressions is not None and self.suppressions.may_suppress(self.code)
-        return self._may_be_suppressed
+        return self.suppressions is not None and self.suppressions.may_suppress(self.code)
 
     def is_suppressed(self, node: cst.CSTNode) -> bool:
         """True when a finding of this codemod at ``node`` would be suppressed by ``# noqa``:

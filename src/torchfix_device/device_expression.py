@@ -9,6 +9,7 @@ no torch import and the expression uses ``torch``.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,20 +51,26 @@ def device_expression_node(code: str | None, torch_name: str) -> cst.BaseExpress
     node = cst.parse_expression(code or DEFAULT_DEVICE_EXPRESSION)
     if torch_name == "torch":
         return node
-    return cst.ensure_type(node.visit(_torch_renamer(torch_name)), cst.BaseExpression)
+    return cst.ensure_type(node.visit(_rename_torch_class()(torch_name)), cst.BaseExpression)
 
 
-def _torch_renamer(torch_name: str) -> "cst.CSTTransformer":
-    """A transformer spelling ``torch.x`` as ``<torch_name>.x``."""
+@lru_cache(maxsize=1)
+def _rename_torch_class() -> type:
+    """The transformer spelling ``torch.x`` as ``<name>.x`` (defined on first use: this module
+    is imported by runs that never load libcst)."""
     import libcst as cst
 
     class RenameTorch(cst.CSTTransformer):
+        def __init__(self, torch_name: str) -> None:
+            super().__init__()
+            self.torch_name = torch_name
+
         def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
             if isinstance(updated_node.value, cst.Name) and updated_node.value.value == "torch":
-                return updated_node.with_changes(value=cst.Name(torch_name))
+                return updated_node.with_changes(value=cst.Name(self.torch_name))
             return updated_node
 
-    return RenameTorch()
+    return RenameTorch
 
 
 def _names(node: cst.CSTNode):

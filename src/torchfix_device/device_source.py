@@ -269,12 +269,8 @@ class DeviceSource:
     # -- everywhere else --------------------------------------------------------------------
     def _scoped_device(self, node: cst.CSTNode) -> DeviceExpr | NoDevice:
         taken: set[str] = set()
-        scope = None
         for name in (*DEVICE_NAMES, *self._module_level_device_names()):
-            if self._named_nowhere(name):
-                continue  # no binding of it anywhere: none is visible here
-            scope = scope or self._scope(node)
-            visible = set(scope[name]) if scope is not None else set()
+            visible = self._visible_bindings(name, node)
             if not visible:
                 continue
             if all(self._is_device_binding(a, node) for a in visible):
@@ -285,7 +281,7 @@ class DeviceSource:
                 (n for n in FREE_NAME_CANDIDATES if n not in taken and self._is_free_global(n)),
                 None,
             ) or _numbered_free_name(self._all_names())
-        elif not self._named_nowhere(self.inserted_name) and (scope := scope or self._scope(node)) is not None and scope[self.inserted_name]:
+        elif self._visible_bindings(self.inserted_name, node):
             return NoDevice(f"`{self.inserted_name}` is bound to something else here; pass a device by hand")
         return DeviceExpr(self.inserted_name)
 
@@ -318,6 +314,14 @@ class DeviceSource:
                 if name not in DEVICE_NAMES and self._looks_like_device(assign.value):
                     names.append(name)
         return names
+
+    def _visible_bindings(self, name: str, node: cst.CSTNode) -> set:
+        """The bindings of ``name`` visible at ``node``; none, without a scope analysis, when
+        the file never spells ``name`` as a name."""
+        if self._named_nowhere(name):
+            return set()
+        scope = self._scope(node)
+        return set(scope[name]) if scope is not None else set()
 
     def _named_nowhere(self, name: str) -> bool:
         """No scope of the file binds or reads ``name`` as a name (``symtable``, through the

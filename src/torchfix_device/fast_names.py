@@ -136,12 +136,11 @@ class FastNames:
         into = self._imports if at_module_level else self._nested_imports
         for alias in node.names:
             self._spelt_in_imports.update(_ids(alias.name))
+            bound = _bound_name(alias)
             if alias.asname is not None:
                 self._spelt_in_imports.update(_ids(alias.asname.name))
-                bound_as = _bound_name(alias)
-                if bound_as is not None and bound_as != (get_full_name_for_node(alias.name) or "").rpartition(".")[2]:
-                    self._renamed.add(bound_as)
-            bound = _bound_name(alias)
+                if bound is not None and bound != (get_full_name_for_node(alias.name) or "").rpartition(".")[2]:
+                    self._renamed.add(bound)
             if bound is not None:
                 into.setdefault(bound, []).append(
                     ImportAssignment(name=bound, scope=None, node=node, index=0, as_name=alias.asname.name if alias.asname else alias.name)  # type: ignore[arg-type]

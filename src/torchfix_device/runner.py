@@ -189,8 +189,10 @@ def process_file(
         except SourceError as exc:
             where = f"line {exc.line}: " if exc.line else ""
             return FileResult(path, shown, "failed", error=f"{where}{exc.message}")
-    hit = cache.get(source.raw) if cache is not None else None
-    marks = hit.marks if hit is not None else file_selection.read_marks(source.text) if cache is not None else None
+    hit, marks = None, None
+    if cache is not None:  # the marks are kept with the result, so read them once
+        hit = cache.get(source.raw)
+        marks = hit.marks if hit is not None else file_selection.read_marks(source.text)
     skip = file_selection.skip_reason(source.text, options, marks)
     if skip is not None:
         return FileResult(path, shown, "skipped", error=skip.message, source=source, skip_kind=skip.kind)
@@ -276,16 +278,6 @@ def transform_source(text: str, codemods: Sequence["CodemodRef | type[Codemod]"]
     return transform(text, codemods, **kwargs)
 
 
-def __getattr__(name: str) -> Any:
-    """The engine's functions, also importable from here (``from torchfix_device.runner import
-    transform_unfiltered``), loaded on first use."""
-    if name in ("transform_unfiltered", "active_codemods", "MAX_PASSES", "Stage1Memo"):
-        from torchfix_device import engine
-
-        return getattr(engine, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _transform_and_keep(
     source: SourceFile,
     codemods: Sequence["CodemodRef | type[Codemod]"],
@@ -299,6 +291,7 @@ def _transform_and_keep(
     not cached)."""
     output = transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
     if cache is not None:
+        assert marks is not None  # read with the cache lookup
         new_text = None if output.text == source.text else output.text
         cache.put(source.raw, new_text, output.findings, output.notes, output.suppressed, marks)
     return output
