@@ -190,3 +190,79 @@ def test_a_codemod_with_matcher_decorators_keeps_libcsts_dispatch() -> None:
             assert out.text == "eggs = 1\n" and [f.code for f in out.findings] == ["TFD998"]
     finally:
         REGISTRY.pop("TFD998", None)
+
+
+def test_walking_statements_finds_every_statement_the_full_walk_finds() -> None:
+    """``walk_statements`` skips expressions, which hold no statement: the statements it yields
+    are those of the full walk, in the same order (every fixture and snippet file)."""
+    from pathlib import Path
+
+    import libcst as cst
+
+    from torchfix_device import _cst
+
+    def is_statement(node: cst.CSTNode) -> bool:
+        return isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement, cst.BaseSuite, cst.ExceptHandler))
+
+    files = sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.py"))
+    assert len(files) > 50
+    for path in files:
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        full = [n for n in _cst.walk(module) if is_statement(n)]
+        assert [n for n in _cst.walk_statements(module) if is_statement(n)] == full, path
+        assert sum(1 for _ in _cst.walk_statements(module)) <= sum(1 for _ in _cst.walk(module))
+
+
+def test_a_codemod_that_can_only_report_runs_on_the_original_tree_alone(monkeypatch) -> None:
+    """Without --unsafe-fixes an unsafe codemod (TFD015) changes nothing: after an earlier codemod
+    rewrote the file it runs once, on the file's own tree, for its findings."""
+    import pytest
+
+    from torchfix_device.codemod import CHECK_FAST_NAMES, REGISTRY, Codemod
+
+    if CHECK_FAST_NAMES:
+        pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 runs it on the rewrites too, to check it changes nothing")
+    seen: list[tuple[str, bool]] = []
+    real = Codemod.transform_module
+
+    def spying(self, tree):
+        seen.append((self.code, "map_location" in tree.code))
+        return real(self, tree)
+
+    monkeypatch.setattr(Codemod, "transform_module", spying)
+    source = "import torch\n\nmodel = torch.load('m.pt')\nmodel.eval()\n"
+    codemods = [REGISTRY["TFD005"], REGISTRY["TFD015"]]
+    out = transform_unfiltered(source, codemods)
+    assert "map_location" in out.text and "weights_only" not in out.text
+    assert sorted(f.code for f in out.findings) == ["TFD005", "TFD015"]
+    assert ("TFD015", True) not in seen and seen.count(("TFD015", False)) == 1
+    seen.clear()
+    unsafe = transform_unfiltered(source, codemods, unsafe_fixes=True)
+    assert "weights_only=False" in unsafe.text and ("TFD015", True) in seen
+
+
+def test_an_unsafe_codemod_cannot_mark_a_finding_safe() -> None:
+    import pytest
+
+    from torchfix_device.codemod import REGISTRY, Codemod
+
+    class Sneaky(Codemod):
+        """Marks a finding safe although all its fixes are declared unsafe."""
+
+        code = "TFD997"
+        name = "test-sneaky"
+        summary = "test only"
+        safe = False
+        triggers = ("spam",)
+
+        def leave_Name(self, original_node, updated_node):
+            if original_node.value == "spam" and self.report(original_node, "spam", safe=True):
+                return updated_node.with_changes(value="eggs")
+            return updated_node
+
+    try:
+        assert not Sneaky.may_change(False) and Sneaky.may_change(True)
+        with pytest.raises(Exception, match="marks no finding safe"):
+            transform_unfiltered("spam = 1\n", [Sneaky])
+    finally:
+        REGISTRY.pop("TFD997", None)

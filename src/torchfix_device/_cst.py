@@ -107,6 +107,33 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(children(current)))
 
 
+STATEMENT_SCAFFOLD = (
+    cst.Module,
+    cst.SimpleStatementLine,
+    cst.SimpleStatementSuite,
+    cst.IndentedBlock,
+    cst.BaseCompoundStatement,
+    cst.Else,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Finally,
+    cst.MatchCase,
+)
+"""Nodes whose children may be (or hold) statements."""
+
+
+def walk_statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """What :func:`walk` yields, less everything inside an expression: every statement and
+    small statement (``ClassDef``, ``If``, ``Assign``, ``ImportFrom``, ``Global``...) under
+    ``node`` in the same order, without visiting the expressions no statement can be in."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, STATEMENT_SCAFFOLD):
+            stack.extend(reversed(children(current)))
+
+
 def code_of(node: cst.CSTNode) -> str:
     """Source text of a node, as libcst would print it."""
     return cst.Module(body=[]).code_for_node(node)

@@ -520,13 +520,15 @@ SITES: dict[str, Callable[[FileFacts], Iterator[ast.AST]]] = {
 def statements_with_sites(facts: FileFacts, code: str) -> tuple[set[int], list[int]] | None:
     """Indices (in ``facts.tree.body``) of the top-level statements holding a site of the
     codemod ``code``, with the first line of every top-level statement (its first decorator's
-    for a decorated definition); None when the codemod has no site function (it visits
-    everything)."""
-    sites = SITES.get(code)
-    if sites is None or facts.tree is None:
+    for a decorated definition). A codemod without a site function gets every index: it visits
+    everything, and the lines still let it compute positions one statement at a time."""
+    if facts.tree is None:
         return None
     body = facts.tree.body
     starts = [min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]) for s in body]
+    sites = SITES.get(code)
+    if sites is None:
+        return set(range(len(body))), starts
     found: set[int] = set()
     for node in sites(facts):
         index = bisect.bisect_right(starts, node.lineno) - 1

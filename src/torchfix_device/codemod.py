@@ -70,6 +70,9 @@ class Codemod(VisitorBasedCodemodCommand):
     name: ClassVar[str]
     summary: ClassVar[str]
     safe: ClassVar[bool] = True
+    """Whether this codemod's fixes are applied without ``--unsafe-fixes``. A codemod with
+    ``safe = False`` never marks one finding safe (``report(..., safe=True)``): without
+    ``--unsafe-fixes`` it only reports (see :meth:`may_change`)."""
     triggers: ClassVar[tuple[str, ...]] = ()
     """Substrings of which at least one must occur in a file's text for this codemod to match."""
     suppressions: "Suppressions | None" = None
@@ -84,10 +87,11 @@ class Codemod(VisitorBasedCodemodCommand):
     tree, whose findings come from a run on the original. :meth:`report` then records nothing and
     computes no position unless a ``noqa`` comment or interactive review needs one to decide."""
     statements_with_sites: tuple[set[int], list[int]] | None = None
-    """Set by the runner for codemods with a stage-1 site function (``candidates.SITES``): the
-    indices of the top-level statements (as CPython's ``ast`` counts them) that hold a site, and
-    the first line of every top-level statement. The others are neither visited nor rebuilt,
-    and positions inside a visited one are computed for that statement alone."""
+    """Set by the runner from stage 1's parse: the indices of the top-level statements (as
+    CPython's ``ast`` counts them) that hold a site (all of them for a codemod without a stage-1
+    site function, ``candidates.SITES``), and the first line of every top-level statement. The
+    others are neither visited nor rebuilt, and positions inside a visited one are computed for
+    that statement alone."""
 
     METADATA_DEPENDENCIES = ()
     """Nothing is resolved up front: :meth:`get_metadata` resolves a provider the first time a
@@ -143,6 +147,13 @@ class Codemod(VisitorBasedCodemodCommand):
         self._current_statement: cst.CSTNode | None = None
         self._local_positions: dict[int, Any] = {}
         self._replaced_a_node = False
+
+    @classmethod
+    def may_change(cls, unsafe_fixes: bool) -> bool:
+        """False when every fix of this codemod is unsafe and unsafe fixes are off: it then only
+        reports, so the engine runs it on the original tree alone (for its findings), never on
+        a rewrite it could not change."""
+        return cls.safe or unsafe_fixes
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
         self._replaced_a_node = False
@@ -309,6 +320,8 @@ class Codemod(VisitorBasedCodemodCommand):
         ``fixable=False`` records a place left for manual review. ``safe`` overrides the
         codemod's own safety for this one finding (weaker evidence makes a finding unsafe).
         """
+        if safe and not self.safe:
+            raise ValueError(f"{self.code}: a codemod with safe = False marks no finding safe (see may_change)")
         is_safe = self.safe if safe is None else safe
         apply = fixable and (is_safe or self.unsafe_fixes)
         chosen = FIX_FILTER.get()

@@ -195,7 +195,7 @@ class DeviceSource:
     def module_classes(self) -> dict[int, cst.ClassDef]:
         """Classes of this file that subclass ``torch.nn`` classes, directly or through others."""
         if self._module_classes is None:
-            classes = [n for n in _cst.walk(self.module) if isinstance(n, cst.ClassDef)]
+            classes = [n for n in _cst.walk_statements(self.module) if isinstance(n, cst.ClassDef)]
             found: dict[int, cst.ClassDef] = {}
             names: set[str] = set()
             changed = True
@@ -377,7 +377,7 @@ class DeviceSource:
         """Assigned ``Name`` node (by id) → the value assigned to it (``=``, ``x: T =``, ``+=``)."""
         if self._assigned_values is None:
             values: dict[int, cst.BaseExpression] = {}
-            for node in _cst.walk(self.module):
+            for node in _cst.walk_statements(self.module):
                 if isinstance(node, cst.Assign):
                     for t in node.targets:
                         if isinstance(t.target, cst.Name):

@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from torchfix_device import _cst
-from torchfix_device.candidates import SITES, FileFacts, candidate_codemods, parse_facts, statements_with_sites
+from torchfix_device.candidates import FileFacts, candidate_codemods, parse_facts, statements_with_sites
 from torchfix_device.catalog import CodemodRef, load_codemods
 from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod, Finding, SharedWrapper
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
@@ -134,30 +134,32 @@ def transform_unfiltered(
     shared = SharedWrapper(original)  # one wrapper per module version, the original's included
     current, current_code = original, rendered
     configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=stage1)
+
+    def keep(codemod: Codemod) -> None:
+        findings.update(codemod.findings)
+        suppressed.update(codemod.suppressed_findings)
+        notes.extend(codemod.checkpoint_notes)
+
     for pass_number in range(MAX_PASSES):
         changed_in_pass = False
         for codemod_class in active:
             if pass_number and stage1 is not None and codemod_class not in stage1.candidates_in(current_code, active):
                 continue  # no candidate in the tree it would get: it would change nothing
+            reports_only = not codemod_class.may_change(unsafe_fixes)
             try:
+                if reports_only and current is not original and not CHECK_FAST_NAMES:
+                    if pass_number == 0:  # it could not change the rewrite: only its findings
+                        keep(_run_on_original(codemod_class, original, rendered, filename, unsafe_fixes, shared, configure))
+                    continue
                 codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
                 configure(codemod, current_code)
                 codemod.keeps_findings = pass_number == 0 and current is original
                 result = codemod.transform_module(current)
                 if pass_number == 0:
                     if current is original:
-                        findings.update(codemod.findings)
-                        suppressed.update(codemod.suppressed_findings)
-                        notes.extend(codemod.checkpoint_notes)
+                        keep(codemod)
                     else:  # positions must refer to the file as it was: look at the original tree
-                        fresh = codemod_class(
-                            CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared
-                        )
-                        configure(fresh, rendered)
-                        fresh.transform_module(original)
-                        findings.update(fresh.findings)
-                        suppressed.update(fresh.suppressed_findings)
-                        notes.extend(fresh.checkpoint_notes)
+                        keep(_run_on_original(codemod_class, original, rendered, filename, unsafe_fixes, shared, configure))
             except RecursionError:
                 raise  # a tree too deep for Python's recursion limit: the input's problem
             except Exception as exc:  # name the codemod in the bug report
@@ -166,8 +168,8 @@ def transform_unfiltered(
                     "file left unchanged — please report this bug"
                 ) from exc
             result_code = result.code if codemod.changed_tree or CHECK_FAST_NAMES else current_code
-            if CHECK_FAST_NAMES and not codemod.changed_tree:
-                assert result_code == current_code, f"{codemod_class.code} changed the code without replacing a node"
+            if CHECK_FAST_NAMES and (reports_only or not codemod.changed_tree):
+                assert result_code == current_code, f"{codemod_class.code} changed the code without a fix it may apply"
             if result_code != current_code:
                 current, current_code = result, result_code
                 changed_in_pass = True
@@ -192,13 +194,31 @@ def transform_unfiltered(
     return TransformOutput(current_code, sorted(findings), notes, tuple(sorted(suppressed)))
 
 
+def _run_on_original(
+    codemod_class: type[Codemod],
+    original: cst.Module,
+    rendered: str,
+    filename: str | None,
+    unsafe_fixes: bool,
+    shared: SharedWrapper,
+    configure,
+) -> Codemod:
+    """``codemod_class`` run on the file's own tree, for findings with positions in the file as
+    it was (when earlier codemods have already rewritten the tree it transforms)."""
+    codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
+    configure(codemod, rendered)
+    codemod.transform_module(original)
+    return codemod
+
+
 def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | None = None):
     """A function giving a codemod the run's settings, the code it is about to transform and
     that code's ``noqa`` comments. The comments are read from that code itself, since rewrites
     before it may have moved lines (an inserted ``device = ...``); comments move with their lines.
 
-    With ``stage1``, a codemod with a stage-1 site function also learns which top-level
-    statements of that code hold a site (it skips the others)."""
+    With ``stage1``, a codemod also learns where each top-level statement of that code starts
+    (for positions computed one statement at a time) and, when it has a stage-1 site function,
+    which of them hold a site (it skips the others)."""
     cache: dict[str, Suppressions] = {}
     has_directives = may_hold_directives(text)
 
@@ -211,7 +231,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             codemod.suppressions = cache[code]
         else:
             codemod.suppressions = NO_SUPPRESSIONS
-        if stage1 is not None and codemod.code in SITES:
+        if stage1 is not None:
             facts = stage1.facts(code)
             if facts is not None:
                 codemod.statements_with_sites = statements_with_sites(facts, codemod.code)

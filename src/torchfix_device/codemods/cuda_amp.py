@@ -90,7 +90,7 @@ class CudaAmp(Codemod):
         call_funcs = {id(n.func) for n in _cst.walk(node) if isinstance(n, cst.Call) and not any(a.star for a in n.args)}
         self._movable_imports: set[int] = set()
         self._name_calls: set[int] = set()
-        for imp in _cst.walk(node):
+        for imp in _cst.walk_statements(node):
             if not isinstance(imp, cst.ImportFrom) or imp.relative or imp.module is None:
                 continue
             if _cst.dotted_name(imp.module) != "torch.cuda.amp" or isinstance(imp.names, cst.ImportStar):

@@ -121,7 +121,7 @@ class CudaCall(Codemod):
         guards and keeping others would put the model on one device and its inputs on another.
         """
         kept = set()
-        for node in _cst.walk(module):
+        for node in _cst.walk_statements(module):
             if isinstance(node, cst.If) and self._is_cuda_condition(node.test) and _contains_move(node.body):
                 if not self._guard_can_go(node) or self._holds_suppressed_call(node.body):
                     kept.add(_cst.code_of(node.test))
@@ -242,4 +242,4 @@ def _header_comment(node: cst.If) -> cst.EmptyLine | None:
 
 
 def _walk_classes(node: cst.CSTNode):
-    return (n for n in _cst.walk(node) if isinstance(n, cst.ClassDef))
+    return (n for n in _cst.walk_statements(node) if isinstance(n, cst.ClassDef))

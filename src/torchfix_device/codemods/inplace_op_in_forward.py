@@ -78,7 +78,7 @@ class InplaceOpInForward(Codemod):
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
-        self._augmented = {id(n.target) for n in _cst.walk(node) if isinstance(n, cst.AugAssign)}
+        self._augmented = {id(n.target) for n in _cst.walk_statements(node) if isinstance(n, cst.AugAssign)}
         self._function_scopes: dict[int, Any] = {}
         """``id`` of a function → its own scope analysis (None: the whole file's is used)."""
         return None
@@ -116,7 +116,7 @@ class InplaceOpInForward(Codemod):
         unless it declares names ``global`` or ``nonlocal``."""
         function = self.function_stack[-1]
         if id(function) not in self._function_scopes:
-            declares = any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk(function))
+            declares = any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk_statements(function))
             alone = MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True)
             self._function_scopes[id(function)] = None if declares else alone.resolve(ScopeProvider)
         scopes = self._function_scopes[id(function)]

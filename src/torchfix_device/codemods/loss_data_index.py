@@ -148,7 +148,7 @@ class LossDataIndex(Codemod):
     def _loss_module_names(self, module: cst.Module) -> set[str]:
         """Names (``criterion``, ``self.criterion``) bound to loss-module instances."""
         names = set()
-        for node in _cst.walk(module):
+        for node in _cst.walk_statements(module):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and self._is_loss_constructor(node.value):
                 names.update(filter(None, (_cst.dotted_name(t.target) for t in node.targets)))
         return names

@@ -114,7 +114,7 @@ class TensorAttributeNotBuffer(Codemod):
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self._plan: dict[int, str] = {}
-        self._top_classes = {s.name.value: s for s in _cst.walk(node) if isinstance(s, cst.ClassDef)}
+        self._top_classes = {s.name.value: s for s in _cst.walk_statements(node) if isinstance(s, cst.ClassDef)}
         return None
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool | None:

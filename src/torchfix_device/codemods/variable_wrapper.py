@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from collections import Counter
+
 import libcst as cst
 import libcst.matchers as m
-from libcst.codemod.visitors import RemoveImportsVisitor
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.import_edits import remove_import_aliases
 
 VARIABLE = {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
 VARIABLE_MODULES = ("torch.autograd", "torch.autograd.variable")
@@ -44,9 +46,9 @@ class VariableWrapper(Codemod):
     `Variable(torch.from_numpy(a).float(), requires_grad=True)` →
     `torch.from_numpy(a).float().requires_grad_()`, and `volatile=True/False` (which has had no
     effect since PyTorch 0.4) is dropped. `Variable(a + b).cuda()` becomes `(a + b).cuda()`.
-    The `Variable` import is removed once nothing uses it, and so is a line `x = Variable(x)`
-    that would become `x = x` (kept when a comment is attached to it or it is its block's only
-    statement).
+    The `Variable` import is removed once the name it binds appears nowhere else (docstrings
+    aside), and so is a line `x = Variable(x)` that would become `x = x` (kept when a comment is
+    attached to it or it is its block's only statement).
 
     ## Why is this bad?
     Since PyTorch 0.4 `Variable` and `Tensor` are the same class. `Variable(x)` is a deprecated
@@ -98,22 +100,57 @@ class VariableWrapper(Codemod):
         self._tight: set[int] = set()
         self._only_statements: set[int] = set()
         self._rewrote = False
-        self._imports: list[tuple[str, str | None]] = []
-        for small in _cst.walk(node):
-            if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
-                module = _cst.dotted_name(small.module)
-                if module in VARIABLE_MODULES and not isinstance(small.names, cst.ImportStar):
-                    for alias in small.names:
-                        if _cst.dotted_name(alias.name) == "Variable":
-                            asname = _cst.dotted_name(alias.asname.name) if alias.asname else None
-                            self._imports.append((module, asname))
+        self._imports: dict[cst.ImportAlias, tuple[cst.ImportFrom, str, str | None]] = {}
+        self._names: Counter[str] = Counter()
+        self._removed_names: Counter[str] = Counter()
+        self._strings: list[cst.SimpleString] = []
+        self._docstrings: set[int] = set()
         return None
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        if self._rewrote:
-            for module, asname in self._imports:
-                RemoveImportsVisitor.remove_unused_import(self.context, module, "Variable", asname)
+        unused = {alias: found for alias, found in self._imports.items() if self._rewrote and self._unused(found)}
+        if unused:
+            objects = [(module, "Variable", asname) for _, module, asname in unused.values()]
+            aliases = {alias: statement for alias, (statement, _, _) in unused.items()}
+            updated_node = remove_import_aliases(self.context, updated_node, objects, aliases)
         return super().leave_Module(original_node, updated_node)
+
+    # -- the `Variable` import --------------------------------------------------------------
+    # The import goes when the name it binds appears nowhere else in the rewritten module:
+    # counted during the walk (every Name node, less the import's own and the callees of the
+    # rewritten calls), so no scope analysis is needed. A name still spelt somewhere (a use
+    # left alone, an attribute or local variable of that name, a string other than a docstring
+    # such as an `__all__` entry or a string annotation) keeps it. The count needs every
+    # statement visited: this codemod must have no stage-1 site function (candidates.SITES).
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
+        if updated_node.module is None or updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        module = _cst.dotted_name(updated_node.module)
+        if module in VARIABLE_MODULES:
+            for alias in updated_node.names:
+                if _cst.dotted_name(alias.name) == "Variable":
+                    asname = _cst.dotted_name(alias.asname.name) if alias.asname else None
+                    self._imports[alias] = (updated_node, module, asname)
+        return updated_node
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._names[node.value] += 1
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._strings.append(node)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        if isinstance(node.value, cst.SimpleString):
+            self._docstrings.add(id(node.value))
+
+    def _unused(self, found: tuple[cst.ImportFrom, str, str | None]) -> bool:
+        """Whether the name an import of ``Variable`` binds is spelt nowhere but in that import
+        (and the imports of ``Variable`` binding the same name) after the rewrite."""
+        bound = found[2] or "Variable"
+        in_imports = sum(1 for _, _, asname in self._imports.values() if (asname or "Variable") == bound)
+        if self._names[bound] - in_imports - self._removed_names[bound] > 0:
+            return False
+        return not any(bound in s.value for s in self._strings if id(s) not in self._docstrings)
 
     # -- where a replacement needs parentheses --------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -173,6 +210,8 @@ class VariableWrapper(Codemod):
         if not self.report(original_node, message, safe=None if fresh else False):
             return updated_node
         self._rewrote = True
+        if isinstance(original_node.func, cst.Name):
+            self._removed_names[original_node.func.value] += 1
         if id(original_node) in self._tight:
             new = _atom(new)
         if isinstance(new, (cst.NamedExpr, cst.Yield)) and not new.lpar:

@@ -1,0 +1,114 @@
+"""The `Variable` import removal (TFD009) without libcst's scope analysis: same output as
+libcst's ``RemoveImportsVisitor`` wherever the name is used plainly, the import kept wherever
+the name is still spelt."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import RemoveImportsVisitor
+
+from torchfix_device.codemods.variable_wrapper import VariableWrapper
+from torchfix_device.engine import transform_source, transform_unfiltered
+from torchfix_device.import_edits import _AliasRemover, remove_import_aliases
+
+
+class _LibcstRemoval(VariableWrapper):
+    """The removal as it was: every `Variable` import handed to libcst's RemoveImportsVisitor,
+    which decides from a scope analysis of the whole rewritten module."""
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if self._rewrote:
+            for _, module, asname in self._imports.values():
+                RemoveImportsVisitor.remove_unused_import(self.context, module, "Variable", asname)
+        return super(VariableWrapper, self).leave_Module(original_node, updated_node)
+
+
+_AGREEING = {
+    "only import": "import torch\nfrom torch.autograd import Variable\n\nx = Variable(torch.zeros(2))\n",
+    "with others": "import torch\nfrom torch.autograd import grad, Variable, backward\n\nx = Variable(torch.zeros(2))\n",
+    "first of several": "import torch\nfrom torch.autograd import Variable, grad\n\nx = Variable(torch.ones(1))\n",
+    "parenthesized with comments": (
+        "import torch\nfrom torch.autograd import (\n    grad,  # gradients\n    Variable,  # the wrapper\n"
+        "    backward,\n)\n\nx = Variable(torch.zeros(2))\n"
+    ),
+    "aliased": "import torch\nfrom torch.autograd import Variable as V\n\nx = V(torch.zeros(2))\ny = V(torch.ones(2))\n",
+    "submodule": "import torch\nfrom torch.autograd.variable import Variable\n\nx = Variable(torch.zeros(2))\n",
+    "in try": (
+        "import torch\ntry:\n    from torch.autograd import Variable\nexcept ImportError:\n    pass\n\n"
+        "x = Variable(torch.zeros(2))\n"
+    ),
+    "in function": (
+        "import torch\n\ndef f():\n    from torch.autograd import Variable\n    return Variable(torch.zeros(2))\n"
+    ),
+    "still used": "import torch\nfrom torch.autograd import Variable\n\nx = Variable(torch.zeros(2))\nok = isinstance(x, Variable)\n",
+    "exported": "import torch\nfrom torch.autograd import Variable\n__all__ = ['Variable']\n\nx = Variable(torch.zeros(2))\n",
+    "string annotation": (
+        "import torch\nfrom torch.autograd import Variable\n\ndef f(a: 'Variable'):\n    return Variable(torch.zeros(2))\n"
+    ),
+    "docstring mention": (
+        'import torch\nfrom torch.autograd import Variable\n\ndef f():\n    """Returns a Variable."""\n'
+        "    return Variable(torch.zeros(2))\n"
+    ),
+    "nested": "import torch\nfrom torch.autograd import Variable\n\nx = Variable(Variable(torch.zeros(2)))\n",
+    "held back": "import torch\nfrom torch.autograd import Variable\n\nx = Variable(torch.zeros(2))\ny = Variable(w)\n",
+    "qualified call": "import torch\nimport torch.autograd\n\nx = torch.autograd.Variable(torch.zeros(2))\n",
+    "other module's Variable": "import torch\nfrom mylib import Variable\n\nx = Variable(torch.zeros(2))\n",
+    "self assignment removed": (
+        "import torch\nfrom torch.autograd import Variable\n\ndef f(x):\n    x = torch.zeros(2)\n    x = Variable(x)\n"
+        "    return x\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+@pytest.mark.parametrize("name", sorted(_AGREEING))
+def test_removal_matches_libcst(name: str, unsafe: bool) -> None:
+    source = _AGREEING[name]
+    ours = transform_unfiltered(source, [VariableWrapper], unsafe_fixes=unsafe).text
+    libcst_way = transform_unfiltered(source, [_LibcstRemoval], unsafe_fixes=unsafe).text
+    assert ours == libcst_way
+    assert transform_source(source, [VariableWrapper], unsafe_fixes=unsafe).text == ours
+    compile(ours, name, "exec")
+
+
+def test_removal_drops_the_import_statement() -> None:
+    out = transform_source(_AGREEING["only import"], [VariableWrapper]).text
+    assert out == "import torch\n\nx = torch.zeros(2)\n"
+    out = transform_source(_AGREEING["in try"], [VariableWrapper]).text
+    assert "Variable" not in out
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # the name is still spelt: libcst's scope analysis would call these imports unused, the
+        # cheap count keeps them (keeping an unused import is harmless, removing a used one is not)
+        "import torch\nfrom torch.autograd import Variable\n\nx = Variable(torch.zeros(2))\ny = obj.Variable\n",
+        "import torch\nfrom torch.autograd import Variable\n\nx = Variable(torch.zeros(2))\n\n"
+        "def f():\n    Variable = 3\n    return Variable\n",
+        "import torch\nfrom torch.autograd import Variable\n\nx = Variable(torch.zeros(2))\nlog('Variable gone')\n",
+    ],
+)
+def test_import_kept_while_the_name_is_spelt(source: str) -> None:
+    out = transform_source(source, [VariableWrapper]).text
+    assert "from torch.autograd import Variable\n" in out
+    assert "torch.zeros(2)\n" in out and "Variable(torch" not in out
+
+
+def test_remover_visits_no_expression(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The alias remover descends through statements only, and removes only the alias given."""
+    module = cst.parse_module("from a import b, c\nx = f(g(h))\nif y:\n    from a import b\n")
+    seen: list[type] = []
+    original = _AliasRemover.on_visit
+
+    def spying(self: _AliasRemover, node: cst.CSTNode) -> bool:
+        seen.append(type(node))
+        return original(self, node)
+
+    monkeypatch.setattr(_AliasRemover, "on_visit", spying)
+    statement = module.body[0].body[0]
+    out = remove_import_aliases(CodemodContext(), module, [("a", "b", None)], {statement.names[0]: statement})
+    assert out.code == "from a import c\nx = f(g(h))\nif y:\n    from a import b\n"
+    assert cst.Call not in seen and cst.Arg not in seen and cst.If in seen
