@@ -251,3 +251,31 @@ def test_explain_renders(cli, code) -> None:
     text = result.stdout.decode()
     for heading in ("What it does", "Why is this bad?", "Example", "Use instead", "Not rewritten", "Fix safety"):
         assert heading in text
+
+
+def test_names_bound_by_agrees_with_binding_of() -> None:
+    """``names_bound_by(node)`` lists exactly the names for which ``binding_of(node, name)`` is
+    not None, on every node of every fixture (plus binding forms the fixtures may lack)."""
+    from pathlib import Path
+
+    import libcst as cst
+
+    from torchfix_device import _cst
+    from torchfix_device.codemods._registration import binding_of, names_bound_by
+
+    extra = (
+        "a = b = f()\n(a, [b, *c]), d = x\ne: int\ng: int = 1\nh += 1\ni[0] = 1\nfor j, (k, l) in y: pass\n"
+        "with open(p) as (m, n), q: pass\nglobal o\nimport os.path, numpy as np\nfrom x import y as z, w\n"
+        "from x import *\nif (t := 3): pass\nu = [v for v in range(3)]\nasync def f():\n    async with a as b: pass\n"
+    )
+    modules = [cst.parse_module(extra)]
+    modules += [cst.parse_module(p.read_text(encoding="utf-8")) for p in sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.py"))]
+    checked = 0
+    for module in modules:
+        spelt = {n.value for n in _cst.walk(module) if isinstance(n, cst.Name)} | {"os", "np", "z", "w", "y"}
+        for node in _cst.walk(module):
+            bound = set(names_bound_by(node))
+            assert bound <= spelt, (node, bound - spelt)
+            assert bound == {name for name in spelt if binding_of(node, name) is not None}, _cst.code_of(node)
+            checked += bool(bound)
+    assert checked > 500

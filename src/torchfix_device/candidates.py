@@ -509,11 +509,25 @@ def _any_call(call: ast.Call) -> bool:
     return True
 
 
+def _calls_to_sites(names: set[str], accept: Callable[[ast.Call], bool]) -> Callable[[FileFacts], Iterator[ast.AST]]:
+    """Every call :func:`_calls_to` accepts (the calls a codemod acts on, and maybe more)."""
+
+    def sites(f: FileFacts) -> Iterator[ast.AST]:
+        scan = f.scan
+        for node, _, _ in f.contexts:
+            if isinstance(node, ast.Call) and accept(node) and scan.may_name(node.func, names):
+                yield node
+
+    return sites
+
+
 SITES: dict[str, Callable[[FileFacts], Iterator[ast.AST]]] = {
     # Codemods whose findings and rewrites happen only at these nodes, each inside one top-level
     # statement, and whose visit of one top-level statement does not depend on the others: the
     # runner lets them skip the top-level statements without a site (no visit, no rebuild).
     "TFD003": _factory_sites,
+    "TFD005": _calls_to_sites(TORCH_LOAD, _load_without_map_location),
+    "TFD015": _calls_to_sites(TORCH_LOAD, _weights_only_defaulted),
 }
 
 

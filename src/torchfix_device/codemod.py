@@ -11,7 +11,6 @@ Findings are recorded with :meth:`Codemod.report`; the rewrite itself is ordinar
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -22,10 +21,11 @@ import libcst as cst
 from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedTransformerFunctions
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider, QualifiedNameProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider, QualifiedNameProvider, ScopeProvider
 from libcst.metadata.base_provider import LazyValue
 
-from torchfix_device import fast_names
+from torchfix_device import _cst, fast_names
+from torchfix_device.fast_names import CHECK_FAST_NAMES
 from torchfix_device.catalog import UnknownRuleError, lookup_ref, select_refs  # noqa: F401  (UnknownRuleError: re-exported)
 from torchfix_device.device_source import DeviceSource
 from torchfix_device.finding import Finding
@@ -146,6 +146,7 @@ class Codemod(VisitorBasedCodemodCommand):
         """``id`` of each visited top-level statement → the file line its rendering starts on."""
         self._current_statement: cst.CSTNode | None = None
         self._local_positions: dict[int, Any] = {}
+        self._alone_scopes: dict[int, Any] = {}
         self._replaced_a_node = False
 
     @classmethod
@@ -391,6 +392,18 @@ class Codemod(VisitorBasedCodemodCommand):
             raise AssertionError(f"fast qualified names {sorted(answer)} != libcst's {sorted(exact)} for {cst.Module([]).code_for_node(node)!r}")
         return answer
 
+    def scopes_of_function_alone(self, function: cst.FunctionDef) -> Any:
+        """libcst's scopes for the nodes of ``function``, from a scope analysis of that function
+        alone (a module holding only it), not of the whole file; None when it declares names
+        ``global`` or ``nonlocal`` (they reach outside it). Exact for the names the function and
+        the functions, lambdas and comprehensions inside it bind; the caller makes sure the
+        names it asks about are bound nowhere outside (``FastNames.bound_in_functions_only``)."""
+        if id(function) not in self._alone_scopes:
+            declares = any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk_statements(function))
+            alone = MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True)
+            self._alone_scopes[id(function)] = None if declares else alone.resolve(ScopeProvider)
+        return self._alone_scopes[id(function)]
+
     def _fast_names(self) -> "fast_names.FastNames | None":
         wrapper = self.context.wrapper
         if self.shared is None or wrapper is None:
@@ -407,8 +420,6 @@ _IMPORT_SCRATCH_KEYS = (AddImportsVisitor.CONTEXT_KEY, RemoveImportsVisitor.CONT
 """Where ``add_needed_import``/``remove_unused_import`` schedule the import passes libcst runs
 after a codemod's own transform."""
 
-CHECK_FAST_NAMES = os.environ.get("TORCHFIX_DEVICE_CHECK_NAMES") == "1"
-"""Check every fast qualified-name answer against libcst's (tests and corpus runs)."""
 
 
 def _statements_without_sites(

@@ -26,6 +26,7 @@ from libcst.metadata import Assignment, PositionProvider, ScopeProvider
 
 from torchfix_device import _cst
 from torchfix_device.device_expression import device_expression_node, uses_torch
+from torchfix_device.fast_names import CHECK_FAST_NAMES
 
 if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
@@ -291,6 +292,15 @@ class DeviceSource:
         (an undefined name, a star import). Functions binding it locally just shadow it."""
         if self._named_nowhere(name):
             return True  # nothing binds it, nothing reads it
+        fast = self.codemod._fast_names()
+        told = fast.free_at_module_level(name) if fast is not None else None
+        if told is not None and not CHECK_FAST_NAMES:
+            return told
+        exact = self._is_free_global_by_scopes(name)
+        assert told is None or told == exact, (name, told, exact)
+        return exact
+
+    def _is_free_global_by_scopes(self, name: str) -> bool:
         global_scope = self._scope(self.module)
         if global_scope is None or global_scope.assignments[name]:
             return False
@@ -320,8 +330,31 @@ class DeviceSource:
         the file never spells ``name`` as a name."""
         if self._named_nowhere(name):
             return set()
+        local = self._bindings_from_functions(name, node)
+        if local is not None and not CHECK_FAST_NAMES:
+            return local
         scope = self._scope(node)
-        return set(scope[name]) if scope is not None else set()
+        whole = set(scope[name]) if scope is not None else set()
+        if local is not None:
+            assert {(type(a), id(a.node)) for a in local} == {(type(a), id(a.node)) for a in whole}, name
+        return whole
+
+    def _bindings_from_functions(self, name: str, node: cst.CSTNode) -> set | None:
+        """The bindings of ``name`` visible at ``node`` without a scope analysis of the whole
+        file, where ``symtable`` shows that only functions bind ``name``: none at module level
+        or in a class body, else a scope analysis of the outermost function being visited
+        alone. None when that cannot be told so."""
+        fast = self.codemod._fast_names()
+        if fast is None or not fast.bound_in_functions_only(name):
+            return None
+        functions = self.codemod.function_stack
+        if not functions:
+            return set()
+        if any(f.name.value == name for f in functions):
+            return None  # the outermost one's name would be bound in the module made of it
+        scopes = self.codemod.scopes_of_function_alone(functions[0])
+        scope = scopes.get(node) if scopes is not None else None
+        return None if scope is None else set(scope[name])
 
     def _named_nowhere(self, name: str) -> bool:
         """No scope of the file binds or reads ``name`` as a name (``symtable``, through the

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 import symtable
 import sys
 from typing import Iterator
@@ -54,6 +55,10 @@ from libcst.helpers import get_full_name_for_node
 from libcst.metadata.scope_provider import ImportAssignment
 
 BUILTIN_NAMES = frozenset(dir(builtins))
+
+CHECK_FAST_NAMES = os.environ.get("TORCHFIX_DEVICE_CHECK_NAMES") == "1"
+"""Check every shortcut answer (qualified names, bindings, positions) against libcst's, the
+whole-file analysis it saves (tests and corpus runs)."""
 
 
 class Unsupported(ValueError):
@@ -74,6 +79,9 @@ module-level function or class named like one makes its locals' libcst names loo
 module's (``math.<locals>.x``): such files ask libcst about locals. Names compared whole
 (``copy.deepcopy``) cannot match a local's. (``tests/test_fast_names.py`` checks that the
 codemods' prefix lists stay inside this set.)"""
+
+EXPRESSION_SCOPES = frozenset({"lambda", "listcomp", "setcomp", "dictcomp", "genexpr"})
+"""``symtable``'s names for the scopes of lambdas and comprehensions."""
 
 _BLOCKS = (
     cst.If, cst.Else, cst.Try, cst.TryStar, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally,
@@ -100,10 +108,20 @@ class FastNames:
         self.symbols: set[str] = set(self._top)
         """Every name the code binds or reads as a name, in any scope (``x.device`` and
         ``device=`` hold no name ``device``): a name not here has no binding anywhere."""
+        self._bound_in_blocks: set[str] = set()
+        """Names bound in a class body, a lambda or a comprehension."""
+        self._read_as_global: set[str] = {s.get_name() for s in top.get_symbols() if s.is_referenced()}
+        """Names read where they resolve to the module's scope (or the builtins): at module
+        level, or in a function or class that does not bind them."""
         for table in _descendants(top):
             in_class_body = table.get_type() == "class"
+            block = in_class_body or table.get_name() in EXPRESSION_SCOPES
             for symbol in table.get_symbols():
                 self.symbols.add(symbol.get_name())
+                if block and (_binds(symbol) or symbol.is_imported()):
+                    self._bound_in_blocks.add(symbol.get_name())
+                if symbol.is_referenced() and symbol.is_global():
+                    self._read_as_global.add(symbol.get_name())
                 if symbol.is_declared_global() or symbol.is_nonlocal():
                     self._declared.add(symbol.get_name())
                     continue
@@ -145,6 +163,29 @@ class FastNames:
                 into.setdefault(bound, []).append(
                     ImportAssignment(name=bound, scope=None, node=node, index=0, as_name=alias.asname.name if alias.asname else alias.name)  # type: ignore[arg-type]
                 )
+
+    def bound_in_functions_only(self, name: str) -> bool:
+        """``name`` is bound, if anywhere, only in functions (parameters, assignments, imports
+        there), never at module level, in a class body, a lambda or a comprehension, nor
+        declared ``global``/``nonlocal``, and is no builtin: the bindings visible at a node are
+        then those of the functions around it, which a scope analysis of the outermost of them
+        alone finds."""
+        top = self._top.get(name)
+        if top is not None and (_binds(top) or top.is_imported()):
+            return False
+        return name not in self._declared and name not in self._bound_in_blocks and name not in BUILTIN_NAMES
+
+    def free_at_module_level(self, name: str) -> bool | None:
+        """Whether a module-level binding of ``name`` would change what no code refers to:
+        nothing binds it at module level and no code reads it where it would resolve there
+        (code reading it where nothing binds it). None where ``symtable`` cannot tell (a
+        builtin, ``global``/``nonlocal`` declarations, ``import *``)."""
+        if name in BUILTIN_NAMES or name in self._declared or self._star_import:
+            return None
+        top = self._top.get(name)
+        if top is not None and (_binds(top) or top.is_imported()):
+            return False
+        return name not in self._read_as_global
 
     def qualified_names(self, node: cst.CSTNode) -> set[str] | None:
         """The qualified names of ``node``, or None when only libcst can tell."""

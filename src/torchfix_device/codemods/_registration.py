@@ -201,6 +201,29 @@ def binding_of(node: cst.CSTNode, name: str) -> cst.BaseExpression | None | bool
     return None
 
 
+def names_bound_by(node: cst.CSTNode) -> list[str]:
+    """The names ``n`` for which :func:`binding_of` ``(node, n)`` is not None: every name
+    ``node`` binds, one call for all of them."""
+    if isinstance(node, cst.Assign):
+        return [n.value for t in node.targets for n in unpacked_names(t.target)]
+    if isinstance(node, cst.AnnAssign):
+        return [node.target.value] if isinstance(node.target, cst.Name) and node.value is not None else []
+    if isinstance(node, (cst.For, cst.CompFor)):
+        return [n.value for n in unpacked_names(node.target)]
+    if isinstance(node, cst.WithItem):
+        return [n.value for n in unpacked_names(node.asname.name)] if node.asname is not None else []
+    if isinstance(node, (cst.Global, cst.Nonlocal)):
+        return [n.name.value for n in node.names]
+    if isinstance(node, cst.NamedExpr):
+        return [node.target.value] if isinstance(node.target, cst.Name) else []
+    if isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+        return [
+            cst.ensure_type(a.asname.name, cst.Name).value if a.asname else (_cst.dotted_name(a.name) or "").split(".")[0]
+            for a in node.names
+        ]
+    return []
+
+
 def unpacked_names(target: cst.BaseExpression) -> list[cst.Name]:
     """Names bound by an assignment target (``a``, ``a, (b, c)``, ``*rest``), not attributes."""
     if isinstance(target, cst.Name):

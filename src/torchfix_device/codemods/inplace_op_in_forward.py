@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-from typing import Any
-
 import libcst as cst
-from libcst.metadata import Assignment, MetadataWrapper, ScopeProvider
+from libcst.metadata import Assignment, ScopeProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod
@@ -79,7 +77,6 @@ class InplaceOpInForward(Codemod):
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self._augmented = {id(n.target) for n in _cst.walk_statements(node) if isinstance(n, cst.AugAssign)}
-        self._function_scopes: dict[int, Any] = {}
         """``id`` of a function → its own scope analysis (None: the whole file's is used)."""
         return None
 
@@ -114,12 +111,7 @@ class InplaceOpInForward(Codemod):
         """The scope of ``target``, a name augmented-assigned in the function being visited (so
         local to it): from a scope analysis of that function alone, not of the whole file,
         unless it declares names ``global`` or ``nonlocal``."""
-        function = self.function_stack[-1]
-        if id(function) not in self._function_scopes:
-            declares = any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk_statements(function))
-            alone = MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True)
-            self._function_scopes[id(function)] = None if declares else alone.resolve(ScopeProvider)
-        scopes = self._function_scopes[id(function)]
+        scopes = self.scopes_of_function_alone(self.function_stack[-1])
         if scopes is None:
             try:
                 return self.get_metadata(ScopeProvider, target)

@@ -15,11 +15,18 @@ from torchfix_device.codemods._registration import (
     binding_of,
     from_import_of,
     methods,
+    names_bound_by,
     self_attr,
     unpacked_names,
     walk_class,
     walk_function,
 )
+
+_BINDING_OR_FILLING = (
+    cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.WithItem, cst.Global, cst.Nonlocal,
+    cst.NamedExpr, cst.Import, cst.ImportFrom, cst.Call, cst.Del,
+)
+"""Node types :func:`binding_of` or ``_local_fill`` can answer for with anything but None."""
 
 # -- what an element of a container is -------------------------------------------------------------
 LAYER = "layer"  # an nn.Module built here (torch.nn class, same-file Module subclass, a factory of one)
@@ -208,7 +215,8 @@ class UnregisteredLayerContainer(Codemod):
         self._functions = {s.name.value: s for s in node.body if isinstance(s, cst.FunctionDef)}
         self._classes = {s.name.value for s in node.body if isinstance(s, cst.ClassDef)}
         self._module_imports, self._module_assigned = _module_bindings(node)
-        self._where_cache: dict[tuple[str, int, str], str] = {}
+        self._where_cache: dict[int, dict[str, str]] = {}
+        self._filling_nodes: dict[int, list[cst.CSTNode]] = {}
         self._instance_methods: dict[int, bool] = {}
         self._call_cache: dict[int, str] = {}
         self._returns_cache: dict[int, str] = {}
@@ -702,27 +710,26 @@ class UnregisteredLayerContainer(Codemod):
         if name in bound:
             return "local"
         if scope is not None:
-            key = ("where", id(scope), name)
-            if key not in self._where_cache:
-                found = "global"
-                if any(p.name.value == name for p in _cst.all_params(scope)):
-                    found = "local"
-                else:
-                    for node in walk_function(scope):
-                        if isinstance(node, (cst.Import, cst.ImportFrom)) and binding_of(node, name) is False:
-                            found = "imported"
-                            break
-                        if binding_of(node, name) is not None:
-                            found = "local"
-                            break
-                self._where_cache[key] = found
-            if self._where_cache[key] != "global":
-                return self._where_cache[key]
+            found = self._local_bindings(scope).get(name, "global")
+            if found != "global":
+                return found
         if name in self._module_imports:
             return "imported"
         if name in self._classes or name in self._functions or name in self._module_assigned:
             return "module"
         return "builtin"
+
+    def _local_bindings(self, scope: cst.FunctionDef) -> dict[str, str]:
+        """Name → "local" or "imported" for every name ``scope`` binds in its own scope (its
+        parameters, then its first binding in source order decides), from one walk of it."""
+        if id(scope) not in self._where_cache:
+            found = {p.name.value: "local" for p in _cst.all_params(scope)}
+            for node in walk_function(scope):
+                kind = "imported" if isinstance(node, (cst.Import, cst.ImportFrom)) else "local"
+                for name in names_bound_by(node):
+                    found.setdefault(name, kind)
+            self._where_cache[id(scope)] = found
+        return self._where_cache[id(scope)]
 
     def _builtin(self, func: cst.BaseExpression, scope) -> str | None:
         """``len`` for a call of the builtin ``len`` (a bare name bound nowhere in the file)."""
@@ -813,7 +820,7 @@ class UnregisteredLayerContainer(Codemod):
         problem: str | None = None if index is not None else (
             f"it is stored from the local `{name}` inside a block; wrap the list where it is built"
         )
-        for node in walk_function(scope):
+        for node in self._binding_and_filling_nodes(scope):
             if isinstance(node, cst.Assign) and m.matches(node.value, m.Name(name)):
                 stores += sum(1 for t in node.targets if self_attr(t.target) is not None)
             binding = binding_of(node, name)
@@ -840,6 +847,17 @@ class UnregisteredLayerContainer(Codemod):
             return None
         elements = [e for e in elements if e.is_dict_item == (kind == "dict")]
         return kind, elements, name in self._registered_names_in(scope), problem
+
+    def _binding_and_filling_nodes(self, scope: cst.FunctionDef) -> list[cst.CSTNode]:
+        """The nodes of ``scope`` (:func:`walk_function`, in its order) that may bind a name
+        (:func:`binding_of`) or fill a container (:meth:`_local_fill`); for every other node
+        both answer None. Listed once per function, for every local asked about."""
+        if id(scope) not in self._filling_nodes:
+            self._filling_nodes[id(scope)] = [
+                n for n in walk_function(scope)
+                if isinstance(n, _BINDING_OR_FILLING) and (not isinstance(n, cst.Call) or isinstance(n.func, cst.Attribute))
+            ]
+        return self._filling_nodes[id(scope)]
 
     def _local_fill(self, node: cst.CSTNode, name: str, scope) -> list[_Element] | None:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and m.matches(node.func.value, m.Name(name)):

@@ -1,0 +1,100 @@
+"""Where a device name is bound, told without libcst's whole-file scope analysis: the bindings
+visible at a site (from ``symtable`` and a scope analysis of the functions around it alone) and
+whether a module-level name is free (``symtable`` alone) must equal libcst's answers."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+from libcst.metadata import ScopeProvider
+
+from conftest import FIXTURES, ROOT
+from torchfix_device.codemod import REGISTRY, Codemod
+from torchfix_device.engine import transform_unfiltered
+
+NAMES = ("device", "dev", "DEVICE", "torch_device", "default_device", "device_", "x", "len", "f", "g", "C")
+
+SNIPPETS = [
+    # a parameter of one function, sites in another and in that one
+    "import torch\ndef f(device):\n    return torch.zeros(2).cuda()\ndef g(x):\n    return x.cuda()\n",
+    # closures: the outer function binds it
+    "import torch\ndef f(device):\n    def g(x):\n        return x.cuda()\n    return g\n",
+    "import torch\ndef f():\n    device = torch.device('cuda')\n    h = lambda: torch.ones(1).cuda()\n"
+    "    return [t.cuda() for t in range(3)], h\n",
+    # read where nothing binds it (not free), bound at module level, declared global
+    "import torch\ndef f(x):\n    return x.to(device)\ndef g(y):\n    return y.cuda()\n",
+    "import torch\ndevice = torch.device('cpu')\ndef f(x):\n    return x.cuda()\n",
+    "import torch\ndef f():\n    global device\n    device = 'cuda'\ndef g(x):\n    return x.cuda()\n",
+    "import torch\ndef f():\n    dev = 1\n    def g():\n        nonlocal dev\n        return torch.ones(dev).cuda()\n",
+    # class bodies, methods, a module-level comprehension and lambda binding the name
+    "import torch\nclass C:\n    device = 'cpu'\n    def m(self, x):\n        return x.cuda()\n",
+    "import torch\nclass C:\n    def device(self):\n        return torch.ones(1).cuda()\n",
+    "import torch\nys = [torch.ones(1).cuda() for device in range(2)]\nz = (lambda dev: torch.ones(1).cuda())(0)\n",
+    # a function named like the device, a star import, a builtin's name, nested classes
+    "import torch\ndef device(x):\n    return x.cuda()\n",
+    "from torch import *\ndef f(x):\n    return x.cuda()\n",
+    "import torch\ndef f(len):\n    return torch.ones(len).cuda()\n",
+    "import torch\ndef f(device):\n    class Inner:\n        def m(self, x):\n            return x.cuda()\n    return Inner\n",
+    "import torch\nfor device in range(2):\n    torch.ones(1).cuda()\ndef f(x):\n    return x.cuda()\n",
+    "import torch\ndef f(x):\n    import device\n    return x.cuda()\ndef g(x):\n    return x.cuda()\n",
+    "import torch\ndef f(x, *, dev=None, **device):\n    with open(x) as DEVICE:\n        return (x := torch.ones(1).cuda())\n",
+]
+
+
+@pytest.fixture
+def probe():
+    """A codemod comparing the shortcut answers with libcst's at every call and at the end of
+    the module; defined (so registered) only for the test using it."""
+
+    class Probe(Codemod):
+        """Compares the shortcut answers with libcst's at every call (test only)."""
+
+        code = "TFD996"
+        name = "test-binding-probe"
+        summary = "test only"
+        triggers = ("",)
+        answered: list[str] = []
+
+        def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+            for name in NAMES:
+                fast = self.device_source._bindings_from_functions(name, original_node)
+                if fast is None:
+                    continue
+                scope = self.get_metadata(ScopeProvider, original_node)
+                exact = set(scope[name]) if scope is not None else set()
+                assert {(type(a), id(a.node)) for a in fast} == {(type(a), id(a.node)) for a in exact}, name
+                Probe.answered.append(f"bindings of {name}")
+            return updated_node
+
+        def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+            fast = self._fast_names()
+            assert fast is not None
+            for name in NAMES:
+                told = fast.free_at_module_level(name)
+                if told is not None:
+                    assert told == self.device_source._is_free_global_by_scopes(name), name
+                    Probe.answered.append(f"free {name} {told}")
+            return super().leave_Module(original_node, updated_node)
+
+    yield Probe
+    REGISTRY.pop(Probe.code, None)
+
+
+def test_shortcuts_agree_with_libcst_on_snippets(probe) -> None:
+    for snippet in SNIPPETS:
+        transform_unfiltered(snippet, [probe])
+    answered = set(probe.answered)
+    # both kinds of answer were given, both ways, for bindings found and not found
+    assert {"free device True", "free device False", "bindings of device", "bindings of dev"} <= answered
+
+
+def test_shortcuts_agree_with_libcst_on_fixtures_and_examples(probe) -> None:
+    paths = sorted([*FIXTURES.rglob("*.py"), *(ROOT / "examples").rglob("*.py")])
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        try:
+            compile(text, str(path), "exec")
+        except SyntaxError:
+            continue
+        transform_unfiltered(text, [probe])
+    assert len(probe.answered) > 200
