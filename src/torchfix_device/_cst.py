@@ -123,15 +123,33 @@ STATEMENT_SCAFFOLD = (
 
 
 def walk_statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """What :func:`walk` yields, less everything inside an expression: every statement and
-    small statement (``ClassDef``, ``If``, ``Assign``, ``ImportFrom``, ``Global``...) under
-    ``node`` in the same order, without visiting the expressions no statement can be in."""
+    """The statements, small statements (``ClassDef``, ``If``, ``Assign``, ``ImportFrom``,
+    ``Global``...) and blocks under ``node``, itself included, in the order :func:`walk` gives
+    them, without visiting any expression (no statement is inside one). Children are read from
+    the fields that hold statements, not from libcst's ``children`` (which rebuilds the node)."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
         if isinstance(current, STATEMENT_SCAFFOLD):
-            stack.extend(reversed(children(current)))
+            stack.extend(reversed(statement_children(current)))
+
+
+_STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
+"""The fields of a compound statement or block part that hold statements, in source order."""
+
+
+def statement_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    if isinstance(node, (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine)):
+        return list(node.body)
+    found: list[cst.CSTNode] = []
+    for name in _STATEMENT_FIELDS:
+        value = getattr(node, name, None)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(value)
+    return found
 
 
 def code_of(node: cst.CSTNode) -> str:

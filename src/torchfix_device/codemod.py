@@ -11,11 +11,12 @@ Findings are recorded with :meth:`Codemod.report`; the rewrite itself is ordinar
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 import libcst as cst
 from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedTransformerFunctions
@@ -23,6 +24,7 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider, QualifiedNameProvider, ScopeProvider
 from libcst.metadata.base_provider import LazyValue
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from torchfix_device import _cst, fast_names
 from torchfix_device.fast_names import CHECK_FAST_NAMES
@@ -93,6 +95,11 @@ class Codemod(VisitorBasedCodemodCommand):
     others are neither visited nor rebuilt, and positions inside a visited one are computed for
     that statement alone."""
 
+    stage1_body: "list[ast.stmt] | None" = None
+    """Set by the runner with ``statements_with_sites``: the top-level statements of stage 1's
+    ``ast`` of the same code, whose line numbers place class members (for positions computed
+    one method at a time)."""
+
     METADATA_DEPENDENCIES = ()
     """Nothing is resolved up front: :meth:`get_metadata` resolves a provider the first time a
     codemod asks for it, through a wrapper the runner shares between codemods (positions are
@@ -145,8 +152,12 @@ class Codemod(VisitorBasedCodemodCommand):
         self._statement_lines: dict[int, int] = {}
         """``id`` of each visited top-level statement → the file line its rendering starts on."""
         self._current_statement: cst.CSTNode | None = None
-        self._local_positions: dict[int, Any] = {}
-        self._alone_scopes: dict[int, Any] = {}
+        self._member_lines: dict[int, int] = {}
+        """``id`` of each member of the top-level class being visited → its first line."""
+        self._current_member: cst.CSTNode | None = None
+        memos = shared if shared is not None else SharedWrapper()
+        self._local_positions = memos.statement_positions
+        self._alone_scopes = memos.function_scopes
         self._replaced_a_node = False
 
     @classmethod
@@ -197,6 +208,10 @@ class Codemod(VisitorBasedCodemodCommand):
             return False
         if id(node) in self._statement_lines:
             self._current_statement = node
+            self._current_member = None
+            self._member_lines = self._class_member_lines(node) if isinstance(node, cst.ClassDef) else {}
+        elif id(node) in self._member_lines:
+            self._current_member = node
         if self._uses_matcher_decorators():
             return super().on_visit(node)
         hook = _hook(type(self), "visit_", type(node))
@@ -236,7 +251,9 @@ class Codemod(VisitorBasedCodemodCommand):
     def visit_Module(self, node: cst.Module) -> bool | None:
         self.device_source = DeviceSource(self, node)
         self.visited_module = node
-        self._skipped_statements, self._statement_lines = _statements_without_sites(node, self.statements_with_sites)
+        self._skipped_statements, self._statement_lines, self._ast_indices = _statements_without_sites(
+            node, self.statements_with_sites
+        )
         return None
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
@@ -289,21 +306,37 @@ class Codemod(VisitorBasedCodemodCommand):
         return value() if isinstance(value, LazyValue) else value
 
     def _statement_position(self, node: cst.CSTNode) -> Any:
-        """The position of ``node`` from the top-level statement being visited alone (rendered
-        in a module of its own, its lines shifted to where the statement starts), or None when
-        ``node`` is not in it. Costs the statement's size, not the file's."""
+        """The position of ``node`` from the method of a top-level class, or else the top-level
+        statement, being visited alone (rendered on its own with the indentation it has in the
+        file, its lines shifted to where it starts), or None when ``node`` is not in it. Costs
+        the size of that method or statement, not the file's."""
         statement = self._current_statement
         assert statement is not None
-        positions = self._local_positions.get(id(statement))
-        if positions is None:
-            module = self.visited_module.with_changes(body=[statement], header=(), footer=())
-            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-            self._local_positions[id(statement)] = positions
+        member = self._current_member
+        if member is not None:
+            found = self._local_position(node, member, self._member_lines[id(member)], self._member_indent)
+            if found is not None:
+                return found
+        return self._local_position(node, statement, self._statement_lines[id(statement)], ())
+
+    def _local_position(self, node: cst.CSTNode, statement: cst.CSTNode, first_line: int, indent: Sequence[str]) -> Any:
+        module = self.visited_module
+        positions = self._local_positions.get(statement, lambda: _positions_alone(statement, module, indent))
         found = positions.get(node)
         if found is None:
             return None
-        shift = self._statement_lines[id(statement)] - 1
+        shift = first_line - 1
         return CodeRange(CodePosition(found.start.line + shift, found.start.column), CodePosition(found.end.line + shift, found.end.column))
+
+    def _class_member_lines(self, cls: cst.ClassDef) -> dict[int, int]:
+        """``id`` → first rendered line of each statement in the body of ``cls``, a top-level
+        class (from stage 1's line numbers); empty when they cannot be matched up."""
+        index = self._ast_indices.get(id(cls))
+        body = self.stage1_body
+        if index is None or body is None or not isinstance(body[index], ast.ClassDef) or not isinstance(cls.body, cst.IndentedBlock):
+            return {}
+        self._member_indent = (cls.body.indent if cls.body.indent is not None else self.visited_module.default_indent,)
+        return _rendered_starts(cls.body.body, [_first_line(s) for s in body[index].body])[1]
 
     def _whole_module_metadata(self, key: Any) -> Any:
         mapping = self._metadata_cache.get(key)
@@ -398,11 +431,7 @@ class Codemod(VisitorBasedCodemodCommand):
         ``global`` or ``nonlocal`` (they reach outside it). Exact for the names the function and
         the functions, lambdas and comprehensions inside it bind; the caller makes sure the
         names it asks about are bound nowhere outside (``FastNames.bound_in_functions_only``)."""
-        if id(function) not in self._alone_scopes:
-            declares = any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk_statements(function))
-            alone = MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True)
-            self._alone_scopes[id(function)] = None if declares else alone.resolve(ScopeProvider)
-        return self._alone_scopes[id(function)]
+        return self._alone_scopes.get(function, lambda: _scopes_of_function_alone(function))
 
     def _fast_names(self) -> "fast_names.FastNames | None":
         wrapper = self.context.wrapper
@@ -424,27 +453,64 @@ after a codemod's own transform."""
 
 def _statements_without_sites(
     module: cst.Module, sites: tuple[set[int], list[int]] | None
-) -> tuple[set[int], dict[int, int]]:
+) -> tuple[set[int], dict[int, int], dict[int, int]]:
     """``id``s of the top-level statements of ``module`` holding none of the ``ast`` statement
-    indices in ``sites`` (a ``a; b`` line is one libcst statement, two ``ast`` ones), and for the
-    others the file line their rendering starts on (their leading comment lines included).
-    Nothing to skip when the two parsers count the statements differently."""
+    indices in ``sites`` (a ``a; b`` line is one libcst statement, two ``ast`` ones); for the
+    others the file line their rendering starts on (their leading comment lines included) and
+    the index of their first ``ast`` statement. Nothing to skip when the two parsers count the
+    statements differently."""
     if sites is None:
-        return set(), {}
+        return set(), {}, {}
     wanted, starts = sites
-    skipped: set[int] = set()
+    indices, lines = _rendered_starts(module.body, starts)
+    if not lines:
+        return set(), {}, {}
+    skipped = set()
+    for statement in module.body:
+        index = indices[id(statement)]
+        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        if not any(i in wanted for i in range(index, index + count)):
+            skipped.add(id(statement))
+            del lines[id(statement)]
+    return skipped, lines, indices
+
+
+def _rendered_starts(
+    statements: Sequence[cst.BaseStatement], starts: list[int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """For libcst ``statements`` and the first lines ``starts`` CPython's ``ast`` gives the same
+    block's statements: ``id`` → index of the first ``ast`` statement, and ``id`` → the line the
+    statement's rendering starts on (its leading comment lines included). Both empty when the
+    two parsers count the statements differently."""
+    indices: dict[int, int] = {}
     lines: dict[int, int] = {}
     index = 0
-    for statement in module.body:
-        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+    for statement in statements:
         if index >= len(starts):
-            return set(), {}
-        if any(i in wanted for i in range(index, index + count)):
-            lines[id(statement)] = starts[index] - _lines_before_first_token(statement)
-        else:
-            skipped.add(id(statement))
-        index += count
-    return (skipped, lines) if index == len(starts) else (set(), {})
+            return {}, {}
+        indices[id(statement)] = index
+        lines[id(statement)] = starts[index] - _lines_before_first_token(statement)
+        index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+    return (indices, lines) if index == len(starts) else ({}, {})
+
+
+def _first_line(statement: ast.stmt) -> int:
+    """The first line of an ``ast`` statement: its first decorator's, for a decorated one."""
+    return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+
+
+def _positions_alone(statement: cst.CSTNode, module: cst.Module, indent: Sequence[str]) -> Any:
+    """libcst's positions of the nodes of ``statement`` rendered on its own, inside blocks
+    indented by ``indent`` (as it is in the file), from line 1: ``PositionProvider``'s own
+    codegen state, started where the statement stands. Continuation lines keep their own
+    whitespace in libcst, so every column is the file's; lines are to be shifted."""
+    provider = PositionProvider()
+    state = PositionProvidingCodegenState(
+        default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
+    )
+    state.indent_tokens = list(indent)
+    statement._codegen(state)
+    return provider._computed
 
 
 def _lines_before_first_token(statement: cst.BaseStatement) -> int:
@@ -482,6 +548,26 @@ def _hook(cls: type, prefix: str, node_type: type, attribute: str | None = None)
     return found
 
 
+def _scopes_of_function_alone(function: cst.FunctionDef) -> Any:
+    if any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk_statements(function)):
+        return None
+    return MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True).resolve(ScopeProvider)
+
+
+class NodeMemo:
+    """Values computed from one node, remembered while the node lives (keyed by identity; the
+    node is kept with its value, so its ``id`` cannot be reused meanwhile)."""
+
+    def __init__(self) -> None:
+        self._values: dict[int, tuple[cst.CSTNode, Any]] = {}
+
+    def get(self, node: cst.CSTNode, compute: Callable[[], Any]) -> Any:
+        known = self._values.get(id(node))
+        if known is None or known[0] is not node:
+            known = self._values[id(node)] = (node, compute())
+        return known[1]
+
+
 class SharedWrapper:
     """One ``MetadataWrapper`` per module, shared by the codemods that run on that module, so
     scopes, qualified names and positions are computed once instead of once per codemod.
@@ -489,12 +575,17 @@ class SharedWrapper:
     It keeps the wrapper of every module version of one file's transform: the runner goes back
     to the original tree (for findings' positions) after rewrites, and must not pay for its
     metadata twice. ``parsed`` is the tree ``libcst.parse_module`` returned, wrapped without a
-    copy. It also keeps each module version's :class:`~torchfix_device.fast_names.FastNames`."""
+    copy. It also keeps each module version's :class:`~torchfix_device.fast_names.FastNames`,
+    and the statement positions and function scopes the codemods compute piecewise."""
 
     def __init__(self, parsed: cst.Module | None = None) -> None:
         self._wrappers: dict[int, tuple[cst.Module, MetadataWrapper]] = {}
         self._parsed = parsed
         self._names: dict[int, tuple[MetadataWrapper, "fast_names.FastNames | None"]] = {}
+        self.statement_positions = NodeMemo()
+        """Top-level statement → the positions of its nodes in a module of its own."""
+        self.function_scopes = NodeMemo()
+        """Function → libcst's scopes from an analysis of it alone (``scopes_of_function_alone``)."""
 
     def wrapper_for(self, module: cst.Module) -> MetadataWrapper:
         known = self._wrappers.get(id(module))

@@ -127,12 +127,22 @@ def transform_unfiltered(
     if stage1 is None or not stage1.parsed(text):
         _check_cpython_parses(text, filename)
     original = cst.parse_module(text)
-    rendered = original.code  # libcst's rendering of the untouched tree: not always ``text``
     findings: set[Finding] = set()
     suppressed: set[Finding] = set()
     notes: list[str] = []
     shared = SharedWrapper(original)  # one wrapper per module version, the original's included
-    current, current_code = original, rendered
+    # The code of the tree being transformed. For the original that is ``text``, which libcst
+    # renders back byte for byte except in rare cases (a form feed starting a line): its own
+    # rendering, needed to tell whether a rewrite changed anything, is made only once some
+    # codemod did replace a node.
+    current, current_code = original, text
+    rendering: list[str] = []
+
+    def rendered() -> str:
+        if not rendering:
+            rendering.append(original.code)
+        return rendering[0]
+
     configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=stage1)
 
     def keep(codemod: Codemod) -> None:
@@ -149,7 +159,7 @@ def transform_unfiltered(
             try:
                 if reports_only and current is not original and not CHECK_FAST_NAMES:
                     if pass_number == 0:  # it could not change the rewrite: only its findings
-                        keep(_run_on_original(codemod_class, original, rendered, filename, unsafe_fixes, shared, configure))
+                        keep(_run_on_original(codemod_class, original, text, filename, unsafe_fixes, shared, configure))
                     continue
                 codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
                 configure(codemod, current_code)
@@ -159,7 +169,7 @@ def transform_unfiltered(
                     if current is original:
                         keep(codemod)
                     else:  # positions must refer to the file as it was: look at the original tree
-                        keep(_run_on_original(codemod_class, original, rendered, filename, unsafe_fixes, shared, configure))
+                        keep(_run_on_original(codemod_class, original, text, filename, unsafe_fixes, shared, configure))
             except RecursionError:
                 raise  # a tree too deep for Python's recursion limit: the input's problem
             except Exception as exc:  # name the codemod in the bug report
@@ -167,10 +177,11 @@ def transform_unfiltered(
                     f"{codemod_class.code} ({codemod_class.name}) raised {type(exc).__name__}: {exc}; "
                     "file left unchanged — please report this bug"
                 ) from exc
-            result_code = result.code if codemod.changed_tree or CHECK_FAST_NAMES else current_code
+            before = rendered() if current is original and (codemod.changed_tree or CHECK_FAST_NAMES) else current_code
+            result_code = result.code if codemod.changed_tree or CHECK_FAST_NAMES else before
             if CHECK_FAST_NAMES and (reports_only or not codemod.changed_tree):
-                assert result_code == current_code, f"{codemod_class.code} changed the code without a fix it may apply"
-            if result_code != current_code:
+                assert result_code == before, f"{codemod_class.code} changed the code without a fix it may apply"
+            if result_code != before:
                 current, current_code = result, result_code
                 changed_in_pass = True
                 if rewrites is not None:  # every tree a later codemod sees (for stage 1's check)
@@ -179,10 +190,10 @@ def transform_unfiltered(
             break
     else:
         raise InternalError(f"codemods {', '.join(c.code for c in active)} did not reach a fixed point")
-    if current_code == rendered:
+    if current is original or current_code == rendered():
         current_code = text
-    elif rendered != text:
-        current_code = _keep_untouched_lines(text, rendered, current_code)
+    elif rendered() != text:
+        current_code = _keep_untouched_lines(text, rendered(), current_code)
     if current_code != text:
         try:
             compile(current_code, filename or "<rewrite>", "exec", dont_inherit=True)
@@ -197,7 +208,7 @@ def transform_unfiltered(
 def _run_on_original(
     codemod_class: type[Codemod],
     original: cst.Module,
-    rendered: str,
+    text: str,
     filename: str | None,
     unsafe_fixes: bool,
     shared: SharedWrapper,
@@ -206,7 +217,7 @@ def _run_on_original(
     """``codemod_class`` run on the file's own tree, for findings with positions in the file as
     it was (when earlier codemods have already rewritten the tree it transforms)."""
     codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
-    configure(codemod, rendered)
+    configure(codemod, text)
     codemod.transform_module(original)
     return codemod
 
@@ -235,6 +246,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             facts = stage1.facts(code)
             if facts is not None:
                 codemod.statements_with_sites = statements_with_sites(facts, codemod.code)
+                codemod.stage1_body = facts.tree.body if facts.tree is not None else None
 
     return configure
 

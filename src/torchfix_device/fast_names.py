@@ -54,6 +54,8 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata.scope_provider import ImportAssignment
 
+from torchfix_device import _cst
+
 BUILTIN_NAMES = frozenset(dir(builtins))
 
 CHECK_FAST_NAMES = os.environ.get("TORCHFIX_DEVICE_CHECK_NAMES") == "1"
@@ -333,6 +335,6 @@ def _imports(module: cst.Module, *, nested: bool) -> Iterator[tuple[cst.Import |
         elif isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             stack.extend((child, at_module_level) for child in reversed(node.body))
         elif isinstance(node, _BLOCKS):
-            stack.extend((c, at_module_level) for c in reversed(node.children) if isinstance(c, followed))
+            stack.extend((c, at_module_level) for c in reversed(_cst.statement_children(node)) if isinstance(c, followed))
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):  # only followed with ``nested``
             stack.append((node.body, False))
