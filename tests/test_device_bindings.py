@@ -37,6 +37,9 @@ SNIPPETS = [
     "import torch\ndef f(device):\n    class Inner:\n        def m(self, x):\n            return x.cuda()\n    return Inner\n",
     "import torch\nfor device in range(2):\n    torch.ones(1).cuda()\ndef f(x):\n    return x.cuda()\n",
     "import torch\ndef f(x):\n    import device\n    return x.cuda()\ndef g(x):\n    return x.cuda()\n",
+    # match captures (libcst records none: left to libcst)
+    "import torch\ndef f(x):\n    match x:\n        case [device]:\n            return torch.ones(1).cuda()\n    return x.cuda()\n",
+    "import torch\nmatch 3:\n    case {**dev}:\n        pass\ndef f(x):\n    return x.cuda()\n",
     "import torch\ndef f(x, *, dev=None, **device):\n    with open(x) as DEVICE:\n        return (x := torch.ones(1).cuda())\n",
 ]
 
@@ -57,7 +60,7 @@ def probe():
 
         def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
             for name in NAMES:
-                fast = self.device_source._bindings_from_functions(name, original_node)
+                fast = self._bindings_from_functions(name, original_node)
                 if fast is None:
                     continue
                 scope = self.get_metadata(ScopeProvider, original_node)

@@ -279,3 +279,42 @@ def test_names_bound_by_agrees_with_binding_of() -> None:
             assert bound == {name for name in spelt if binding_of(node, name) is not None}, _cst.code_of(node)
             checked += bool(bound)
     assert checked > 500
+
+
+def test_scopes_and_methods_found_in_one_pass_match_climbing_the_parents(monkeypatch) -> None:
+    """TFD004 learns the function and method around every node of a class while walking it;
+    the answers are those of climbing the parent links, on every class of every fixture."""
+    from pathlib import Path
+
+    from torchfix_device.engine import transform_unfiltered
+
+    checked = []
+    real = UnregisteredLayerContainer._analyse_class
+
+    def checking(self, cls):
+        real(self, cls)
+        for node_id, parent in self._parents.items():
+            node = next(n for n in _cst_children(parent) if id(n) == node_id)
+            assert self._scope_of(node) is self._scope_of_uncached(node)
+            assert self._method_of(node) is self._method_of_uncached(node)
+            checked.append(node_id)
+
+    monkeypatch.setattr(UnregisteredLayerContainer, "_analyse_class", checking)
+    extra = (
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        f = lambda x: [y for y in x]\n        def g():\n            def h():\n                self.a = []\n"
+        "            return h\n        self.b = [nn.Linear(1, 1)]\n    x = [1]\n"
+    )
+    sources = [extra] + [p.read_text(encoding="utf-8") for p in sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.py"))]
+    for source in sources:
+        try:
+            transform_unfiltered(source, [UnregisteredLayerContainer])
+        except Exception:
+            continue  # fixtures that are not Python 3 are other tests' business
+    assert len(checked) > 5000
+
+
+def _cst_children(node):
+    from torchfix_device import _cst
+
+    return _cst.children(node)

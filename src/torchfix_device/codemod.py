@@ -433,6 +433,39 @@ class Codemod(VisitorBasedCodemodCommand):
         names it asks about are bound nowhere outside (``FastNames.bound_in_functions_only``)."""
         return self._alone_scopes.get(function, lambda: _scopes_of_function_alone(function))
 
+    def bindings_visible_at(self, name: str, node: cst.CSTNode) -> set[Any]:
+        """libcst's bindings of ``name`` visible at ``node`` (``scope[name]``), ``node`` being
+        in the function being visited or at module level. Where ``symtable`` shows that only
+        functions bind ``name``, from a scope analysis of the outermost function being visited
+        alone (none at module level); else from the whole file's."""
+        local = self._bindings_from_functions(name, node)
+        if local is not None and not CHECK_FAST_NAMES:
+            return local
+        try:
+            scope = self.get_metadata(ScopeProvider, node)
+        except KeyError:
+            scope = None
+        whole = set(scope[name]) if scope is not None else set()
+        if local is not None:
+            assert {(type(a), id(a.node)) for a in local} == {(type(a), id(a.node)) for a in whole}, name
+        return whole
+
+    def _bindings_from_functions(self, name: str, node: cst.CSTNode) -> set[Any] | None:
+        """The bindings of ``name`` visible at ``node`` without a scope analysis of the whole
+        file, where ``symtable`` shows that only functions bind ``name``: none at module level
+        or in a class body, else a scope analysis of the outermost function being visited
+        alone. None when that cannot be told so."""
+        fast = self._fast_names()
+        if fast is None or not fast.bound_in_functions_only(name):
+            return None
+        if not self.function_stack:
+            return set()
+        if any(f.name.value == name for f in self.function_stack):
+            return None  # the outermost one's name would be bound in the module made of it
+        scopes = self.scopes_of_function_alone(self.function_stack[0])
+        scope = scopes.get(node) if scopes is not None else None
+        return None if scope is None else set(scope[name])
+
     def _fast_names(self) -> "fast_names.FastNames | None":
         wrapper = self.context.wrapper
         if self.shared is None or wrapper is None:

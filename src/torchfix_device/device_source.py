@@ -330,31 +330,7 @@ class DeviceSource:
         the file never spells ``name`` as a name."""
         if self._named_nowhere(name):
             return set()
-        local = self._bindings_from_functions(name, node)
-        if local is not None and not CHECK_FAST_NAMES:
-            return local
-        scope = self._scope(node)
-        whole = set(scope[name]) if scope is not None else set()
-        if local is not None:
-            assert {(type(a), id(a.node)) for a in local} == {(type(a), id(a.node)) for a in whole}, name
-        return whole
-
-    def _bindings_from_functions(self, name: str, node: cst.CSTNode) -> set | None:
-        """The bindings of ``name`` visible at ``node`` without a scope analysis of the whole
-        file, where ``symtable`` shows that only functions bind ``name``: none at module level
-        or in a class body, else a scope analysis of the outermost function being visited
-        alone. None when that cannot be told so."""
-        fast = self.codemod._fast_names()
-        if fast is None or not fast.bound_in_functions_only(name):
-            return None
-        functions = self.codemod.function_stack
-        if not functions:
-            return set()
-        if any(f.name.value == name for f in functions):
-            return None  # the outermost one's name would be bound in the module made of it
-        scopes = self.codemod.scopes_of_function_alone(functions[0])
-        scope = scopes.get(node) if scopes is not None else None
-        return None if scope is None else set(scope[name])
+        return self.codemod.bindings_visible_at(name, node)
 
     def _named_nowhere(self, name: str) -> bool:
         """No scope of the file binds or reads ``name`` as a name (``symtable``, through the

@@ -36,8 +36,8 @@ A binding in a class body that the class body itself never reads (a method named
 module-level import) is ignored throughout: the class's methods do not see it.
 
 Anything else (a name imported in one function and assigned in another, imports that disagree,
-``global`` statements, code ``symtable`` refuses, files with ``match`` statements, whose captures
-libcst does not record) returns None and the codemod asks libcst. ``TORCHFIX_DEVICE_CHECK_NAMES=1``
+``global`` statements, code ``symtable`` refuses, names a ``match`` pattern captures, which
+libcst does not record as bindings) returns None and the codemod asks libcst. ``TORCHFIX_DEVICE_CHECK_NAMES=1``
 makes every answer checked against libcst's (a test and corpus aid).
 """
 
@@ -62,9 +62,6 @@ CHECK_FAST_NAMES = os.environ.get("TORCHFIX_DEVICE_CHECK_NAMES") == "1"
 """Check every shortcut answer (qualified names, bindings, positions) against libcst's, the
 whole-file analysis it saves (tests and corpus runs)."""
 
-
-class Unsupported(ValueError):
-    """Code whose names this module cannot answer for (libcst then answers for all of them)."""
 
 MODULE_LIKE_NAMES = frozenset(sys.stdlib_module_names) | {
     "torch", "numpy", "numba", "cupy", "pycuda", "jax", "tensorflow", "cudf", "mxnet", "chainer", "builtins",
@@ -96,8 +93,9 @@ class FastNames:
     """Certain qualified names for one module version (see the module docstring)."""
 
     def __init__(self, module: cst.Module, code: str) -> None:
-        if "match" in code and "case" in code and any(isinstance(n, ast.Match) for n in ast.walk(ast.parse(code))):
-            raise Unsupported("match statements: libcst records none of their captures")
+        self._captured = _match_captures(code) if "match" in code and "case" in code else frozenset()
+        """Names a ``match`` pattern binds: libcst records none of these bindings, so every
+        question about them is left to libcst."""
         top = symtable.symtable(code, "<module>", "exec")
         self._top: dict[str, symtable.Symbol] = {s.get_name(): s for s in top.get_symbols()}
         self._bound_inside: set[str] = set()
@@ -173,7 +171,7 @@ class FastNames:
         then those of the functions around it, which a scope analysis of the outermost of them
         alone finds."""
         top = self._top.get(name)
-        if top is not None and (_binds(top) or top.is_imported()):
+        if top is not None and (_binds(top) or top.is_imported()) or name in self._captured:
             return False
         return name not in self._declared and name not in self._bound_in_blocks and name not in BUILTIN_NAMES
 
@@ -182,7 +180,7 @@ class FastNames:
         nothing binds it at module level and no code reads it where it would resolve there
         (code reading it where nothing binds it). None where ``symtable`` cannot tell (a
         builtin, ``global``/``nonlocal`` declarations, ``import *``)."""
-        if name in BUILTIN_NAMES or name in self._declared or self._star_import:
+        if name in BUILTIN_NAMES or name in self._declared or name in self._captured or self._star_import:
             return None
         top = self._top.get(name)
         if top is not None and (_binds(top) or top.is_imported()):
@@ -195,7 +193,7 @@ class FastNames:
         if spelt is None or id(node) in self._spelt_in_imports:
             return set()
         root = spelt.partition(".")[0]
-        if root in self._declared:
+        if root in self._declared or root in self._captured:
             return None
         top = self._top.get(root)
         imported_here = top is not None and top.is_imported()
@@ -306,6 +304,18 @@ def _is_dotted_name(node: cst.BaseExpression) -> bool:
 def _binds(symbol: symtable.Symbol) -> bool:
     """Bound in its table other than by an import."""
     return symbol.is_assigned() or symbol.is_parameter() or symbol.is_annotated() or symbol.is_namespace()
+
+
+def _match_captures(code: str) -> frozenset[str]:
+    """The names the ``match`` patterns of ``code`` capture (``case [a, *rest]``, ``case {**kw}``,
+    ``case P() as p``)."""
+    captured: set[str] = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            captured.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            captured.add(node.rest)
+    return frozenset(captured)
 
 
 def _descendants(table: symtable.SymbolTable) -> Iterator[symtable.SymbolTable]:

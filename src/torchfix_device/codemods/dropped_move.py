@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import Assignment, PositionProvider, ScopeProvider
+from libcst.metadata import Assignment, PositionProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
@@ -169,11 +169,7 @@ class DroppedMove(Codemod):
 
     def _is_module(self, name: cst.Name) -> bool:
         """Every binding of ``name`` visible here builds an ``nn.Module``."""
-        try:
-            scope = self.get_metadata(ScopeProvider, name)
-        except KeyError:
-            return False
-        assignments = list(scope[name.value]) if scope is not None else []
+        assignments = list(self.bindings_visible_at(name.value, name))
         if not assignments:
             return False
         for assignment in assignments:
