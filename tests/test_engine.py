@@ -267,3 +267,89 @@ def test_an_unsafe_codemod_cannot_mark_a_finding_safe() -> None:
             transform_unfiltered("spam = 1\n", [Sneaky])
     finally:
         REGISTRY.pop("TFD997", None)
+
+
+def test_children_read_from_fields_equal_libcsts_children() -> None:
+    """``_cst.children`` reads a node's children from the fields libcst visits (learnt per node
+    class from the first node met); it must equal libcst's own ``children`` on every node,
+    whichever node of a class comes first (an f-string's ``format_spec`` is visited only when
+    set)."""
+    from pathlib import Path
+
+    import libcst as cst
+
+    from torchfix_device import _cst
+
+    root = Path(__file__).parent.parent
+    files = sorted([*root.joinpath("tests", "fixtures").rglob("*.py"), *root.joinpath("src").rglob("*.py")])
+    extra = 'x = f"{a}{b!r:>{w}}{c=}{d:{e}.{g}}"\n'
+    for ordered in (files, files[::-1]):
+        _cst._VISITED_FIELDS.clear()
+        checked = 0
+        for source in [extra, *(p.read_text(encoding="utf-8") for p in ordered)]:
+            try:
+                module = cst.parse_module(source)
+            except cst.ParserSyntaxError:
+                continue
+            stack: list[cst.CSTNode] = [module]
+            while stack:
+                node = stack.pop()
+                expected = list(node.children)
+                got = list(_cst.children(node))
+                assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), type(node).__name__
+                stack.extend(expected)
+                checked += 1
+            _cst.forget_children()
+        assert checked > 50000
+
+
+def test_a_codemod_with_a_per_field_hook_gets_it_called() -> None:
+    """Codemods without ``visit_<Node>_<field>`` hooks skip libcst's per-field dispatch; one
+    that defines such a hook still has it called, in libcst's order."""
+    from torchfix_device.codemod import REGISTRY, Codemod, _has_attribute_hooks
+
+    calls: list[str] = []
+
+    class FieldHooks(Codemod):
+        """Records the per-field hooks libcst calls around a call's callee."""
+
+        code = "TFD995"
+        name = "test-field-hooks"
+        summary = "test only"
+        triggers = ("spam",)
+
+        def visit_Call_func(self, node) -> None:
+            calls.append("visit func")
+
+        def leave_Call_func(self, node) -> None:
+            calls.append("leave func")
+
+        def visit_Call_args(self, node) -> None:
+            calls.append("visit args")
+
+    try:
+        assert _has_attribute_hooks(FieldHooks)
+        assert not any(_has_attribute_hooks(c) for c in all_codemods() if c is not FieldHooks)
+        transform_unfiltered("spam(1)\n", [FieldHooks])
+        assert calls == ["visit func", "leave func", "visit args"]
+    finally:
+        REGISTRY.pop("TFD995", None)
+
+
+def test_a_rewritten_tree_is_copied_for_metadata_only_when_it_holds_a_node_twice() -> None:
+    """libcst keys metadata by node identity: a tree with one node object in two places must be
+    deep-copied before metadata is computed; any other tree is wrapped as it is."""
+    import libcst as cst
+    from libcst.metadata import PositionProvider
+
+    from torchfix_device.codemod import SharedWrapper
+
+    shared_name = cst.Name("x")
+    twice = cst.Module(body=[cst.SimpleStatementLine([cst.Expr(shared_name)]), cst.SimpleStatementLine([cst.Expr(shared_name)])])
+    once = cst.Module(body=[cst.SimpleStatementLine([cst.Expr(cst.Name("x"))]), cst.SimpleStatementLine([cst.Expr(cst.Name("y"))])])
+    shared = SharedWrapper()
+    copied = shared.wrapper_for(twice)
+    assert copied.module is not twice
+    lines = sorted(p.start.line for n, p in copied.resolve(PositionProvider).items() if isinstance(n, cst.Name))
+    assert lines == [1, 2]
+    assert shared.wrapper_for(once).module is once

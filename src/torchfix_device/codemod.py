@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -139,6 +140,7 @@ class Codemod(VisitorBasedCodemodCommand):
             super().__init__(context)
             _MATCHER_DECORATED[type(self)] = bool(self._matchers or self._extra_visit_funcs or self._extra_leave_funcs)
         self._matcher_decorated = _MATCHER_DECORATED[type(self)]
+        self._no_attribute_hooks = not self._matcher_decorated and not _has_attribute_hooks(type(self))
         self.unsafe_fixes = unsafe_fixes
         self.shared = shared
         self._metadata_cache: dict[Any, Any] = {}
@@ -232,6 +234,8 @@ class Codemod(VisitorBasedCodemodCommand):
         return left
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if self._no_attribute_hooks:
+            return None  # libcst calls these for every field of every node walked
         if self._uses_matcher_decorators():
             return super().on_visit_attribute(node, attribute)
         hook = _hook(type(self), "visit_", type(node), attribute)
@@ -240,6 +244,8 @@ class Codemod(VisitorBasedCodemodCommand):
         return None
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        if self._no_attribute_hooks:
+            return None
         if self._uses_matcher_decorators():
             return super().on_leave_attribute(original_node, attribute)
         hook = _hook(type(self), "leave_", type(original_node), attribute)
@@ -563,6 +569,21 @@ _LIBCST_DEFAULT_HOOKS = (CSTTypedBaseFunctions, CSTTypedTransformerFunctions)
 _HOOKS: dict[tuple[type, str, type, str | None], Callable[..., Any] | None] = {}
 
 
+_ATTRIBUTE_HOOK_RE = re.compile(r"(visit|leave)_[A-Za-z]+_\w+")
+
+
+@functools.lru_cache(maxsize=None)
+def _has_attribute_hooks(cls: type) -> bool:
+    """Whether ``cls`` defines a per-field hook (``visit_Call_func``, ``leave_If_test``)
+    anywhere above libcst's own empty defaults."""
+    return any(
+        _ATTRIBUTE_HOOK_RE.fullmatch(name)
+        for klass in cls.__mro__
+        if klass not in _LIBCST_DEFAULT_HOOKS and klass is not object
+        for name in vars(klass)
+    )
+
+
 def _hook(cls: type, prefix: str, node_type: type, attribute: str | None = None) -> Callable[..., Any] | None:
     """The function ``cls`` runs for ``visit_Call`` (or ``visit_Call_func`` with an attribute),
     or None where only libcst's empty default would run. Looked up once per class and node type."""
@@ -585,6 +606,15 @@ def _scopes_of_function_alone(function: cst.FunctionDef) -> Any:
     if any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk_statements(function)):
         return None
     return MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True).resolve(ScopeProvider)
+
+
+def _holds_no_node_twice(module: cst.Module) -> bool:
+    seen: set[int] = set()
+    for node in _cst.walk(module):
+        if id(node) in seen:
+            return False
+        seen.add(id(node))
+    return True
 
 
 class NodeMemo:
@@ -623,9 +653,11 @@ class SharedWrapper:
     def wrapper_for(self, module: cst.Module) -> MetadataWrapper:
         known = self._wrappers.get(id(module))
         if known is None or known[0] is not module:
-            # A tree fresh from the parser holds no node twice, so its wrapper need not copy it
-            # (libcst's deep copy costs about a parse); a rewritten tree may share nodes.
-            known = self._wrappers[id(module)] = (module, MetadataWrapper(module, unsafe_skip_copy=module is self._parsed))
+            # libcst's wrapper deep-copies a tree (about a parse's cost) because metadata is
+            # keyed by node identity, which a node standing in two places would confuse. A tree
+            # fresh from the parser holds no node twice; a rewritten one is checked (a walk).
+            unique = module is self._parsed or _holds_no_node_twice(module)
+            known = self._wrappers[id(module)] = (module, MetadataWrapper(module, unsafe_skip_copy=unique))
         return known[1]
 
     def names_for(self, wrapper: MetadataWrapper, code: str | None) -> "fast_names.FastNames | None":
