@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from contextlib import contextmanager
 
 from torchfix_device.codemod import all_codemods, lookup, select_codemods
 from torchfix_device.engine import active_codemods, transform_source, transform_unfiltered
@@ -81,7 +82,10 @@ def test_file_without_triggers_is_not_parsed() -> None:
     assert transform_source(text, all_codemods()).text == text
 
 
-def test_unsafe_fix_is_held_back_without_the_flag() -> None:
+@contextmanager
+def _unsafe_spam_renamer(*, mark_safe: bool | None = None):
+    """A throw-away codemod whose fixes are unsafe: ``spam`` → ``eggs`` (``mark_safe`` is passed
+    to ``report`` as the finding's own safety); registered only inside the ``with``."""
     import libcst as cst
 
     from torchfix_device.codemod import REGISTRY, Codemod
@@ -96,19 +100,24 @@ def test_unsafe_fix_is_held_back_without_the_flag() -> None:
         triggers = ("spam",)
 
         def leave_Name(self, original_node, updated_node):
-            if original_node.value == "spam" and self.report(original_node, "spam"):
+            if original_node.value == "spam" and self.report(original_node, "spam", safe=mark_safe):
                 return cst.Name("eggs")
             return updated_node
 
     try:
-        held = transform_source("spam = 1\n", [RenameSpam])
-        assert held.text == "spam = 1\n"
-        assert [(f.fixed, f.held_back) for f in held.findings] == [(False, True)]
-        applied = transform_source("spam = 1\n", [RenameSpam], unsafe_fixes=True)
-        assert applied.text == "eggs = 1\n"
-        assert [(f.fixed, f.held_back) for f in applied.findings] == [(True, False)]
+        yield RenameSpam
     finally:
         REGISTRY.pop("TFD999", None)
+
+
+def test_unsafe_fix_is_held_back_without_the_flag() -> None:
+    with _unsafe_spam_renamer() as rename_spam:
+        held = transform_source("spam = 1\n", [rename_spam])
+        assert held.text == "spam = 1\n"
+        assert [(f.fixed, f.held_back) for f in held.findings] == [(False, True)]
+        applied = transform_source("spam = 1\n", [rename_spam], unsafe_fixes=True)
+        assert applied.text == "eggs = 1\n"
+        assert [(f.fixed, f.held_back) for f in applied.findings] == [(True, False)]
 
 
 def test_select_and_ignore_by_code_and_name() -> None:
@@ -245,28 +254,10 @@ def test_a_codemod_that_can_only_report_runs_on_the_original_tree_alone(monkeypa
 def test_an_unsafe_codemod_cannot_mark_a_finding_safe() -> None:
     import pytest
 
-    from torchfix_device.codemod import REGISTRY, Codemod
-
-    class Sneaky(Codemod):
-        """Marks a finding safe although all its fixes are declared unsafe."""
-
-        code = "TFD997"
-        name = "test-sneaky"
-        summary = "test only"
-        safe = False
-        triggers = ("spam",)
-
-        def leave_Name(self, original_node, updated_node):
-            if original_node.value == "spam" and self.report(original_node, "spam", safe=True):
-                return updated_node.with_changes(value="eggs")
-            return updated_node
-
-    try:
-        assert not Sneaky.may_change(False) and Sneaky.may_change(True)
+    with _unsafe_spam_renamer(mark_safe=True) as sneaky:
+        assert not sneaky.may_change(False) and sneaky.may_change(True)
         with pytest.raises(Exception, match="marks no finding safe"):
-            transform_unfiltered("spam = 1\n", [Sneaky])
-    finally:
-        REGISTRY.pop("TFD997", None)
+            transform_unfiltered("spam = 1\n", [sneaky])
 
 
 def test_children_read_from_fields_equal_libcsts_children() -> None:

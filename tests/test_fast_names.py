@@ -334,3 +334,22 @@ def test_calls_that_cannot_be_a_codemods_target_need_no_scope_analysis(resolved)
     out = transform_unfiltered(code, [codemod.REGISTRY["TFD003"]])
     assert [f.code for f in out.findings] == ["TFD003"]
     assert QualifiedNameProvider not in resolved
+
+
+def test_match_captures_read_from_libcst_equal_cpythons() -> None:
+    """The captured names come from libcst's tree (no second parse); CPython's ``ast`` names the
+    same ones, wildcards (``_``, ``*_``) left out."""
+    import ast
+
+    code = (
+        "match x:\n    case [a, *rest]:\n        pass\n    case {'k': b, **kw}:\n        pass\n"
+        "    case P(q, r=s) as p:\n        pass\n    case [*_] | (1 as t):\n        pass\n    case _:\n        pass\n"
+        "def f():\n    match y:\n        case Z(w=v) if v:\n            pass\n"
+    )
+    expected = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            expected.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            expected.add(node.rest)
+    assert fast_names._match_captures(cst.parse_module(code)) == expected == {"a", "rest", "b", "kw", "q", "s", "p", "t", "v"}

@@ -47,6 +47,11 @@ def full_name(node: ast.AST, *, through_calls: bool = True) -> str | None:
     return None
 
 
+def first_line(statement: ast.stmt) -> int:
+    """The first line of a statement: its first decorator's, for a decorated definition."""
+    return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+
+
 _SKIPPED_FIELDS = frozenset({"ctx", "type_comment"})
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 

@@ -37,7 +37,7 @@ from typing import Callable, Iterator, Sequence
 
 from torchfix_device import ast_scan
 from torchfix_device._cst import LEGACY_TENSOR_DTYPES
-from torchfix_device.ast_scan import AstScan, walk_in_context
+from torchfix_device.ast_scan import AstScan, first_line, walk_in_context
 from torchfix_device.codemod import Codemod
 from torchfix_device.codemods.cuda_amp import NAMES as AMP_NAMES
 from torchfix_device.codemods.factory_without_device import FACTORIES, MOVES
@@ -539,7 +539,7 @@ def statements_with_sites(facts: FileFacts, code: str) -> tuple[set[int], list[i
     if facts.tree is None:
         return None
     body = facts.tree.body
-    starts = [min([s.lineno, *(d.lineno for d in getattr(s, "decorator_list", ()))]) for s in body]
+    starts = [first_line(s) for s in body]
     sites = SITES.get(code)
     if sites is None:
         return set(range(len(body))), starts

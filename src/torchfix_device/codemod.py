@@ -28,6 +28,7 @@ from libcst.metadata.base_provider import LazyValue
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from torchfix_device import _cst, fast_names
+from torchfix_device.ast_scan import first_line
 from torchfix_device.fast_names import CHECK_FAST_NAMES
 from torchfix_device.catalog import UnknownRuleError, lookup_ref, select_refs  # noqa: F401  (UnknownRuleError: re-exported)
 from torchfix_device.device_source import DeviceSource
@@ -156,6 +157,8 @@ class Codemod(VisitorBasedCodemodCommand):
         self._current_statement: cst.CSTNode | None = None
         self._member_lines: dict[int, int] = {}
         """``id`` of each member of the top-level class being visited → its first line."""
+        self._member_indent: tuple[str, ...] = ()
+        """The indentation of those members (the class body's)."""
         self._current_member: cst.CSTNode | None = None
         memos = shared if shared is not None else SharedWrapper()
         self._local_positions = memos.statement_positions
@@ -211,7 +214,7 @@ class Codemod(VisitorBasedCodemodCommand):
         if id(node) in self._statement_lines:
             self._current_statement = node
             self._current_member = None
-            self._member_lines = self._class_member_lines(node) if isinstance(node, cst.ClassDef) else {}
+            self._member_lines, self._member_indent = self._class_members(node)
         elif id(node) in self._member_lines:
             self._current_member = node
         if self._uses_matcher_decorators():
@@ -334,15 +337,23 @@ class Codemod(VisitorBasedCodemodCommand):
         shift = first_line - 1
         return CodeRange(CodePosition(found.start.line + shift, found.start.column), CodePosition(found.end.line + shift, found.end.column))
 
-    def _class_member_lines(self, cls: cst.ClassDef) -> dict[int, int]:
-        """``id`` → first rendered line of each statement in the body of ``cls``, a top-level
-        class (from stage 1's line numbers); empty when they cannot be matched up."""
-        index = self._ast_indices.get(id(cls))
+    def _class_members(self, statement: cst.CSTNode) -> tuple[dict[int, int], tuple[str, ...]]:
+        """For a top-level class: ``id`` → first rendered line of each statement of its body
+        (from stage 1's line numbers), and the body's indentation; nothing for any other
+        statement, or when the two parsers' statements cannot be matched up."""
+        index = self._ast_indices.get(id(statement))
         body = self.stage1_body
-        if index is None or body is None or not isinstance(body[index], ast.ClassDef) or not isinstance(cls.body, cst.IndentedBlock):
-            return {}
-        self._member_indent = (cls.body.indent if cls.body.indent is not None else self.visited_module.default_indent,)
-        return _rendered_starts(cls.body.body, [_first_line(s) for s in body[index].body])[1]
+        if (
+            not isinstance(statement, cst.ClassDef)
+            or not isinstance(statement.body, cst.IndentedBlock)
+            or index is None
+            or body is None
+            or not isinstance(body[index], ast.ClassDef)
+        ):
+            return {}, ()
+        block = statement.body
+        indent = block.indent if block.indent is not None else self.visited_module.default_indent
+        return _rendered_starts(block.body, [first_line(s) for s in body[index].body])[1], (indent,)
 
     def _whole_module_metadata(self, key: Any) -> Any:
         mapping = self._metadata_cache.get(key)
@@ -489,7 +500,6 @@ _IMPORT_SCRATCH_KEYS = (AddImportsVisitor.CONTEXT_KEY, RemoveImportsVisitor.CONT
 after a codemod's own transform."""
 
 
-
 def _statements_without_sites(
     module: cst.Module, sites: tuple[set[int], list[int]] | None
 ) -> tuple[set[int], dict[int, int], dict[int, int]]:
@@ -507,8 +517,7 @@ def _statements_without_sites(
     skipped = set()
     for statement in module.body:
         index = indices[id(statement)]
-        count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-        if not any(i in wanted for i in range(index, index + count)):
+        if not any(i in wanted for i in range(index, index + _ast_statement_count(statement))):
             skipped.add(id(statement))
             del lines[id(statement)]
     return skipped, lines, indices
@@ -529,13 +538,13 @@ def _rendered_starts(
             return {}, {}
         indices[id(statement)] = index
         lines[id(statement)] = starts[index] - _lines_before_first_token(statement)
-        index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        index += _ast_statement_count(statement)
     return (indices, lines) if index == len(starts) else ({}, {})
 
 
-def _first_line(statement: ast.stmt) -> int:
-    """The first line of an ``ast`` statement: its first decorator's, for a decorated one."""
-    return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+def _ast_statement_count(statement: cst.BaseStatement) -> int:
+    """How many ``ast`` statements a libcst statement is (``a; b`` is one line, two statements)."""
+    return len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
 
 
 def _positions_alone(statement: cst.CSTNode, module: cst.Module, indent: Sequence[str]) -> Any:
@@ -646,7 +655,8 @@ class SharedWrapper:
         self._parsed = parsed
         self._names: dict[int, tuple[MetadataWrapper, "fast_names.FastNames | None"]] = {}
         self.statement_positions = NodeMemo()
-        """Top-level statement → the positions of its nodes in a module of its own."""
+        """Top-level statement or member of a top-level class → the positions of its nodes,
+        rendered on its own with its indentation in the file, from line 1."""
         self.function_scopes = NodeMemo()
         """Function → libcst's scopes from an analysis of it alone (``scopes_of_function_alone``)."""
 

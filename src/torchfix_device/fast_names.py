@@ -93,7 +93,7 @@ class FastNames:
     """Certain qualified names for one module version (see the module docstring)."""
 
     def __init__(self, module: cst.Module, code: str) -> None:
-        self._captured = _match_captures(code) if "match" in code and "case" in code else frozenset()
+        self._captured = _match_captures(module) if "match" in code and "case" in code else frozenset()
         """Names a ``match`` pattern binds: libcst records none of these bindings, so every
         question about them is left to libcst."""
         top = symtable.symtable(code, "<module>", "exec")
@@ -306,15 +306,17 @@ def _binds(symbol: symtable.Symbol) -> bool:
     return symbol.is_assigned() or symbol.is_parameter() or symbol.is_annotated() or symbol.is_namespace()
 
 
-def _match_captures(code: str) -> frozenset[str]:
-    """The names the ``match`` patterns of ``code`` capture (``case [a, *rest]``, ``case {**kw}``,
-    ``case P() as p``)."""
+def _match_captures(module: cst.Module) -> frozenset[str]:
+    """The names the ``match`` statements of ``module`` capture (``case [a, *rest]``,
+    ``case {**kw}``, ``case P() as p``)."""
     captured: set[str] = set()
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            captured.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            captured.add(node.rest)
+    for statement in _cst.walk_statements(module):
+        if isinstance(statement, cst.Match):
+            for case in statement.cases:
+                for node in _cst.walk(case.pattern):
+                    name = node.rest if isinstance(node, cst.MatchMapping) else getattr(node, "name", None)
+                    if isinstance(node, (cst.MatchAs, cst.MatchStar, cst.MatchMapping)) and isinstance(name, cst.Name):
+                        captured.add(name.value)
     return frozenset(captured)
 
 

@@ -77,7 +77,6 @@ class InplaceOpInForward(Codemod):
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self._augmented = {id(n.target) for n in _cst.walk_statements(node) if isinstance(n, cst.AugAssign)}
-        """``id`` of a function → its own scope analysis (None: the whole file's is used)."""
         return None
 
     def leave_AugAssign(self, original_node: cst.AugAssign, updated_node: cst.AugAssign) -> cst.BaseSmallStatement:

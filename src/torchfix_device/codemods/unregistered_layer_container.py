@@ -252,28 +252,24 @@ class UnregisteredLayerContainer(Codemod):
         self._class_methods = {f.name.value: f for f in methods(cls)}
         parents: dict[int, cst.CSTNode] = {}
         nodes: list[cst.CSTNode] = []
-        # The innermost function around each node (None across a lambda) and the outermost one
-        # (the method), from its parent's: what ``_scope_of_uncached``/``_method_of_uncached``
-        # find by climbing, for every node of the class in one pass.
-        inner: dict[int, cst.FunctionDef | None] = {}
-        outer: dict[int, cst.FunctionDef | None] = {}
-        scopes: dict[int, cst.FunctionDef | None] = {}
-        methods_of: dict[int, cst.FunctionDef | None] = {}
+        # For every node of the class, in the same pass: the innermost function it is or is in
+        # (None inside a lambda) and the outermost one (its method). A node's scope and method
+        # are its parent's (``_scope_of``, ``_method_of``).
+        inner: dict[int, cst.FunctionDef | None] = {id(cls): None}
+        outer: dict[int, cst.FunctionDef | None] = {id(cls): None}
         for node, parent in walk_class(cls):
             nodes.append(node)
+            scope = method = None
             if parent is not None:
                 parents[id(node)] = parent
-            scopes[id(node)] = inner.get(id(parent)) if parent is not None else None
-            methods_of[id(node)] = outer.get(id(parent)) if parent is not None else None
+                scope, method = inner[id(parent)], outer[id(parent)]
             if isinstance(node, cst.FunctionDef):
-                inner[id(node)] = node
-                outer[id(node)] = methods_of[id(node)] or node
+                inner[id(node)], outer[id(node)] = node, method or node
             else:
-                inner[id(node)] = None if isinstance(node, cst.Lambda) else scopes[id(node)]
-                outer[id(node)] = methods_of[id(node)]
+                inner[id(node)], outer[id(node)] = (None if isinstance(node, cst.Lambda) else scope), method
         self._parents = parents
-        self._scopes = scopes
-        self._methods_of = methods_of
+        self._inner_function = inner
+        self._outer_function = outer
         attrs: dict[str, _Attr] = {}
         registered_attrs: set[str] = set()
 
@@ -916,20 +912,10 @@ class UnregisteredLayerContainer(Codemod):
 
     # -- context ----------------------------------------------------------------------------------------
     def _scope_of(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        """The innermost function around ``node`` in the class, None inside a lambda."""
-        if id(node) in self._scopes:
-            return self._scopes[id(node)]
-        return self._scope_of_uncached(node)
-
-    def _scope_of_uncached(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        current = self._parents.get(id(node))
-        while current is not None and not isinstance(current, cst.ClassDef):
-            if isinstance(current, cst.FunctionDef):
-                return current
-            if isinstance(current, cst.Lambda):
-                return None
-            current = self._parents.get(id(current))
-        return None
+        """The innermost function around ``node`` in the class being analysed, None inside a
+        lambda."""
+        parent = self._parents.get(id(node))
+        return None if parent is None else self._inner_function[id(parent)]
 
     def _in_instance_method(self, node: cst.CSTNode) -> bool:
         method = self._method_of(node)
@@ -944,19 +930,9 @@ class UnregisteredLayerContainer(Codemod):
         return self._instance_methods[id(method)]
 
     def _method_of(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        """The outermost function around ``node`` in the class (the method it is in)."""
-        if id(node) in self._methods_of:
-            return self._methods_of[id(node)]
-        return self._method_of_uncached(node)
-
-    def _method_of_uncached(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        current = self._parents.get(id(node))
-        method = None
-        while current is not None and not isinstance(current, cst.ClassDef):
-            if isinstance(current, cst.FunctionDef):
-                method = current
-            current = self._parents.get(id(current))
-        return method
+        """The outermost function around ``node`` in the class being analysed (its method)."""
+        parent = self._parents.get(id(node))
+        return None if parent is None else self._outer_function[id(parent)]
 
     def _loop_region(self, node: cst.CSTNode) -> cst.CSTNode:
         """The outermost loop around ``node`` in its function, else its statement."""
