@@ -192,6 +192,19 @@ def walk_statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             stack.extend(reversed(statement_children(current)))
 
 
+def module_scope_statements(module: cst.Module) -> Iterator[cst.CSTNode]:
+    """What :func:`walk_statements` gives that is in the module's own scope: top-level
+    statements and those in the blocks of ``if``, ``try``, ``with``, loops and ``match`` there,
+    not in a function or class body (a function or class defined there is given, its body is
+    not)."""
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, STATEMENT_SCAFFOLD) and not isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+            stack.extend(reversed(statement_children(current)))
+
+
 _STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
 """The fields of a compound statement or block part that hold statements, in source order."""
 
@@ -312,6 +325,28 @@ def referenced_names(node: cst.CSTNode) -> "Counter[str]":
     return names
 
 
+def name_reads(module: cst.Module, name: str) -> list[cst.Name] | None:
+    """The ``Name`` nodes reading ``name`` in ``module`` outside import statements (attribute
+    names, ``x.name``, and keyword names, ``name=...``, are not reads), for a file that binds
+    ``name`` nowhere but in one import; None when a string literal holds ``name`` (a string
+    annotation may read it)."""
+    found: list[cst.Name] = []
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            if node.value == name:
+                found.append(node)
+        elif isinstance(node, cst.SimpleString):
+            if name in node.value:
+                return None
+        elif isinstance(node, (cst.Attribute, cst.Arg)):
+            stack.append(node.value)
+        elif not isinstance(node, (cst.Import, cst.ImportFrom)):
+            stack.extend(reversed(children(node)))
+    return found
+
+
 def decorator_names(func: cst.FunctionDef) -> set[str]:
     return {dotted_name(d.decorator) or "" for d in func.decorators}
 
@@ -334,6 +369,10 @@ LEGACY_TENSOR_DTYPES = {
     "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
     "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
 }
+
+
+LEGACY_TENSOR_TYPE_NAMES = frozenset(LEGACY_TENSOR_DTYPES)
+"""The last parts of the names :func:`legacy_tensor_type` recognises."""
 
 
 def legacy_tensor_type(qualified: set[str]) -> tuple[str, bool] | None:

@@ -33,7 +33,7 @@ import bisect
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 from torchfix_device import ast_scan
 from torchfix_device._cst import LEGACY_TENSOR_DTYPES
@@ -335,15 +335,37 @@ def _layer_in_forward_site(f: FileFacts) -> bool:
     return False
 
 
-def _inplace_in_forward_site(f: FileFacts) -> bool:
+def _inplace_in_forward_sites(f: FileFacts) -> Iterator[ast.AST]:
     """TFD012: ``name op= ...`` in a module's ``forward``."""
     if not (_module_class_possible(f) and f.augassign_to_name_in_forward):
-        return False
+        return
     scan = f.scan
-    return any(
-        isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and _in_module_forward(scan, cls, func)
-        for node, cls, func in f.contexts
-    )
+    for node, cls, func in f.contexts:
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and _in_module_forward(scan, cls, func):
+            yield node
+
+
+def _cuda_call_sites(f: FileFacts) -> Iterator[ast.AST]:
+    """TFD001: ``x.cuda(...)`` (a guard or conditional it rewrites holds one)."""
+    if "cuda" not in f.call_attrs:
+        return
+    for node, _, _ in f.contexts:
+        if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "cuda":
+            yield node
+
+
+def _dropped_move_sites(f: FileFacts) -> Iterator[ast.AST]:
+    """TFD002: ``x.cuda(...)`` / ``x.to(...)`` as a statement."""
+    if not f.statement_call_attrs & {"cuda", "to"}:
+        return
+    for node, _, _ in f.contexts:
+        if type(node) is ast.Expr and type(node.value) is ast.Call and type(node.value.func) is ast.Attribute:
+            if node.value.func.attr in ("cuda", "to"):
+                yield node
+
+
+def _has_site(sites: Callable[[FileFacts], Iterator[ast.AST]]) -> Callable[[FileFacts], bool]:
+    return lambda f: next(sites(f), None) is not None
 
 
 def _calls_to(f: FileFacts, names: set[str], accept: Callable[[ast.Call], bool]) -> bool:
@@ -422,20 +444,19 @@ def _legacy_reduction_call(call: ast.Call) -> bool:
     return False
 
 
-def _legacy_reduction_site(f: FileFacts) -> bool:
+def _legacy_reduction_sites(f: FileFacts) -> Iterator[ast.AST]:
     """TFD010: a ``torch.nn`` loss class or ``torch.nn.functional`` loss called with a legacy
     reduction argument."""
     if not (f.torch_imported and f.names & LOSS_NAMES):
-        return False
+        return
     if not (f.keywords & {"size_average", "reduce"} or "elementwise_mean" in f.text):
-        return False
+        return
     scan = f.scan
-    return any(
-        isinstance(node, ast.Call) and _legacy_reduction_call(node) and (
+    for node, _, _ in f.contexts:
+        if isinstance(node, ast.Call) and _legacy_reduction_call(node) and (
             scan.opaque or any(q.startswith("torch.nn.") and q.rpartition(".")[2] in LOSS_NAMES for q in scan.qualified(node.func))
-        )
-        for node, _, _ in f.contexts
-    )
+        ):
+            yield node
 
 
 def _is_cuda_legacy_type(name: str) -> bool:
@@ -491,11 +512,11 @@ CONDITIONS: dict[str, Callable[[FileFacts], bool]] = {
     # variable-wrapper: a `torch.autograd.Variable(...)` call
     "TFD009": lambda f: f.torch_imported and "Variable" in f.names and _calls_to(f, VARIABLE, _any_call),
     # legacy-loss-reduction-args: a loss given size_average=, reduce= or reduction="elementwise_mean"
-    "TFD010": _legacy_reduction_site,
+    "TFD010": _has_site(_legacy_reduction_sites),
     # cuda-amp: `torch.cuda.amp.autocast` / `GradScaler`
     "TFD011": lambda f: f.torch_imported and "amp" in f.names and bool(f.names & set(AMP_NAMES)),
     # inplace-op-in-forward: `name op= ...` in a module's `forward`
-    "TFD012": _inplace_in_forward_site,
+    "TFD012": _has_site(_inplace_in_forward_sites),
     # layer-built-in-forward: a stateful torch.nn layer called in a module's `forward`
     "TFD013": _layer_in_forward_site,
     # set-default-cuda-tensor-type: `torch.set_default_tensor_type`
@@ -525,30 +546,54 @@ SITES: dict[str, Callable[[FileFacts], Iterator[ast.AST]]] = {
     # Codemods whose findings and rewrites happen only at these nodes, each inside one top-level
     # statement, and whose visit of one top-level statement does not depend on the others: the
     # runner lets them skip the top-level statements without a site (no visit, no rebuild).
+    "TFD001": _cuda_call_sites,
+    "TFD002": _dropped_move_sites,
     "TFD003": _factory_sites,
+    "TFD010": _legacy_reduction_sites,
+    "TFD012": _inplace_in_forward_sites,
     "TFD005": _calls_to_sites(TORCH_LOAD, _load_without_map_location),
     "TFD015": _calls_to_sites(TORCH_LOAD, _weights_only_defaulted),
 }
 
 
-def statements_with_sites(facts: FileFacts, code: str) -> tuple[set[int], list[int]] | None:
-    """Indices (in ``facts.tree.body``) of the top-level statements holding a site of the
-    codemod ``code``, with the first line of every top-level statement (its first decorator's
-    for a decorated definition). A codemod without a site function gets every index: it visits
-    everything, and the lines still let it compute positions one statement at a time."""
+class StatementSites(NamedTuple):
+    """Where the sites of one codemod are, by statement (as CPython's ``ast`` counts them)."""
+
+    wanted: set[int]
+    """Indices of the top-level statements holding a site."""
+    starts: list[int]
+    """The first line of every top-level statement (its first decorator's for a decorated one)."""
+    members: dict[int, tuple[set[int], int]]
+    """For a top-level class holding sites only in its members (none in its decorators, bases
+    or header): its index → the indices of the members (statements of its body) holding one,
+    and the number of members."""
+
+
+def statements_with_sites(facts: FileFacts, code: str) -> StatementSites | None:
+    """The statements holding a site of the codemod ``code``. A codemod without a site
+    function gets every top-level index: it visits everything, and the lines still let it
+    compute positions one statement at a time."""
     if facts.tree is None:
         return None
     body = facts.tree.body
     starts = [first_line(s) for s in body]
     sites = SITES.get(code)
     if sites is None:
-        return set(range(len(body))), starts
-    found: set[int] = set()
+        return StatementSites(set(range(len(body))), starts, {})
+    lines_by_statement: dict[int, list[int]] = {}
     for node in sites(facts):
         index = bisect.bisect_right(starts, node.lineno) - 1
         if index >= 0:
-            found.add(index)
-    return found, starts
+            lines_by_statement.setdefault(index, []).append(node.lineno)
+    members: dict[int, set[int]] = {}
+    for index, lines in lines_by_statement.items():
+        statement = body[index]
+        if isinstance(statement, ast.ClassDef):
+            member_starts = [first_line(s) for s in statement.body]
+            holding = {bisect.bisect_right(member_starts, line) - 1 for line in lines}
+            if -1 not in holding:
+                members[index] = holding, len(statement.body)
+    return StatementSites(set(lines_by_statement), starts, members)
 
 
 def parse_facts(text: str) -> FileFacts | None:

@@ -17,23 +17,27 @@ import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 import libcst as cst
 from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedTransformerFunctions
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider, QualifiedNameProvider, ScopeProvider
+from libcst.helpers import get_full_name_for_node
 from libcst.metadata.base_provider import LazyValue
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from torchfix_device import _cst, fast_names
+from torchfix_device import _cst, fast_names, scopes
 from torchfix_device.ast_scan import first_line
 from torchfix_device.fast_names import CHECK_FAST_NAMES
 from torchfix_device.catalog import UnknownRuleError, lookup_ref, select_refs  # noqa: F401  (UnknownRuleError: re-exported)
 from torchfix_device.device_source import DeviceSource
 from torchfix_device.finding import Finding
 from torchfix_device.suppressions import Suppressions
+
+if TYPE_CHECKING:
+    from torchfix_device.candidates import StatementSites
 
 DOC_SECTIONS = (
     "What it does",
@@ -90,12 +94,15 @@ class Codemod(VisitorBasedCodemodCommand):
     """False (set by the runner) for a run whose findings are thrown away: a run on a rewritten
     tree, whose findings come from a run on the original. :meth:`report` then records nothing and
     computes no position unless a ``noqa`` comment or interactive review needs one to decide."""
-    statements_with_sites: tuple[set[int], list[int]] | None = None
-    """Set by the runner from stage 1's parse: the indices of the top-level statements (as
-    CPython's ``ast`` counts them) that hold a site (all of them for a codemod without a stage-1
-    site function, ``candidates.SITES``), and the first line of every top-level statement. The
-    others are neither visited nor rebuilt, and positions inside a visited one are computed for
-    that statement alone."""
+    statements_with_sites: "StatementSites | None" = None
+    """Set by the runner from stage 1's parse: the top-level statements (as CPython's ``ast``
+    counts them) that hold a site (all of them for a codemod without a stage-1 site function,
+    ``candidates.SITES``), the members of the top-level classes that do, and the first line of
+    every top-level statement. The others are neither visited nor rebuilt, and positions inside
+    a visited one are computed for that statement alone."""
+
+    _inside_skipped: cst.CSTNode | None = None
+    """In checking mode: the statement without a stage-1 site being visited anyway."""
 
     stage1_body: "list[ast.stmt] | None" = None
     """Set by the runner with ``statements_with_sites``: the top-level statements of stage 1's
@@ -163,6 +170,7 @@ class Codemod(VisitorBasedCodemodCommand):
         memos = shared if shared is not None else SharedWrapper()
         self._local_positions = memos.statement_positions
         self._alone_scopes = memos.function_scopes
+        self._skeletons = memos.skeletons
         self._replaced_a_node = False
 
     @classmethod
@@ -174,7 +182,14 @@ class Codemod(VisitorBasedCodemodCommand):
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
         self._replaced_a_node = False
+        self._inside_skipped = None
         return super().transform_module(tree)
+
+    @property
+    def replaced_a_node(self) -> bool:
+        """During or after :meth:`transform_module`: some hook has returned something other
+        than the node it was given."""
+        return self._replaced_a_node
 
     @property
     def changed_tree(self) -> bool:
@@ -210,7 +225,10 @@ class Codemod(VisitorBasedCodemodCommand):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if id(node) in self._skipped_statements:
-            return False
+            if not CHECK_FAST_NAMES:
+                return False
+            if self._inside_skipped is None:  # visit it anyway: nothing may be reported or changed there
+                self._inside_skipped = node
         if id(node) in self._statement_lines:
             self._current_statement = node
             self._current_member = None
@@ -224,7 +242,10 @@ class Codemod(VisitorBasedCodemodCommand):
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         if id(original_node) in self._skipped_statements:
-            return updated_node
+            if not CHECK_FAST_NAMES:
+                return updated_node
+            if self._inside_skipped is original_node:
+                self._inside_skipped = None
         if self._uses_matcher_decorators():
             left = super().on_leave(original_node, updated_node)
         else:
@@ -234,6 +255,8 @@ class Codemod(VisitorBasedCodemodCommand):
             left = hook(self, original_node, updated_node)
         if left is not updated_node:
             self._replaced_a_node = True
+            if CHECK_FAST_NAMES:
+                assert self._inside_skipped is None, f"{self.code} changed a statement without a stage-1 site"
         return left
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
@@ -373,6 +396,8 @@ class Codemod(VisitorBasedCodemodCommand):
         """
         if safe and not self.safe:
             raise ValueError(f"{self.code}: a codemod with safe = False marks no finding safe (see may_change)")
+        if CHECK_FAST_NAMES:
+            assert self._inside_skipped is None, f"{self.code} reports in a statement without a stage-1 site: {message}"
         is_safe = self.safe if safe is None else safe
         apply = fixable and (is_safe or self.unsafe_fixes)
         chosen = FIX_FILTER.get()
@@ -411,7 +436,9 @@ class Codemod(VisitorBasedCodemodCommand):
         return self.suppressions.suppresses(line, self.code)  # type: ignore[union-attr]
 
     # -- helpers ----------------------------------------------------------------------------
-    def qualified_names(self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None) -> set[str]:
+    def qualified_names(
+        self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None, in_module_scope: bool = False
+    ) -> set[str]:
         """The fully qualified names ``node`` may refer to (``torch.load`` for ``T.load``).
 
         With ``ending_in`` (last parts: ``{"load"}``), a caller that only looks at names ending
@@ -421,7 +448,9 @@ class Codemod(VisitorBasedCodemodCommand):
         Names local to a function, class or comprehension (libcst's ``f.<locals>.x``) never name
         a module's object and may be left out, and a name used where it is unbound (code that
         raises ``NameError``) may be given what the file's imports elsewhere make it:
-        :mod:`torchfix_device.fast_names` answers without libcst's scope analysis where it can."""
+        :mod:`torchfix_device.fast_names` answers without libcst's scope analysis where it can.
+        ``in_module_scope``: ``node`` is evaluated in the module's own scope (the base of a
+        class defined at module level) although the codemod is visiting something else."""
         fast = self._fast_names()
         if ending_in is not None and fast is not None and not fast.may_end_in(node, ending_in):
             if CHECK_FAST_NAMES:
@@ -430,6 +459,8 @@ class Codemod(VisitorBasedCodemodCommand):
                 assert not wrong, f"{cst.Module([]).code_for_node(node)!r} has names {wrong} ending in {sorted(ending_in)}"
             return set()
         answer = fast.qualified_names(node) if fast is not None else None
+        if answer is None and fast is not None:
+            answer = self._qualified_names_by_scope(node, fast, in_module_scope)
         if answer is not None and not CHECK_FAST_NAMES:
             return answer
         try:
@@ -447,8 +478,50 @@ class Codemod(VisitorBasedCodemodCommand):
         alone (a module holding only it), not of the whole file; None when it declares names
         ``global`` or ``nonlocal`` (they reach outside it). Exact for the names the function and
         the functions, lambdas and comprehensions inside it bind; the caller makes sure the
-        names it asks about are bound nowhere outside (``FastNames.bound_in_functions_only``)."""
-        return self._alone_scopes.get(function, lambda: _scopes_of_function_alone(function))
+        names it asks about are bound nowhere outside (``FastNames.bound_in_functions_only``),
+        or uses :func:`~torchfix_device.scopes.resolution_in_function`."""
+        return self._alone_scopes.get(function, lambda: scopes.scopes_of_function_alone(function))
+
+    def _resolution_in_function(self, name: str, node: cst.CSTNode) -> tuple[str, set[Any]] | None:
+        """Where ``name`` read at ``node`` resolves, from the analysis of the outermost function
+        being visited alone (:func:`~torchfix_device.scopes.resolution_in_function`); None
+        outside functions or where that analysis cannot tell."""
+        if not self.function_stack:
+            return None
+        return scopes.resolution_in_function(self.scopes_of_function_alone(self.function_stack[0]), node, name)
+
+    def _module_skeleton(self) -> scopes.ModuleSkeleton:
+        module = self.visited_module
+        return self._skeletons.get(module, lambda: scopes.ModuleSkeleton(module))
+
+    def _qualified_names_by_scope(
+        self, node: cst.CSTNode, fast: "fast_names.FastNames", in_module_scope: bool
+    ) -> set[str] | None:
+        """The qualified names of ``node`` where ``FastNames`` alone cannot tell (its first name
+        is bound at module level and inside some function or class too), from where that name
+        resolves: at module level for code in the module's own scope (``in_module_scope``, or
+        visited outside any class or function, no lambda or comprehension binding the name);
+        in a function, a local of a function around ``node`` (no module's object) where one
+        binds it, else the module-level binding's."""
+        spelt = get_full_name_for_node(node)
+        root = spelt.partition(".")[0] if spelt is not None else None
+        if root is None or not fast.may_resolve_at_module_level(root):
+            return None
+        if in_module_scope or not (self.function_stack or self.class_stack):
+            return None if fast.bound_in_blocks(root) else fast.module_level_names(node)
+        where = self._resolution_in_function(root, node)
+        if where is None:
+            return None
+        kind, found = where
+        if kind == scopes.MODULE:
+            return fast.module_level_names(node)
+        if fast.locals_named_like_modules:
+            return None
+        if all(scopes.is_plain_assignment(a) for a in found):
+            return set()
+        if all(isinstance(a, scopes.ImportAssignment) for a in found):
+            return fast_names.names_from(sorted(found, key=lambda a: a.name), spelt)  # type: ignore[arg-type]
+        return None
 
     def bindings_visible_at(self, name: str, node: cst.CSTNode) -> set[Any]:
         """libcst's bindings of ``name`` visible at ``node`` (``scope[name]``), ``node`` being
@@ -456,6 +529,8 @@ class Codemod(VisitorBasedCodemodCommand):
         functions bind ``name``, from a scope analysis of the outermost function being visited
         alone (none at module level); else from the whole file's."""
         local = self._bindings_from_functions(name, node)
+        if local is None:
+            local = self._bindings_past_functions(name, node)
         if local is not None and not CHECK_FAST_NAMES:
             return local
         try:
@@ -483,6 +558,20 @@ class Codemod(VisitorBasedCodemodCommand):
         scope = scopes.get(node) if scopes is not None else None
         return None if scope is None else set(scope[name])
 
+    def _bindings_past_functions(self, name: str, node: cst.CSTNode) -> set[Any] | None:
+        """The bindings of ``name`` visible at ``node`` in a function, where something at module
+        level or in a class body binds it too: those of a function around ``node`` that binds
+        it, else the module's own (from the module's skeleton, :mod:`torchfix_device.scopes`).
+        None when that cannot be told so."""
+        fast = self._fast_names()
+        if fast is None or not fast.may_resolve_at_module_level(name):
+            return None
+        where = self._resolution_in_function(name, node)
+        if where is None:
+            return None
+        kind, found = where
+        return found if kind == scopes.LOCAL else self._module_skeleton().bindings(name)
+
     def _fast_names(self) -> "fast_names.FastNames | None":
         wrapper = self.context.wrapper
         if self.shared is None or wrapper is None:
@@ -501,26 +590,44 @@ after a codemod's own transform."""
 
 
 def _statements_without_sites(
-    module: cst.Module, sites: tuple[set[int], list[int]] | None
+    module: cst.Module, sites: "StatementSites | None"
 ) -> tuple[set[int], dict[int, int], dict[int, int]]:
     """``id``s of the top-level statements of ``module`` holding none of the ``ast`` statement
-    indices in ``sites`` (a ``a; b`` line is one libcst statement, two ``ast`` ones); for the
-    others the file line their rendering starts on (their leading comment lines included) and
-    the index of their first ``ast`` statement. Nothing to skip when the two parsers count the
-    statements differently."""
+    indices in ``sites`` (a ``a; b`` line is one libcst statement, two ``ast`` ones), and of the
+    members without one of the classes ``sites`` has member sites for; for the top-level
+    statements kept, the file line their rendering starts on (their leading comment lines
+    included) and the index of their first ``ast`` statement. Nothing to skip when the two
+    parsers count the statements differently."""
     if sites is None:
         return set(), {}, {}
-    wanted, starts = sites
-    indices, lines = _rendered_starts(module.body, starts)
+    indices, lines = _rendered_starts(module.body, sites.starts)
     if not lines:
         return set(), {}, {}
     skipped = set()
     for statement in module.body:
         index = indices[id(statement)]
-        if not any(i in wanted for i in range(index, index + _ast_statement_count(statement))):
+        if not any(i in sites.wanted for i in range(index, index + _ast_statement_count(statement))):
             skipped.add(id(statement))
             del lines[id(statement)]
+        elif index in sites.members and isinstance(statement, cst.ClassDef):
+            skipped.update(_members_without_sites(statement, *sites.members[index]))
     return skipped, lines, indices
+
+
+def _members_without_sites(cls: cst.ClassDef, wanted: set[int], ast_count: int) -> list[int]:
+    """``id``s of the statements of the body of ``cls`` holding none of the ``ast`` member
+    indices ``wanted`` (``ast_count`` members in all); none when the body is on the class's
+    line (``class A: x = 1``) or the two parsers count its statements differently."""
+    if not isinstance(cls.body, cst.IndentedBlock):
+        return []
+    skipped = []
+    index = 0
+    for member in cls.body.body:
+        count = _ast_statement_count(member)
+        if not any(i in wanted for i in range(index, index + count)):
+            skipped.append(id(member))
+        index += count
+    return skipped if index == ast_count else []
 
 
 def _rendered_starts(
@@ -611,12 +718,6 @@ def _hook(cls: type, prefix: str, node_type: type, attribute: str | None = None)
     return found
 
 
-def _scopes_of_function_alone(function: cst.FunctionDef) -> Any:
-    if any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _cst.walk_statements(function)):
-        return None
-    return MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True).resolve(ScopeProvider)
-
-
 def _holds_no_node_twice(module: cst.Module) -> bool:
     seen: set[int] = set()
     for node in _cst.walk(module):
@@ -659,6 +760,8 @@ class SharedWrapper:
         rendered on its own with its indentation in the file, from line 1."""
         self.function_scopes = NodeMemo()
         """Function → libcst's scopes from an analysis of it alone (``scopes_of_function_alone``)."""
+        self.skeletons = NodeMemo()
+        """Module → its module-level bindings (:class:`~torchfix_device.scopes.ModuleSkeleton`)."""
 
     def wrapper_for(self, module: cst.Module) -> MetadataWrapper:
         known = self._wrappers.get(id(module))

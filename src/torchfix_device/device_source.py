@@ -141,6 +141,8 @@ class DeviceSource:
         file where it binds nothing at module level (a function's ``device`` parameter), so the
         occurrences are counted: a site that asked for a device and then declined (suppressed,
         reported, held back) adds none, nor does a rewrite that wrote ``x.device``."""
+        if not self.codemod.replaced_a_node:
+            return False  # the tree is the one the name was chosen free in
         name = self.inserted_name
         return _count_name(module, name) > _count_name(self.module, name)
 
@@ -197,6 +199,7 @@ class DeviceSource:
         """Classes of this file that subclass ``torch.nn`` classes, directly or through others."""
         if self._module_classes is None:
             classes = [n for n in _cst.walk_statements(self.module) if isinstance(n, cst.ClassDef)]
+            in_module_scope = {id(n) for n in _cst.module_scope_statements(self.module) if isinstance(n, cst.ClassDef)}
             found: dict[int, cst.ClassDef] = {}
             names: set[str] = set()
             changed = True
@@ -206,7 +209,7 @@ class DeviceSource:
                     if id(cls) in found:
                         continue
                     for base in cls.bases:
-                        qualified = self.codemod.qualified_names(base.value)
+                        qualified = self.codemod.qualified_names(base.value, in_module_scope=id(cls) in in_module_scope)
                         dotted = _cst.dotted_name(base.value)
                         if any(is_torch_module_class(q) for q in qualified) or dotted in names:
                             found[id(cls)] = cls
@@ -355,7 +358,7 @@ class DeviceSource:
         if value is None or not self._looks_like_device(value):
             return False
         # A binding made later in the same scope is not there yet when a module-level use runs.
-        if assignment.scope is self._scope(use) and not self.codemod.function_stack:
+        if not self.codemod.function_stack and assignment.scope is self._scope(use):
             try:
                 bound_at = self.codemod.get_metadata(PositionProvider, target).start.line
                 used_at = self.codemod.get_metadata(PositionProvider, use).start.line

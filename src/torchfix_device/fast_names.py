@@ -213,16 +213,66 @@ class FastNames:
                 # a local of some function or class: its libcst name there (`f.<locals>.x`) is
                 # no module's, but an import's name would be wrong for it
                 return None if imported_here else {spelt}
-            imports = self._imports.get(root, [])
-            if imported_here and not imports:
-                return None  # an import this walk did not find: ask libcst
-            names = _names_from(imports, spelt)
-            if bound_here:
-                names.add(spelt)
-            return names
+            return self._module_level_bindings_give(root, spelt, imported_here, bound_here)
         if root in self._bound_inside:
             return None if self._module_like_scope else set()
         return {f"builtins.{root}"} if root in BUILTIN_NAMES else set()
+
+    def module_level_names(self, node: cst.CSTNode) -> set[str] | None:
+        """The qualified names of ``node`` where its first name resolves at module level (read
+        in a function that does not bind it, whatever other functions and classes bind), or
+        None when only libcst can tell."""
+        spelt = get_full_name_for_node(node)
+        if spelt is None or id(node) in self._spelt_in_imports:
+            return set()
+        root = spelt.partition(".")[0]
+        if not self.may_resolve_at_module_level(root):
+            return None
+        top = self._top.get(root)
+        imported_here = top is not None and top.is_imported()
+        bound_here = top is not None and _binds(top)
+        if not (imported_here or bound_here):
+            return set()
+        if bound_here and root in MODULE_LIKE_NAMES:
+            return None
+        return self._module_level_bindings_give(root, spelt, imported_here, bound_here)
+
+    def may_resolve_at_module_level(self, name: str) -> bool:
+        """Where ``name`` is read in a function that does not bind it, it resolves to the
+        module-level bindings that the module's own statements make (no ``global`` or
+        ``nonlocal`` declaration of it anywhere, no ``match`` capture libcst does not record, no
+        builtin to fall back on)."""
+        return name not in self._declared and name not in self._captured and name not in BUILTIN_NAMES
+
+    def bound_by_one_import_only(self, name: str) -> bool:
+        """One module-level import binds ``name`` and nothing else binds it anywhere (no other
+        import, assignment, parameter, ``global`` or ``match`` capture, in any scope): every
+        read of it, anywhere, is of that import."""
+        top = self._top.get(name)
+        return (
+            top is not None and top.is_imported() and not _binds(top) and len(self._imports.get(name, [])) == 1
+            and name not in self._bound_inside and name not in self._imported_inside and name not in self._bound_in_blocks
+            and name not in self._declared and name not in self._captured
+        )
+
+    def bound_in_blocks(self, name: str) -> bool:
+        """A class body, lambda or comprehension binds ``name``."""
+        return name in self._bound_in_blocks
+
+    @property
+    def locals_named_like_modules(self) -> bool:
+        """A module-level function or class is named like a module whose names a codemod tests
+        by prefix: libcst's names of its locals (``math.<locals>.x``) look like that module's."""
+        return self._module_like_scope
+
+    def _module_level_bindings_give(self, root: str, spelt: str, imported_here: bool, bound_here: bool) -> set[str] | None:
+        imports = self._imports.get(root, [])
+        if imported_here and not imports:
+            return None  # an import this walk did not find: ask libcst
+        names = names_from(imports, spelt)
+        if bound_here:
+            names.add(spelt)
+        return names
 
     def may_end_in(self, node: cst.CSTNode, last_parts: frozenset[str]) -> bool:
         """False when no qualified name of ``node`` can end in one of ``last_parts``. A dotted
@@ -243,8 +293,8 @@ class FastNames:
         nested = self._nested_imports.get(root, [])
         if not nested or (imported_here and not imports):
             return None  # an import this walk did not find: ask libcst
-        names = _names_from(imports or nested[:1], spelt)
-        return names if all(_names_from([assignment], spelt) == names for assignment in nested) else None
+        names = names_from(imports or nested[:1], spelt)
+        return names if all(names_from([assignment], spelt) == names for assignment in nested) else None
 
     def agrees(self, answer: set[str], exact: set[str], node: cst.CSTNode) -> bool:
         """:func:`agrees`, where libcst may also give nothing for a name imported only inside
@@ -279,7 +329,7 @@ def agrees(answer: set[str], exact: set[str], node: cst.CSTNode) -> bool:
     )
 
 
-def _names_from(imports: list[ImportAssignment], spelt: str) -> set[str]:
+def names_from(imports: list[ImportAssignment], spelt: str) -> set[str]:
     """The qualified names these imports give the expression spelt ``spelt``."""
     return {q.name for assignment in imports for q in assignment.get_qualified_names_for(spelt)}
 

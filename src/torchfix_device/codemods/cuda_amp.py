@@ -5,6 +5,7 @@ from libcst.metadata import ScopeProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.fast_names import CHECK_FAST_NAMES
 from torchfix_device.device_source import DeviceExpr
 
 OLD_MODULES = ("torch.cuda.amp", "torch.cuda.amp.autocast_mode", "torch.cuda.amp.grad_scaler")
@@ -106,6 +107,34 @@ class CudaAmp(Codemod):
         return None
 
     def _uses(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:
+        """The nodes reading the names ``imp`` binds (libcst's references); None when another
+        binding of one of them exists."""
+        fast = self._uses_without_scopes(imp)
+        if fast is not None and not CHECK_FAST_NAMES:
+            return fast
+        exact = self._uses_by_scopes(imp)
+        if fast is not None:
+            assert exact is not None and {id(u) for u in fast} == {id(u) for u in exact}, _cst.code_of(imp)
+        return exact
+
+    def _uses_without_scopes(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:
+        """The reads of the names ``imp`` binds, where ``symtable`` shows that this import at
+        module level is their only binding anywhere (then every read is of it); None otherwise."""
+        fast = self._fast_names()
+        if fast is None or isinstance(imp.names, cst.ImportStar):
+            return None
+        uses: list[cst.CSTNode] = []
+        for alias in imp.names:
+            bound = _cst.dotted_name(alias.asname.name) if alias.asname else _cst.dotted_name(alias.name)
+            if bound is None or not fast.bound_by_one_import_only(bound):
+                return None
+            reads = _cst.name_reads(self.visited_module, bound)
+            if reads is None:
+                return None
+            uses.extend(reads)
+        return uses
+
+    def _uses_by_scopes(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:
         try:
             scope = self.get_metadata(ScopeProvider, imp)
         except KeyError:

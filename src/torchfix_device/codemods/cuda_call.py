@@ -9,6 +9,7 @@ from torchfix_device.device_source import NoDevice
 
 NOT_TORCH_PREFIXES = ("numba", "cupy", "pycuda", "jax", "tensorflow", "cudf", "mxnet", "chainer")
 MOVE_METHODS = {"cuda", "to"}
+IS_AVAILABLE = frozenset({"is_available"})
 
 
 class CudaCall(Codemod):
@@ -178,7 +179,7 @@ class CudaCall(Codemod):
     def _is_cuda_condition(self, test: cst.BaseExpression) -> bool:
         if isinstance(test, cst.Call):
             name = _cst.dotted_name(test.func) or ""
-            return name.endswith("is_available") and "torch.cuda.is_available" in self.qualified_names(test.func)
+            return name.endswith("is_available") and "torch.cuda.is_available" in self.qualified_names(test.func, ending_in=IS_AVAILABLE)
         dotted = _cst.dotted_name(test)
         return dotted is not None and any(w in dotted.lower() for w in ("cuda", "gpu"))
 

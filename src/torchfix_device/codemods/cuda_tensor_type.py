@@ -7,6 +7,8 @@ from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
 from torchfix_device.device_source import NoDevice
 
+SET_DEFAULT_LAST = frozenset({"set_default_tensor_type"})
+
 
 class CudaTensorType(Codemod):
     """
@@ -59,7 +61,7 @@ class CudaTensorType(Codemod):
         return None
 
     def _cuda_dtype(self, node: cst.BaseExpression) -> str | None:
-        legacy = _cst.legacy_tensor_type(self.qualified_names(node))
+        legacy = _cst.legacy_tensor_type(self.qualified_names(node, ending_in=_cst.LEGACY_TENSOR_TYPE_NAMES))
         return legacy[0] if legacy and legacy[1] else None
 
     def visit_Call(self, node: cst.Call) -> bool | None:
@@ -68,7 +70,7 @@ class CudaTensorType(Codemod):
             self._handled.add(id(node.func))
         if m.matches(node.func, m.Attribute(attr=m.Name("type"))) and len(node.args) == 1 and self._cuda_dtype(node.args[0].value):
             self._handled.add(id(node.args[0].value))
-        if "torch.set_default_tensor_type" in self.qualified_names(node.func):
+        if "torch.set_default_tensor_type" in self.qualified_names(node.func, ending_in=SET_DEFAULT_LAST):
             self._handled.update(id(a.value) for a in node.args)  # TFD014's finding
         return None
 

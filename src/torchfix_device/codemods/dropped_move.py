@@ -6,6 +6,7 @@ from libcst.metadata import Assignment, PositionProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.device_source import DEVICE_NAME
 
 DEVICE_WORDS = ("device", "dev", "gpu", "cuda")
 
@@ -144,7 +145,7 @@ class DroppedMove(Codemod):
             text = value.evaluated_value
             return isinstance(text, str) and text.split(":")[0] in {"cuda", "cpu", "mps", "xpu", "meta"}
         if isinstance(value, cst.Call):
-            return "torch.device" in self.qualified_names(value.func)
+            return "torch.device" in self.qualified_names(value.func, ending_in=DEVICE_NAME)
         dotted = _cst.dotted_name(value)
         if dotted is None:
             return False

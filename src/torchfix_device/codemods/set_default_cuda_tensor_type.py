@@ -9,6 +9,7 @@ from torchfix_device.codemod import Codemod
 from torchfix_device.device_source import NoDevice
 
 SET_DEFAULT = {"torch.set_default_tensor_type"}
+SET_DEFAULT_LAST = frozenset({"set_default_tensor_type"})
 
 
 class SetDefaultCudaTensorType(Codemod):
@@ -75,7 +76,7 @@ class SetDefaultCudaTensorType(Codemod):
             text = value.evaluated_value
             legacy = _cst.legacy_tensor_type({text}) if isinstance(text, str) else None
         else:
-            legacy = _cst.legacy_tensor_type(self.qualified_names(value))
+            legacy = _cst.legacy_tensor_type(self.qualified_names(value, ending_in=_cst.LEGACY_TENSOR_TYPE_NAMES))
         return legacy[0] if legacy and legacy[1] else None
 
     def leave_SimpleStatementLine(
@@ -84,7 +85,7 @@ class SetDefaultCudaTensorType(Codemod):
         if len(original_node.body) != 1 or not isinstance(original_node.body[0], cst.Expr):
             return updated_node
         call = original_node.body[0].value
-        if not isinstance(call, cst.Call) or not (self.qualified_names(call.func) & SET_DEFAULT):
+        if not isinstance(call, cst.Call) or not (self.qualified_names(call.func, ending_in=SET_DEFAULT_LAST) & SET_DEFAULT):
             return updated_node
         dtype = self._cuda_dtype(call)
         if dtype is None:
