@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-from libcst.metadata import ScopeProvider
+from libcst.metadata import QualifiedNameProvider, ScopeProvider
 
 from conftest import FIXTURES, ROOT
 from torchfix_device.codemod import REGISTRY, Codemod
@@ -41,6 +41,18 @@ SNIPPETS = [
     "import torch\ndef f(x):\n    match x:\n        case [device]:\n            return torch.ones(1).cuda()\n    return x.cuda()\n",
     "import torch\nmatch 3:\n    case {**dev}:\n        pass\ndef f(x):\n    return x.cuda()\n",
     "import torch\ndef f(x, *, dev=None, **device):\n    with open(x) as DEVICE:\n        return (x := torch.ones(1).cuda())\n",
+    # bound at module level and inside functions: the function's own binding, else the module's
+    "import torch\ndevice = torch.device('cpu')\ndef f(x):\n    return x.cuda()\ndef g(device):\n    return torch.ones(1).cuda()\n",
+    "import torch\ntry:\n    import device\nexcept ImportError as dev:\n    pass\nwith open('f') as DEVICE:\n    pass\n"
+    "def f(x):\n    return x.cuda()\nclass K:\n    device = 2\n    def m(self):\n        def device(): pass\n        return torch.ones(1).cuda()\n",
+    "import torch\ndef deco(f): return f\ndevice = 1\n@deco\ndef f(x=torch.ones(1).cuda()):\n    return x.cuda()\n",
+    "import torch\ndef f(x=(device := torch.ones(1).cuda())):\n    return x.cuda()\n",
+    "import torch\nif True:\n    class A:\n        def m(self):\n            return torch.ones(1).cuda()\n    def device(): pass\n",
+    # a module's name bound inside functions: qualified names past the functions
+    "import torch\ndef f(torch):\n    return torch.zeros(1)\ndef g():\n    return torch.zeros(1).cuda()\n",
+    "import torch\nclass C(torch.nn.Module):\n    def m(self):\n        import torch.nn\n        return torch.nn.Linear(1, 1)\n"
+    "    def n(self):\n        return torch.nn.Linear(1, 1).cuda()\n",
+    "import torch as T\nclass B(T.nn.Module):\n    pass\ndef h():\n    T = 1\n    return T\nclass D(B):\n    def m(self):\n        return T.zeros(1)\n",
 ]
 
 
@@ -60,13 +72,25 @@ def probe():
 
         def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
             for name in NAMES:
-                fast = self._bindings_from_functions(name, original_node)
-                if fast is None:
+                for kind, fast in (
+                    ("bindings of", self._bindings_from_functions(name, original_node)),
+                    ("bindings past functions of", self._bindings_past_functions(name, original_node)),
+                ):
+                    if fast is None:
+                        continue
+                    scope = self.get_metadata(ScopeProvider, original_node)
+                    exact = set(scope[name]) if scope is not None else set()
+                    assert {(type(a), id(a.node)) for a in fast} == {(type(a), id(a.node)) for a in exact}, name
+                    Probe.answered.append(f"{kind} {name}")
+            names = self._fast_names()
+            for node in (original_node.func, getattr(original_node.func, "value", None)):
+                if not isinstance(node, cst.BaseExpression) or names is None:
                     continue
-                scope = self.get_metadata(ScopeProvider, original_node)
-                exact = set(scope[name]) if scope is not None else set()
-                assert {(type(a), id(a.node)) for a in fast} == {(type(a), id(a.node)) for a in exact}, name
-                Probe.answered.append(f"bindings of {name}")
+                told = self._qualified_names_by_scope(node, names, False)
+                if told is not None:
+                    exact_names = {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+                    assert names.agrees(told, exact_names, node), (cst.Module([]).code_for_node(node), told, exact_names)
+                    Probe.answered.append(f"qualified past functions {bool(told)}")
             return updated_node
 
         def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
@@ -89,6 +113,8 @@ def test_shortcuts_agree_with_libcst_on_snippets(probe) -> None:
     answered = set(probe.answered)
     # both kinds of answer were given, both ways, for bindings found and not found
     assert {"free device True", "free device False", "bindings of device", "bindings of dev"} <= answered
+    assert {"bindings past functions of device", "bindings past functions of dev"} <= answered
+    assert {"qualified past functions True", "qualified past functions False"} <= answered
 
 
 def test_shortcuts_agree_with_libcst_on_fixtures_and_examples(probe) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections import Counter
 from typing import Callable, Iterator, ParamSpec, Sequence, TypeVar
 
 import libcst as cst
 import libcst.matchers as m
+from libcst._nodes.internal import CodegenState
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -222,6 +222,35 @@ def statement_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
+def module_code(module: cst.Module, rendered: dict[int, tuple[cst.CSTNode, str]]) -> str:
+    """``module.code``, reusing the code of the top-level statements in ``rendered`` (``id`` →
+    the statement and its code), which it extends. Between the versions of one file's
+    transform most top-level statements are the same objects (a codemod returns those it left
+    untouched as they were), so a rewrite is rendered for the statements it changed alone.
+    The last statement is always rendered afresh: libcst drops the file's final newline token
+    from it when the file has none."""
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    for line in module.header:
+        line._codegen(state)
+    last = len(module.body) - 1
+    for index, statement in enumerate(module.body):
+        known = rendered.get(id(statement))
+        if known is not None and known[0] is statement and index != last:
+            state.tokens.append(known[1])
+            continue
+        start = len(state.tokens)
+        statement._codegen(state)
+        rendered[id(statement)] = (statement, "".join(state.tokens[start:]))
+    for line in module.footer:
+        line._codegen(state)
+    if module.has_trailing_newline:
+        if not state.tokens:
+            state.add_token(state.default_newline)
+    else:
+        state.pop_trailing_newline()
+    return "".join(state.tokens)
+
+
 def code_of(node: cst.CSTNode) -> str:
     """Source text of a node, as libcst would print it."""
     return cst.Module(body=[]).code_for_node(node)
@@ -304,32 +333,12 @@ def all_names(module: cst.Module) -> set[str]:
     return names
 
 
-def referenced_names(node: cst.CSTNode) -> "Counter[str]":
-    """How often each identifier is used as a name under ``node``: attribute names
-    (``x.device``) and keyword argument names (``device=...``) are not counted."""
-    names: Counter[str] = Counter()
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            names[name.value] += 1
-
-        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-            attribute.value.visit(self)
-            return False
-
-        def visit_Arg(self, arg: cst.Arg) -> bool:
-            arg.value.visit(self)
-            return False
-
-    node.visit(_Collect())
-    return names
-
-
-def name_reads(module: cst.Module, name: str) -> list[cst.Name] | None:
+def name_reads(module: cst.Module, name: str, callees: set[int] | None = None) -> list[cst.Name] | None:
     """The ``Name`` nodes reading ``name`` in ``module`` outside import statements (attribute
     names, ``x.name``, and keyword names, ``name=...``, are not reads), for a file that binds
     ``name`` nowhere but in one import; None when a string literal holds ``name`` (a string
-    annotation may read it)."""
+    annotation may read it). ``callees`` gets the ``id`` of each read that is called without
+    ``*args`` (``name(...)``)."""
     found: list[cst.Name] = []
     stack: list[cst.CSTNode] = [module]
     while stack:
@@ -337,6 +346,11 @@ def name_reads(module: cst.Module, name: str) -> list[cst.Name] | None:
         if isinstance(node, cst.Name):
             if node.value == name:
                 found.append(node)
+        elif isinstance(node, cst.Call):
+            if callees is not None and isinstance(node.func, cst.Name) and node.func.value == name:
+                if not any(a.star for a in node.args):
+                    callees.add(id(node.func))
+            stack.extend(reversed(children(node)))
         elif isinstance(node, cst.SimpleString):
             if name in node.value:
                 return None
@@ -345,6 +359,41 @@ def name_reads(module: cst.Module, name: str) -> list[cst.Name] | None:
         elif not isinstance(node, (cst.Import, cst.ImportFrom)):
             stack.extend(reversed(children(node)))
     return found
+
+
+def count_name(node: cst.CSTNode, name: str, skip: set[int] | frozenset[int] = frozenset()) -> int:
+    """How often ``name`` is used as a name under ``node`` (``x.device`` and ``device=...`` do
+    not count), leaving out the subtrees whose ``id`` is in ``skip``."""
+    count = 0
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if id(current) in skip:
+            continue
+        if isinstance(current, cst.Name):
+            count += current.value == name
+        elif isinstance(current, (cst.Attribute, cst.Arg)):
+            stack.append(current.value)
+        else:
+            stack.extend(children(current))
+    return count
+
+
+def statement_units(module: cst.Module) -> Iterator[cst.CSTNode]:
+    """The top-level statements of ``module``, the statements of the bodies of the classes
+    among them, and of the classes among those: the parts a codemod returns as they were when
+    it changed nothing in them (``Codemod.on_leave``)."""
+    for statement in module.body:
+        yield statement
+        for member in _class_body(statement):
+            yield member
+            yield from _class_body(member)
+
+
+def _class_body(node: cst.CSTNode) -> Sequence[cst.BaseStatement]:
+    if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
+        return node.body.body
+    return ()
 
 
 def decorator_names(func: cst.FunctionDef) -> set[str]:

@@ -40,6 +40,7 @@ from torchfix_device._cst import LEGACY_TENSOR_DTYPES
 from torchfix_device.ast_scan import AstScan, first_line, walk_in_context
 from torchfix_device.codemod import Codemod
 from torchfix_device.codemods.cuda_amp import NAMES as AMP_NAMES
+from torchfix_device.codemods.cuda_amp import OLD_MODULES as AMP_OLD_MODULES
 from torchfix_device.codemods.factory_without_device import FACTORIES, MOVES
 from torchfix_device.codemods.layer_built_in_forward import STATEFUL_LAYERS
 from torchfix_device.codemods.legacy_loss_reduction_args import LOSS_CLASSES, LOSS_FUNCTIONS
@@ -364,6 +365,22 @@ def _dropped_move_sites(f: FileFacts) -> Iterator[ast.AST]:
                 yield node
 
 
+AMP_OLD_NAMES = frozenset(f"{module}.{name}" for module in AMP_OLD_MODULES for name in AMP_NAMES)
+
+
+def _cuda_amp_sites(f: FileFacts) -> Iterator[ast.AST]:
+    """TFD011: a call to ``torch.cuda.amp.autocast`` / ``GradScaler``, and the imports from
+    ``torch.cuda.amp`` it moves to ``torch.amp``."""
+    if not (f.torch_imported and "amp" in f.names and f.names & set(AMP_NAMES)):
+        return
+    scan = f.scan
+    for node, _, _ in f.contexts:
+        if isinstance(node, ast.Call) and scan.may_name(node.func, AMP_OLD_NAMES):
+            yield node
+        elif isinstance(node, ast.ImportFrom) and node.module == "torch.cuda.amp" and not node.level:
+            yield node
+
+
 def _has_site(sites: Callable[[FileFacts], Iterator[ast.AST]]) -> Callable[[FileFacts], bool]:
     return lambda f: next(sites(f), None) is not None
 
@@ -514,7 +531,7 @@ CONDITIONS: dict[str, Callable[[FileFacts], bool]] = {
     # legacy-loss-reduction-args: a loss given size_average=, reduce= or reduction="elementwise_mean"
     "TFD010": _has_site(_legacy_reduction_sites),
     # cuda-amp: `torch.cuda.amp.autocast` / `GradScaler`
-    "TFD011": lambda f: f.torch_imported and "amp" in f.names and bool(f.names & set(AMP_NAMES)),
+    "TFD011": lambda f: f.torch_imported and "amp" in f.names and bool(f.names & set(AMP_NAMES)),  # sites: _cuda_amp_sites
     # inplace-op-in-forward: `name op= ...` in a module's `forward`
     "TFD012": _has_site(_inplace_in_forward_sites),
     # layer-built-in-forward: a stateful torch.nn layer called in a module's `forward`
@@ -550,6 +567,7 @@ SITES: dict[str, Callable[[FileFacts], Iterator[ast.AST]]] = {
     "TFD002": _dropped_move_sites,
     "TFD003": _factory_sites,
     "TFD010": _legacy_reduction_sites,
+    "TFD011": _cuda_amp_sites,
     "TFD012": _inplace_in_forward_sites,
     "TFD005": _calls_to_sites(TORCH_LOAD, _load_without_map_location),
     "TFD015": _calls_to_sites(TORCH_LOAD, _weights_only_defaulted),
@@ -567,6 +585,9 @@ class StatementSites(NamedTuple):
     """For a top-level class holding sites only in its members (none in its decorators, bases
     or header): its index → the indices of the members (statements of its body) holding one,
     and the number of members."""
+    inner: dict[tuple[int, int], tuple[set[int], int]] = {}
+    """The same one level down, for a class that is such a member: (index of the top-level
+    class, index of the member) → its members holding a site, and their number."""
 
 
 def statements_with_sites(facts: FileFacts, code: str) -> StatementSites | None:
@@ -579,21 +600,38 @@ def statements_with_sites(facts: FileFacts, code: str) -> StatementSites | None:
     starts = [first_line(s) for s in body]
     sites = SITES.get(code)
     if sites is None:
-        return StatementSites(set(range(len(body))), starts, {})
+        return StatementSites(set(range(len(body))), starts, {}, {})
     lines_by_statement: dict[int, list[int]] = {}
     for node in sites(facts):
         index = bisect.bisect_right(starts, node.lineno) - 1
         if index >= 0:
             lines_by_statement.setdefault(index, []).append(node.lineno)
-    members: dict[int, set[int]] = {}
+    members: dict[int, tuple[set[int], int]] = {}
+    inner: dict[tuple[int, int], tuple[set[int], int]] = {}
     for index, lines in lines_by_statement.items():
-        statement = body[index]
-        if isinstance(statement, ast.ClassDef):
-            member_starts = [first_line(s) for s in statement.body]
-            holding = {bisect.bisect_right(member_starts, line) - 1 for line in lines}
-            if -1 not in holding:
-                members[index] = holding, len(statement.body)
-    return StatementSites(set(lines_by_statement), starts, members)
+        cls = body[index]
+        holding = _members_holding(cls, lines)
+        if holding is None:
+            continue
+        members[index] = holding, len(cls.body)  # type: ignore[attr-defined]
+        member_starts = [first_line(s) for s in cls.body]  # type: ignore[attr-defined]
+        for member in holding:
+            within = [line for line in lines if bisect.bisect_right(member_starts, line) - 1 == member]
+            found = _members_holding(cls.body[member], within)  # type: ignore[attr-defined]
+            if found is not None:
+                inner[index, member] = found, len(cls.body[member].body)  # type: ignore[attr-defined]
+    return StatementSites(set(lines_by_statement), starts, members, inner)
+
+
+def _members_holding(statement: ast.stmt, lines: list[int]) -> set[int] | None:
+    """For a class whose sites are on ``lines``: the indices of the statements of its body
+    holding one; None for anything else, or when a site is in the class's own lines (a
+    decorator, a base)."""
+    if not isinstance(statement, ast.ClassDef):
+        return None
+    member_starts = [first_line(s) for s in statement.body]
+    holding = {bisect.bisect_right(member_starts, line) - 1 for line in lines}
+    return None if -1 in holding else holding
 
 
 def parse_facts(text: str) -> FileFacts | None:

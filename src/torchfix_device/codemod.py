@@ -167,10 +167,18 @@ class Codemod(VisitorBasedCodemodCommand):
         self._member_indent: tuple[str, ...] = ()
         """The indentation of those members (the class body's)."""
         self._current_member: cst.CSTNode | None = None
+        self._member_indices: dict[int, int] = {}
+        """``id`` of each of those members → its index in stage 1's class body."""
+        self._ast_member_indices: dict[int, int] = {}
+        self._inner_lines: dict[int, int] = {}
+        """The same for the members of a class that is a member being visited (one level down)."""
+        self._inner_indent: tuple[str, ...] = ()
+        self._current_inner: cst.CSTNode | None = None
         memos = shared if shared is not None else SharedWrapper()
         self._local_positions = memos.statement_positions
         self._alone_scopes = memos.function_scopes
         self._skeletons = memos.skeletons
+        self._function_names = memos.function_names
         self._replaced_a_node = False
 
     @classmethod
@@ -182,6 +190,8 @@ class Codemod(VisitorBasedCodemodCommand):
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
         self._replaced_a_node = False
+        self._replacements = 0
+        self._replacements_before: dict[int, int] = {}
         self._inside_skipped = None
         return super().transform_module(tree)
 
@@ -229,12 +239,22 @@ class Codemod(VisitorBasedCodemodCommand):
                 return False
             if self._inside_skipped is None:  # visit it anyway: nothing may be reported or changed there
                 self._inside_skipped = node
+            self._replacements_before[id(node)] = self._replacements  # and keep it as it was
         if id(node) in self._statement_lines:
             self._current_statement = node
-            self._current_member = None
-            self._member_lines, self._member_indent = self._class_members(node)
+            self._current_member = self._current_inner = None
+            self._member_lines, self._member_indent = self._class_members(node, self._ast_indices.get(id(node)), self.stage1_body, ())
+            self._member_indices = self._ast_member_indices
+            self._replacements_before[id(node)] = self._replacements
         elif id(node) in self._member_lines:
-            self._current_member = node
+            self._current_member, self._current_inner = node, None
+            ast_class = self._ast_class(self._ast_indices.get(id(self._current_statement)), self.stage1_body)
+            self._inner_lines, self._inner_indent = self._class_members(
+                node, self._member_indices.get(id(node)), ast_class.body if ast_class is not None else None, self._member_indent
+            )
+            self._replacements_before[id(node)] = self._replacements
+        elif id(node) in self._inner_lines:
+            self._current_inner = node
         if self._uses_matcher_decorators():
             return super().on_visit(node)
         hook = _hook(type(self), "visit_", type(node))
@@ -250,13 +270,17 @@ class Codemod(VisitorBasedCodemodCommand):
             left = super().on_leave(original_node, updated_node)
         else:
             hook = _hook(type(self), "leave_", type(original_node))
-            if hook is None:
-                return updated_node
-            left = hook(self, original_node, updated_node)
+            left = updated_node if hook is None else hook(self, original_node, updated_node)
         if left is not updated_node:
             self._replaced_a_node = True
+            self._replacements += 1
             if CHECK_FAST_NAMES:
                 assert self._inside_skipped is None, f"{self.code} changed a statement without a stage-1 site"
+        elif self._replacements_before.pop(id(original_node), -1) == self._replacements:
+            # A top-level statement or class member in which no hook replaced anything: its
+            # original, not libcst's copy, so that the next codemod, the positions and the
+            # rendering of the rewrite find the same object (see ``_cst.module_code``).
+            return original_node
         return left
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
@@ -344,6 +368,11 @@ class Codemod(VisitorBasedCodemodCommand):
         the size of that method or statement, not the file's."""
         statement = self._current_statement
         assert statement is not None
+        inner = self._current_inner
+        if inner is not None:
+            found = self._local_position(node, inner, self._inner_lines[id(inner)], self._inner_indent)
+            if found is not None:
+                return found
         member = self._current_member
         if member is not None:
             found = self._local_position(node, member, self._member_lines[id(member)], self._member_indent)
@@ -360,23 +389,28 @@ class Codemod(VisitorBasedCodemodCommand):
         shift = first_line - 1
         return CodeRange(CodePosition(found.start.line + shift, found.start.column), CodePosition(found.end.line + shift, found.end.column))
 
-    def _class_members(self, statement: cst.CSTNode) -> tuple[dict[int, int], tuple[str, ...]]:
-        """For a top-level class: ``id`` → first rendered line of each statement of its body
-        (from stage 1's line numbers), and the body's indentation; nothing for any other
-        statement, or when the two parsers' statements cannot be matched up."""
-        index = self._ast_indices.get(id(statement))
-        body = self.stage1_body
-        if (
-            not isinstance(statement, cst.ClassDef)
-            or not isinstance(statement.body, cst.IndentedBlock)
-            or index is None
-            or body is None
-            or not isinstance(body[index], ast.ClassDef)
-        ):
+    def _class_members(
+        self, statement: cst.CSTNode, index: int | None, body: "list[ast.stmt] | None", indent: tuple[str, ...]
+    ) -> tuple[dict[int, int], tuple[str, ...]]:
+        """For a class, ``statement``, that is ``body[index]`` in stage 1's ``ast`` and stands
+        in blocks indented by ``indent``: ``id`` → first rendered line of each statement of its
+        body (from stage 1's line numbers), and the body's indentation (``_ast_member_indices``
+        gets each one's ``ast`` index); nothing for any other statement, or when the two
+        parsers' statements cannot be matched up."""
+        self._ast_member_indices: dict[int, int] = {}
+        ast_class = self._ast_class(index, body)
+        if not isinstance(statement, cst.ClassDef) or not isinstance(statement.body, cst.IndentedBlock) or ast_class is None:
             return {}, ()
         block = statement.body
-        indent = block.indent if block.indent is not None else self.visited_module.default_indent
-        return _rendered_starts(block.body, [first_line(s) for s in body[index].body])[1], (indent,)
+        own = block.indent if block.indent is not None else self.visited_module.default_indent
+        self._ast_member_indices, lines = _rendered_starts(block.body, [first_line(s) for s in ast_class.body])
+        return lines, (*indent, own)
+
+    @staticmethod
+    def _ast_class(index: int | None, body: "list[ast.stmt] | None") -> ast.ClassDef | None:
+        if index is None or body is None or index >= len(body) or not isinstance(body[index], ast.ClassDef):
+            return None
+        return body[index]  # type: ignore[return-value]
 
     def _whole_module_metadata(self, key: Any) -> Any:
         mapping = self._metadata_cache.get(key)
@@ -488,7 +522,19 @@ class Codemod(VisitorBasedCodemodCommand):
         outside functions or where that analysis cannot tell."""
         if not self.function_stack:
             return None
-        return scopes.resolution_in_function(self.scopes_of_function_alone(self.function_stack[0]), node, name)
+        function = self.function_stack[0]
+        fast = self._fast_names()
+        if fast is not None and not fast.bound_in_blocks(name) and name not in self._names_in(function):
+            # Nothing in the function spells it, so nothing there binds it; nor does a class
+            # body (where a decorator or default of the function would read it).
+            return scopes.MODULE, set()
+        return scopes.resolution_in_function(self.scopes_of_function_alone(function), node, name)
+
+    def _names_in(self, function: cst.FunctionDef) -> frozenset[str]:
+        """Every identifier spelt as a name in ``function`` (parameters, targets, reads)."""
+        return self._function_names.get(
+            function, lambda: frozenset(n.value for n in _cst.walk(function) if isinstance(n, cst.Name))
+        )
 
     def _module_skeleton(self) -> scopes.ModuleSkeleton:
         module = self.visited_module
@@ -550,8 +596,8 @@ class Codemod(VisitorBasedCodemodCommand):
         fast = self._fast_names()
         if fast is None or not fast.bound_in_functions_only(name):
             return None
-        if not self.function_stack:
-            return set()
+        if not self.function_stack or name not in self._names_in(self.function_stack[0]):
+            return set()  # no function around binds it
         if any(f.name.value == name for f in self.function_stack):
             return None  # the outermost one's name would be bound in the module made of it
         scopes = self.scopes_of_function_alone(self.function_stack[0])
@@ -611,7 +657,26 @@ def _statements_without_sites(
             del lines[id(statement)]
         elif index in sites.members and isinstance(statement, cst.ClassDef):
             skipped.update(_members_without_sites(statement, *sites.members[index]))
+            for (outer, member_index), (wanted, count) in sites.inner.items():
+                member = _member_at(statement, member_index) if outer == index else None
+                if isinstance(member, cst.ClassDef):
+                    skipped.update(_members_without_sites(member, wanted, count))
     return skipped, lines, indices
+
+
+def _member_at(cls: cst.ClassDef, ast_index: int) -> cst.BaseStatement | None:
+    """The statement of the body of ``cls`` that is the ``ast_index``-th in ``ast``'s count
+    (None inside an ``a; b`` line or past the end)."""
+    if not isinstance(cls.body, cst.IndentedBlock):
+        return None
+    index = 0
+    for member in cls.body.body:
+        if index == ast_index:
+            return member
+        index += _ast_statement_count(member)
+        if index > ast_index:
+            return None
+    return None
 
 
 def _members_without_sites(cls: cst.ClassDef, wanted: set[int], ast_count: int) -> list[int]:
@@ -760,6 +825,8 @@ class SharedWrapper:
         rendered on its own with its indentation in the file, from line 1."""
         self.function_scopes = NodeMemo()
         """Function → libcst's scopes from an analysis of it alone (``scopes_of_function_alone``)."""
+        self.function_names = NodeMemo()
+        """Function → the identifiers spelt as names in it."""
         self.skeletons = NodeMemo()
         """Module → its module-level bindings (:class:`~torchfix_device.scopes.ModuleSkeleton`)."""
 

@@ -143,8 +143,10 @@ class DeviceSource:
         reported, held back) adds none, nor does a rewrite that wrote ``x.device``."""
         if not self.codemod.replaced_a_node:
             return False  # the tree is the one the name was chosen free in
-        name = self.inserted_name
-        return _count_name(module, name) > _count_name(self.module, name)
+        name = self.inserted_name or ""
+        # Statements and class members left untouched are the same objects in both trees.
+        shared = {id(s) for s in _cst.statement_units(module)} & {id(s) for s in _cst.statement_units(self.module)}
+        return _cst.count_name(module, name, shared) > _cst.count_name(self.module, name, shared)
 
     # -- nn.Module methods ------------------------------------------------------------------
     def _enclosing_method(self) -> cst.FunctionDef | None:
@@ -438,11 +440,6 @@ def _reachable(start: str, calls: dict[str, set[str]]) -> list[str]:
                 seen.append(nxt)
                 todo.append(nxt)
     return seen
-
-
-def _count_name(node: cst.CSTNode, name: str | None) -> int:
-    """How often ``name`` is used as a name (``x.device`` and ``device=...`` do not count)."""
-    return _cst.referenced_names(node)[name or ""]
 
 
 def _numbered_free_name(names: set[str]) -> str:

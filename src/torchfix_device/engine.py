@@ -137,10 +137,17 @@ def transform_unfiltered(
     # codemod did replace a node.
     current, current_code = original, text
     rendering: list[str] = []
+    statement_codes: dict[int, tuple[cst.CSTNode, str]] = {}
+
+    def code_of(module: cst.Module) -> str:
+        code = _cst.module_code(module, statement_codes)
+        if CHECK_FAST_NAMES:
+            assert code == module.code, "a module rendered from its statements differs from libcst's rendering"
+        return code
 
     def rendered() -> str:
         if not rendering:
-            rendering.append(original.code)
+            rendering.append(code_of(original))
         return rendering[0]
 
     configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=stage1)
@@ -178,7 +185,7 @@ def transform_unfiltered(
                     "file left unchanged — please report this bug"
                 ) from exc
             before = rendered() if current is original and (codemod.changed_tree or CHECK_FAST_NAMES) else current_code
-            result_code = result.code if codemod.changed_tree or CHECK_FAST_NAMES else before
+            result_code = code_of(result) if codemod.changed_tree or CHECK_FAST_NAMES else before
             if CHECK_FAST_NAMES and (reports_only or not codemod.changed_tree):
                 assert result_code == before, f"{codemod_class.code} changed the code without a fix it may apply"
             if result_code != before:

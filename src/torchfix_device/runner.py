@@ -8,10 +8,12 @@ result for it, so a run answered from the cache never loads libcst or the codemo
 
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Sequence
 
 from torchfix_device import catalog, file_selection
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
@@ -200,7 +202,8 @@ def process_file(
         if hit is not None:
             output = TransformOutput(source.text if hit.new_text is None else hit.new_text, hit.findings, hit.notes, hit.suppressed)
         else:
-            output = _transform_and_keep(source, codemods, unsafe_fixes, str(path), cache, options, marks)
+            with collecting_cycles_after():
+                output = _transform_and_keep(source, codemods, unsafe_fixes, str(path), cache, options, marks)
     except Exception as exc:  # a parse error, or a codemod bug: it must not stop the other files
         return failure_result(exc, path, shown, source)
     result = FileResult(
@@ -295,6 +298,32 @@ def _transform_and_keep(
         new_text = None if output.text == source.text else output.text
         cache.put(source.raw, new_text, output.findings, output.notes, output.suppressed, marks)
     return output
+
+
+_FROZEN: list[bool] = []
+
+
+@contextmanager
+def collecting_cycles_after() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while one file is transformed, then run over
+    what the file left behind (the youngest generation: the reference cycles a scope analysis
+    creates). Parse trees are hundreds of thousands of acyclic objects, which the collector
+    would otherwise traverse again and again while they are being built: about a quarter of
+    the time of a run over torch's sources. The objects that exist when the first file starts
+    (modules, classes, caches) are moved out of the collector's way for good (``gc.freeze``),
+    so collecting after each file costs about a millisecond."""
+    if not gc.isenabled():
+        yield
+        return
+    if not _FROZEN:
+        gc.freeze()
+        _FROZEN.append(True)
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
 
 
 def _has_cached_result(cache: "ResultCache | None", path: Path) -> bool:

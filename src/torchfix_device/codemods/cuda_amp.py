@@ -87,8 +87,8 @@ class CudaAmp(Codemod):
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
-        # Callee positions of calls this codemod can rewrite (no ``*args``).
-        call_funcs = {id(n.func) for n in _cst.walk(node) if isinstance(n, cst.Call) and not any(a.star for a in n.args)}
+        self._callees: set[int] = set()
+        """``id`` of each use found that is called without ``*args`` (the calls rewritten)."""
         self._movable_imports: set[int] = set()
         self._name_calls: set[int] = set()
         for imp in _cst.walk_statements(node):
@@ -101,7 +101,7 @@ class CudaAmp(Codemod):
                 continue
             uses = self._uses(imp)
             # every use must be rewritten for the import to move: none may be suppressed
-            if uses is not None and all(id(u) in call_funcs and not self.is_suppressed(u) for u in uses):
+            if uses is not None and all(id(u) in self._callees and not self.is_suppressed(u) for u in uses):
                 self._movable_imports.add(id(imp))
                 self._name_calls.update(id(u) for u in uses)
         return None
@@ -113,8 +113,12 @@ class CudaAmp(Codemod):
         if fast is not None and not CHECK_FAST_NAMES:
             return fast
         exact = self._uses_by_scopes(imp)
-        if fast is not None:
-            assert exact is not None and {id(u) for u in fast} == {id(u) for u in exact}, _cst.code_of(imp)
+        if exact is not None:
+            callees = {id(n.func) for n in _cst.walk(self.visited_module) if isinstance(n, cst.Call) and not any(a.star for a in n.args)}
+            if fast is not None:
+                assert {id(u) for u in fast} == {id(u) for u in exact}, _cst.code_of(imp)
+                assert {id(u) for u in fast if id(u) in self._callees} == {id(u) for u in exact if id(u) in callees}
+            self._callees |= callees
         return exact
 
     def _uses_without_scopes(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:
@@ -128,7 +132,7 @@ class CudaAmp(Codemod):
             bound = _cst.dotted_name(alias.asname.name) if alias.asname else _cst.dotted_name(alias.name)
             if bound is None or not fast.bound_by_one_import_only(bound):
                 return None
-            reads = _cst.name_reads(self.visited_module, bound)
+            reads = _cst.name_reads(self.visited_module, bound, self._callees)
             if reads is None:
                 return None
             uses.extend(reads)

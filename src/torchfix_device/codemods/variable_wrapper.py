@@ -101,6 +101,8 @@ class VariableWrapper(Codemod):
         self._only_statements: set[int] = set()
         self._rewrote = False
         self._imports: dict[cst.ImportAlias, tuple[cst.ImportFrom, str, str | None]] = {}
+        self._import_originals: dict[int, cst.ImportFrom] = {}
+        """``id`` of each recorded import (libcst's copy) → the original it was copied from."""
         self._names: Counter[str] = Counter()
         self._removed_names: Counter[str] = Counter()
         self._strings: list[cst.SimpleString] = []
@@ -111,7 +113,7 @@ class VariableWrapper(Codemod):
         unused = {alias: found for alias, found in self._imports.items() if self._rewrote and self._unused(found)}
         if unused:
             objects = [(module, "Variable", asname) for _, module, asname in unused.values()]
-            aliases = {alias: statement for alias, (statement, _, _) in unused.items()}
+            aliases = self._aliases_in(updated_node, {alias: statement for alias, (statement, _, _) in unused.items()})
             updated_node = remove_import_aliases(self.context, updated_node, objects, aliases)
         return super().leave_Module(original_node, updated_node)
 
@@ -131,7 +133,24 @@ class VariableWrapper(Codemod):
                 if _cst.dotted_name(alias.name) == "Variable":
                     asname = _cst.dotted_name(alias.asname.name) if alias.asname else None
                     self._imports[alias] = (updated_node, module, asname)
+                    self._import_originals[id(updated_node)] = original_node
         return updated_node
+
+    def _aliases_in(
+        self, module: cst.Module, aliases: dict[cst.ImportAlias, cst.ImportFrom]
+    ) -> dict[cst.ImportAlias, cst.ImportFrom]:
+        """``aliases`` as they are in ``module``: a statement in which nothing was rewritten is
+        the original object there, not libcst's copy (``Codemod.on_leave``), so an import in it
+        is the original one, its aliases at the same places."""
+        present = {id(n) for n in _cst.walk_statements(module) if isinstance(n, cst.ImportFrom)}
+        found: dict[cst.ImportAlias, cst.ImportFrom] = {}
+        for alias, statement in aliases.items():
+            if id(statement) not in present:
+                original = self._import_originals[id(statement)]
+                alias = original.names[list(statement.names).index(alias)]  # type: ignore[index,arg-type]
+                statement = original
+            found[alias] = statement
+        return found
 
     def visit_Name(self, node: cst.Name) -> None:
         self._names[node.value] += 1

@@ -1,0 +1,165 @@
+"""The scope answers given without libcst's whole-file analysis (``torchfix_device.scopes``,
+``_cst.name_reads``) and stage 1's member sites, compared with libcst's own analysis."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, ScopeProvider
+
+from conftest import FIXTURES, ROOT
+from torchfix_device import _cst, scopes
+from torchfix_device.candidates import parse_facts, statements_with_sites
+from torchfix_device.codemod import _members_without_sites
+from torchfix_device.fast_names import FastNames
+
+SNIPPETS = [
+    "import torch\ndevice = torch.device('cpu')\ndef f(device=device):\n    x = 1\n    return device\n",
+    "import os, torch.nn as nn\nclass A(nn.Module):\n    x = 1\n    def f(self):\n        global y\n        y = 2\n",
+    "try:\n    import a.b.c\nexcept ImportError as err:\n    err2 = err\nelse:\n    def g(): pass\nfinally:\n    z = 3\n",
+    "for i, (j, *k) in []:\n    with open('f') as (h):\n        while i:\n            class K:\n                def m(self): q = 1\n",
+    "[w := v for v in range(3)]\nlam = lambda p: p\n@dec\nclass D:\n    @staticmethod\n    def s(a=(b := 1)): pass\n",
+    "if x:\n    def f(): pass\nelif y:\n    f = 1\nelse:\n    from m import f\nmatch q:\n    case 1:\n        def f(): pass\n",
+]
+
+
+def _sources() -> list[str]:
+    texts = list(SNIPPETS)
+    for path in sorted([*FIXTURES.rglob("*.py"), *(ROOT / "examples").rglob("*.py")]):
+        text = path.read_text(encoding="utf-8")
+        try:
+            compile(text, str(path), "exec")
+        except SyntaxError:
+            continue
+        texts.append(text)
+    return texts
+
+
+SOURCES = _sources()
+SOURCE_IDS = [f"source{i}" for i in range(len(SOURCES))]
+
+
+def _key(assignments) -> set[tuple[type, int]]:
+    return {(type(a), id(a.node)) for a in assignments}
+
+
+@pytest.mark.parametrize("text", SOURCES, ids=SOURCE_IDS)
+def test_skeleton_bindings_are_libcsts_module_level_ones(text: str) -> None:
+    module = cst.parse_module(text)
+    whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)[module]
+    skeleton = scopes.ModuleSkeleton(module)
+    declared = {n.value for s in _cst.walk_statements(module) if isinstance(s, (cst.Global, cst.Nonlocal)) for n in (a.name for a in s.names)}
+    names = {a.name for a in whole.assignments}
+    for name in names - declared:  # a function binds a ``global`` name: the callers ask libcst
+        assert _key(skeleton.bindings(name)) == _key(whole.assignments[name]), name
+    assert not skeleton.bindings("surely_unbound_name")
+
+
+def test_skeleton_leaves_nodes_off_the_way_to_functions_alone() -> None:
+    module = cst.parse_module("import torch\nx = 1\nclass A:\n    y = 2\n    def f(self):\n        return 3\n")
+    skeleton = scopes.ModuleSkeleton(module)
+    assert skeleton.module.body[0] is module.body[0] and skeleton.module.body[1] is module.body[1]
+    assert skeleton.module.body[2] is not module.body[2]
+    assert skeleton.module.code.endswith("    def f(self):\n        pass\n")
+
+
+@pytest.mark.parametrize("text", SOURCES, ids=SOURCE_IDS)
+def test_resolution_in_function_agrees_with_the_whole_analysis(text: str) -> None:
+    module = cst.parse_module(text)
+    whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
+    skeleton = scopes.ModuleSkeleton(module)
+    top_functions = [n for n in _cst.module_scope_statements(module) if isinstance(n, cst.FunctionDef)]
+    top_functions += [m for c in _cst.module_scope_statements(module) if isinstance(c, cst.ClassDef) for m in c.body.body if isinstance(m, cst.FunctionDef)]
+    for function in top_functions:
+        alone = scopes.scopes_of_function_alone(function)
+        if alone is None:
+            continue
+        for node in _cst.walk(function.body):
+            if not isinstance(node, cst.Name) or node not in whole:
+                continue
+            where = scopes.resolution_in_function(alone, node, node.value)
+            if where is None:
+                continue
+            kind, found = where
+            answer = found if kind == scopes.LOCAL else skeleton.bindings(node.value)
+            exact = whole[node][node.value] if whole[node] is not None else set()
+            if any(isinstance(a, scopes.BuiltinAssignment) for a in exact):
+                assert kind == scopes.MODULE and not skeleton.bindings(node.value)
+                continue
+            assert _key(answer) == _key(exact), node.value
+
+
+READS = [
+    "from torch.cuda.amp import autocast\nwith autocast():\n    pass\ndef f():\n    return autocast(enabled=autocast)\n",
+    "from torch.cuda.amp import GradScaler as GS\nx = GS()\ny = x.GS\nz = dict(GS=1)\nclass C(GS):\n    pass\n",
+    "from torch.cuda.amp import autocast\ndef g() -> 'autocast':\n    return autocast\n",
+]
+
+
+@pytest.mark.parametrize("text", READS, ids=[f"reads{i}" for i in range(len(READS))])
+def test_name_reads_are_libcsts_references(text: str) -> None:
+    module = cst.parse_module(text)
+    whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
+    fast = FastNames(module, text)
+    imp = module.body[0].body[0]
+    for alias in imp.names:
+        name = (alias.asname.name if alias.asname else alias.name).value
+        assert fast.bound_by_one_import_only(name)
+        reads = _cst.name_reads(module, name)
+        (assignment,) = whole[imp].assignments[name]
+        references = {id(a.node) for a in assignment.references}
+        if reads is None:  # a string holds the name: libcst may read an annotation there
+            assert "'" + name in text
+            continue
+        assert {id(n) for n in reads} == references
+
+
+def test_bound_by_one_import_only_refuses_other_bindings() -> None:
+    text = "from m import a, b, c, d\nimport e\nimport e\ndef f(b): pass\nclass K:\n    c = 1\n    print(c)\ndef g():\n    global d\n"
+    fast = FastNames(cst.parse_module(text), text)
+    assert fast.bound_by_one_import_only("a")
+    assert not any(fast.bound_by_one_import_only(n) for n in "bcde")
+
+
+def test_member_sites_skip_the_other_members_of_a_class() -> None:
+    text = (
+        "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    size = 3; other = 4\n\n"
+        "    def __init__(self):\n        super().__init__()\n\n    def noise(self):\n        return torch.randn(2)\n\n"
+        "    def plain(self):\n        return 1\n"
+    )
+    facts = parse_facts(text)
+    sites = statements_with_sites(facts, "TFD003")
+    assert sites.wanted == {2} and sites.members == {2: ({3}, 5)}
+    cls = cst.parse_module(text).body[2]
+    skipped = _members_without_sites(cls, *sites.members[2])
+    kept = [m for m in cls.body.body if id(m) not in skipped]
+    assert [m.name.value for m in kept] == ["noise"]
+    # a site in the class's own line (its bases) visits every member
+    text2 = "import torch\nclass N(torch.nn.Module, metaclass=torch.zeros(1)):\n    def f(self):\n        pass\n"
+    assert statements_with_sites(parse_facts(text2), "TFD003").members == {}
+    # counts that differ from libcst's skip nothing
+    assert _members_without_sites(cls, {3}, 4) == []
+
+
+def test_module_scope_statements_stop_at_function_and_class_bodies() -> None:
+    module = cst.parse_module("if x:\n    class A:\n        y = 1\n    def f():\n        z = 2\nelse:\n    w = 3\n")
+    kinds = [type(n).__name__ for n in _cst.module_scope_statements(module)]
+    assert "ClassDef" in kinds and "FunctionDef" in kinds
+    names = {t.target.value for n in _cst.module_scope_statements(module) if isinstance(n, cst.Assign) for t in n.targets}
+    assert names == {"w"}
+
+
+def test_member_sites_reach_one_level_into_a_nested_class() -> None:
+    text = (
+        "import torch\nimport torch.nn as nn\n\n\nclass Tests:\n    class _Base(nn.Module):\n"
+        "        def a(self):\n            return torch.randn(2)\n\n        def b(self):\n            return 1\n\n"
+        "    def c(self):\n        return 2\n"
+    )
+    sites = statements_with_sites(parse_facts(text), "TFD003")
+    assert sites.members == {2: ({0}, 2)} and sites.inner == {(2, 0): ({0}, 2)}
+    tests = cst.parse_module(text).body[2]
+    skipped = set(_members_without_sites(tests, *sites.members[2]))
+    inner = tests.body.body[0]
+    skipped.update(_members_without_sites(inner, *sites.inner[2, 0]))
+    assert [m.name.value for m in inner.body.body if id(m) not in skipped] == ["a"]
+    assert id(tests.body.body[1]) in skipped
