@@ -139,15 +139,23 @@ def test_a_run_that_replaces_no_node_is_not_rendered(monkeypatch) -> None:
 
     if CHECK_FAST_NAMES:
         pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 renders every run to check this very shortcut")
+    from torchfix_device import _cst
+
     rendered: list[str] = []
-    real = cst.Module.code.fget
+    real, real_module_code = cst.Module.code.fget, _cst.module_code
 
     def counting(self):
         text = real(self)
         rendered.append(text)
         return text
 
+    def counting_module_code(module, statement_codes):  # the engine renders modules with this
+        text = real_module_code(module, statement_codes)
+        rendered.append(text)
+        return text
+
     monkeypatch.setattr(cst.Module, "code", property(counting))
+    monkeypatch.setattr(_cst, "module_code", counting_module_code)
     manual_only = "import torch\n\nx = torch.zeros(3).cuda(1)\n"  # an explicit device: manual review
     out = transform_unfiltered(manual_only, [REGISTRY["TFD001"]])
     assert [f.fixed for f in out.findings] == [False] and out.text == manual_only
