@@ -158,8 +158,8 @@ def test_member_sites_reach_one_level_into_a_nested_class() -> None:
     sites = statements_with_sites(parse_facts(text), "TFD003")
     assert sites.members == {2: ({0}, 2)} and sites.inner == {(2, 0): ({0}, 2)}
     tests = cst.parse_module(text).body[2]
-    skipped = set(_members_without_sites(tests, *sites.members[2]))
+    skipped = set(_members_without_sites(tests, *sites.members[2], {0: sites.inner[2, 0]}))
     inner = tests.body.body[0]
-    skipped.update(_members_without_sites(inner, *sites.inner[2, 0]))
     assert [m.name.value for m in inner.body.body if id(m) not in skipped] == ["a"]
-    assert id(tests.body.body[1]) in skipped
+    assert id(tests.body.body[1]) in skipped and id(inner) not in skipped
+    assert set(_members_without_sites(tests, *sites.members[2])) == {id(tests.body.body[1])}  # not nested: one level

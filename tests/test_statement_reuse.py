@@ -5,6 +5,7 @@ what comes out."""
 from __future__ import annotations
 
 import gc
+import weakref
 
 import libcst as cst
 import pytest
@@ -80,11 +81,8 @@ def test_cycles_made_while_a_file_is_transformed_are_collected_after_it() -> Non
         assert not gc.isenabled()
         a, b = Node(), Node()
         a.other, b.other = b, a
-        probe = [a]
-        import weakref
-
         alive = weakref.ref(a)
-        del a, b, probe
+        del a, b
         assert alive() is not None  # a cycle: reference counting alone cannot free it
     assert gc.isenabled() == before
     assert alive() is None

@@ -205,7 +205,7 @@ def module_scope_statements(module: cst.Module) -> Iterator[cst.CSTNode]:
             stack.extend(reversed(statement_children(current)))
 
 
-_STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
+STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
 """The fields of a compound statement or block part that hold statements, in source order."""
 
 
@@ -213,7 +213,7 @@ def statement_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     if isinstance(node, (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine)):
         return list(node.body)
     found: list[cst.CSTNode] = []
-    for name in _STATEMENT_FIELDS:
+    for name in STATEMENT_FIELDS:
         value = getattr(node, name, None)
         if isinstance(value, cst.CSTNode):
             found.append(value)
@@ -321,16 +321,10 @@ def end_of_import_block(module: cst.Module) -> int:
     return index
 
 
-def all_names(module: cst.Module) -> set[str]:
-    """Every identifier that appears in the file (to pick a name that clashes with none)."""
-    names: set[str] = set()
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            names.add(node.value)
-
-    module.visit(_Collect())
-    return names
+def all_names(node: cst.CSTNode) -> set[str]:
+    """Every identifier spelt as a name under ``node`` (to pick a name that clashes with none,
+    or to tell that nothing there can bind a name)."""
+    return {n.value for n in walk(node) if isinstance(n, cst.Name)}
 
 
 def name_reads(module: cst.Module, name: str, callees: set[int] | None = None) -> list[cst.Name] | None:

@@ -182,14 +182,9 @@ def _has_keyword(call: ast.Call, name: str) -> bool:
     return any(k.arg == name for k in call.keywords)
 
 
-def _factory_site(f: FileFacts) -> bool:
+def _factory_sites(f: FileFacts) -> Iterator[ast.Call]:
     """TFD003: a factory call without ``device=``, not moved at once, in a class that may be an
     ``nn.Module`` (outside ``__init__``) or in a function that mentions devices."""
-    return next(_factory_sites(f), None) is not None
-
-
-def _factory_sites(f: FileFacts) -> Iterator[ast.Call]:
-    """Every call :func:`_factory_site` accepts."""
     if not _factory_site_possible(f):
         return
     scan, moved, aware = f.scan, set(), {}
@@ -365,13 +360,17 @@ def _dropped_move_sites(f: FileFacts) -> Iterator[ast.AST]:
                 yield node
 
 
+def _amp_possible(f: FileFacts) -> bool:
+    return f.torch_imported and "amp" in f.names and bool(f.names & set(AMP_NAMES))
+
+
 AMP_OLD_NAMES = frozenset(f"{module}.{name}" for module in AMP_OLD_MODULES for name in AMP_NAMES)
 
 
 def _cuda_amp_sites(f: FileFacts) -> Iterator[ast.AST]:
     """TFD011: a call to ``torch.cuda.amp.autocast`` / ``GradScaler``, and the imports from
     ``torch.cuda.amp`` it moves to ``torch.amp``."""
-    if not (f.torch_imported and "amp" in f.names and f.names & set(AMP_NAMES)):
+    if not _amp_possible(f):
         return
     scan = f.scan
     for node, _, _ in f.contexts:
@@ -386,11 +385,7 @@ def _has_site(sites: Callable[[FileFacts], Iterator[ast.AST]]) -> Callable[[File
 
 
 def _calls_to(f: FileFacts, names: set[str], accept: Callable[[ast.Call], bool]) -> bool:
-    scan = f.scan
-    return any(
-        isinstance(node, ast.Call) and accept(node) and scan.may_name(node.func, names)
-        for node, _, _ in f.contexts
-    )
+    return _has_site(_calls_to_sites(names, accept))(f)
 
 
 def _load_without_map_location(call: ast.Call) -> bool:
@@ -515,7 +510,7 @@ CONDITIONS: dict[str, Callable[[FileFacts], bool]] = {
     "TFD002": lambda f: bool(f.statement_call_attrs & {"cuda", "to"}),
     # factory-without-device: a torch factory or legacy constructor call without `device=` in a
     # module class (not its __init__) or a device-aware function
-    "TFD003": _factory_site,
+    "TFD003": _has_site(_factory_sites),
     # unregistered-layer-container: `self.x = [...]` / `{...}` in a module class's method
     "TFD004": _container_site,
     # torch-load-without-map-location: a `torch.load` call without `map_location=`
@@ -531,7 +526,7 @@ CONDITIONS: dict[str, Callable[[FileFacts], bool]] = {
     # legacy-loss-reduction-args: a loss given size_average=, reduce= or reduction="elementwise_mean"
     "TFD010": _has_site(_legacy_reduction_sites),
     # cuda-amp: `torch.cuda.amp.autocast` / `GradScaler`
-    "TFD011": lambda f: f.torch_imported and "amp" in f.names and bool(f.names & set(AMP_NAMES)),  # sites: _cuda_amp_sites
+    "TFD011": _amp_possible,
     # inplace-op-in-forward: `name op= ...` in a module's `forward`
     "TFD012": _has_site(_inplace_in_forward_sites),
     # layer-built-in-forward: a stateful torch.nn layer called in a module's `forward`
@@ -560,9 +555,11 @@ def _calls_to_sites(names: set[str], accept: Callable[[ast.Call], bool]) -> Call
 
 
 SITES: dict[str, Callable[[FileFacts], Iterator[ast.AST]]] = {
-    # Codemods whose findings and rewrites happen only at these nodes, each inside one top-level
-    # statement, and whose visit of one top-level statement does not depend on the others: the
-    # runner lets them skip the top-level statements without a site (no visit, no rebuild).
+    # Codemods whose findings and rewrites happen only at these nodes (or in the statement just
+    # around one: TFD001's guards), and whose visit of one top-level statement or class member
+    # does not depend on the others: the runner lets them skip the top-level statements and
+    # class members without a site (no visit, no rebuild). Checking mode visits those anyway
+    # and asserts that nothing is reported or changed there.
     "TFD001": _cuda_call_sites,
     "TFD002": _dropped_move_sites,
     "TFD003": _factory_sites,
@@ -609,29 +606,32 @@ def statements_with_sites(facts: FileFacts, code: str) -> StatementSites | None:
     members: dict[int, tuple[set[int], int]] = {}
     inner: dict[tuple[int, int], tuple[set[int], int]] = {}
     for index, lines in lines_by_statement.items():
-        cls = body[index]
-        holding = _members_holding(cls, lines)
-        if holding is None:
+        by_member = _site_lines_by_member(body[index], lines)
+        if by_member is None:
             continue
-        members[index] = holding, len(cls.body)  # type: ignore[attr-defined]
-        member_starts = [first_line(s) for s in cls.body]  # type: ignore[attr-defined]
-        for member in holding:
-            within = [line for line in lines if bisect.bisect_right(member_starts, line) - 1 == member]
-            found = _members_holding(cls.body[member], within)  # type: ignore[attr-defined]
-            if found is not None:
-                inner[index, member] = found, len(cls.body[member].body)  # type: ignore[attr-defined]
+        cls_body = body[index].body  # type: ignore[attr-defined]
+        members[index] = set(by_member), len(cls_body)
+        for member, member_lines in by_member.items():
+            nested = _site_lines_by_member(cls_body[member], member_lines)
+            if nested is not None:
+                inner[index, member] = set(nested), len(cls_body[member].body)
     return StatementSites(set(lines_by_statement), starts, members, inner)
 
 
-def _members_holding(statement: ast.stmt, lines: list[int]) -> set[int] | None:
-    """For a class whose sites are on ``lines``: the indices of the statements of its body
-    holding one; None for anything else, or when a site is in the class's own lines (a
-    decorator, a base)."""
+def _site_lines_by_member(statement: ast.stmt, lines: list[int]) -> dict[int, list[int]] | None:
+    """For a class whose sites are on ``lines``: the index of each statement of its body
+    holding one → the lines of its sites; None for anything else, or when a site is in the
+    class's own lines (a decorator, a base)."""
     if not isinstance(statement, ast.ClassDef):
         return None
     member_starts = [first_line(s) for s in statement.body]
-    holding = {bisect.bisect_right(member_starts, line) - 1 for line in lines}
-    return None if -1 in holding else holding
+    by_member: dict[int, list[int]] = {}
+    for line in lines:
+        member = bisect.bisect_right(member_starts, line) - 1
+        if member < 0:
+            return None
+        by_member.setdefault(member, []).append(line)
+    return by_member
 
 
 def parse_facts(text: str) -> FileFacts | None:

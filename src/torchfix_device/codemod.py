@@ -169,7 +169,6 @@ class Codemod(VisitorBasedCodemodCommand):
         self._current_member: cst.CSTNode | None = None
         self._member_indices: dict[int, int] = {}
         """``id`` of each of those members → its index in stage 1's class body."""
-        self._ast_member_indices: dict[int, int] = {}
         self._inner_lines: dict[int, int] = {}
         """The same for the members of a class that is a member being visited (one level down)."""
         self._inner_indent: tuple[str, ...] = ()
@@ -179,7 +178,9 @@ class Codemod(VisitorBasedCodemodCommand):
         self._alone_scopes = memos.function_scopes
         self._skeletons = memos.skeletons
         self._function_names = memos.function_names
-        self._replaced_a_node = False
+        self._replacements = 0
+        """How many times a hook has returned something other than the node it was given, in
+        the current (or last) :meth:`transform_module`."""
 
     @classmethod
     def may_change(cls, unsafe_fixes: bool) -> bool:
@@ -189,7 +190,6 @@ class Codemod(VisitorBasedCodemodCommand):
         return cls.safe or unsafe_fixes
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
-        self._replaced_a_node = False
         self._replacements = 0
         self._replacements_before: dict[int, int] = {}
         self._inside_skipped = None
@@ -199,7 +199,7 @@ class Codemod(VisitorBasedCodemodCommand):
     def replaced_a_node(self) -> bool:
         """During or after :meth:`transform_module`: some hook has returned something other
         than the node it was given."""
-        return self._replaced_a_node
+        return self._replacements > 0
 
     @property
     def changed_tree(self) -> bool:
@@ -208,7 +208,7 @@ class Codemod(VisitorBasedCodemodCommand):
         (libcst rebuilds every node it walks, so the result is never the input object itself).
         True means "maybe changed": the caller compares the code."""
         scratch = self.context.scratch
-        return self._replaced_a_node or any(key in scratch for key in _IMPORT_SCRATCH_KEYS)
+        return self.replaced_a_node or any(key in scratch for key in _IMPORT_SCRATCH_KEYS)
 
     def _init_libcst_state(self, context: CodemodContext) -> None:
         """What libcst's ``__init__`` chain leaves on an instance of a class without matcher
@@ -243,14 +243,15 @@ class Codemod(VisitorBasedCodemodCommand):
         if id(node) in self._statement_lines:
             self._current_statement = node
             self._current_member = self._current_inner = None
-            self._member_lines, self._member_indent = self._class_members(node, self._ast_indices.get(id(node)), self.stage1_body, ())
-            self._member_indices = self._ast_member_indices
+            self._member_lines, self._member_indent, self._member_indices = self._class_members(
+                node, self._ast_class(self._ast_indices.get(id(node)), self.stage1_body), ()
+            )
             self._replacements_before[id(node)] = self._replacements
         elif id(node) in self._member_lines:
             self._current_member, self._current_inner = node, None
-            ast_class = self._ast_class(self._ast_indices.get(id(self._current_statement)), self.stage1_body)
-            self._inner_lines, self._inner_indent = self._class_members(
-                node, self._member_indices.get(id(node)), ast_class.body if ast_class is not None else None, self._member_indent
+            outer = self._ast_class(self._ast_indices.get(id(self._current_statement)), self.stage1_body)
+            self._inner_lines, self._inner_indent, _ = self._class_members(
+                node, self._ast_class(self._member_indices.get(id(node)), outer.body if outer is not None else None), self._member_indent
             )
             self._replacements_before[id(node)] = self._replacements
         elif id(node) in self._inner_lines:
@@ -272,7 +273,6 @@ class Codemod(VisitorBasedCodemodCommand):
             hook = _hook(type(self), "leave_", type(original_node))
             left = updated_node if hook is None else hook(self, original_node, updated_node)
         if left is not updated_node:
-            self._replaced_a_node = True
             self._replacements += 1
             if CHECK_FAST_NAMES:
                 assert self._inside_skipped is None, f"{self.code} changed a statement without a stage-1 site"
@@ -390,21 +390,19 @@ class Codemod(VisitorBasedCodemodCommand):
         return CodeRange(CodePosition(found.start.line + shift, found.start.column), CodePosition(found.end.line + shift, found.end.column))
 
     def _class_members(
-        self, statement: cst.CSTNode, index: int | None, body: "list[ast.stmt] | None", indent: tuple[str, ...]
-    ) -> tuple[dict[int, int], tuple[str, ...]]:
-        """For a class, ``statement``, that is ``body[index]`` in stage 1's ``ast`` and stands
-        in blocks indented by ``indent``: ``id`` → first rendered line of each statement of its
-        body (from stage 1's line numbers), and the body's indentation (``_ast_member_indices``
-        gets each one's ``ast`` index); nothing for any other statement, or when the two
-        parsers' statements cannot be matched up."""
-        self._ast_member_indices: dict[int, int] = {}
-        ast_class = self._ast_class(index, body)
+        self, statement: cst.CSTNode, ast_class: ast.ClassDef | None, indent: tuple[str, ...]
+    ) -> tuple[dict[int, int], tuple[str, ...], dict[int, int]]:
+        """For a class, ``statement``, that is ``ast_class`` in stage 1's ``ast`` and stands in
+        blocks indented by ``indent``: ``id`` → first rendered line of each statement of its
+        body (from stage 1's line numbers), the body's indentation, and ``id`` → each one's
+        index in ``ast_class``'s body; nothing for any other statement, or when the two parsers'
+        statements cannot be matched up."""
         if not isinstance(statement, cst.ClassDef) or not isinstance(statement.body, cst.IndentedBlock) or ast_class is None:
-            return {}, ()
+            return {}, (), {}
         block = statement.body
         own = block.indent if block.indent is not None else self.visited_module.default_indent
-        self._ast_member_indices, lines = _rendered_starts(block.body, [first_line(s) for s in ast_class.body])
-        return lines, (*indent, own)
+        indices, lines = _rendered_starts(block.body, [first_line(s) for s in ast_class.body])
+        return lines, (*indent, own), indices
 
     @staticmethod
     def _ast_class(index: int | None, body: "list[ast.stmt] | None") -> ast.ClassDef | None:
@@ -532,9 +530,7 @@ class Codemod(VisitorBasedCodemodCommand):
 
     def _names_in(self, function: cst.FunctionDef) -> frozenset[str]:
         """Every identifier spelt as a name in ``function`` (parameters, targets, reads)."""
-        return self._function_names.get(
-            function, lambda: frozenset(n.value for n in _cst.walk(function) if isinstance(n, cst.Name))
-        )
+        return self._function_names.get(function, lambda: frozenset(_cst.all_names(function)))
 
     def _module_skeleton(self) -> scopes.ModuleSkeleton:
         module = self.visited_module
@@ -656,41 +652,29 @@ def _statements_without_sites(
             skipped.add(id(statement))
             del lines[id(statement)]
         elif index in sites.members and isinstance(statement, cst.ClassDef):
-            skipped.update(_members_without_sites(statement, *sites.members[index]))
-            for (outer, member_index), (wanted, count) in sites.inner.items():
-                member = _member_at(statement, member_index) if outer == index else None
-                if isinstance(member, cst.ClassDef):
-                    skipped.update(_members_without_sites(member, wanted, count))
+            nested = {member: found for (outer, member), found in sites.inner.items() if outer == index}
+            skipped.update(_members_without_sites(statement, *sites.members[index], nested))
     return skipped, lines, indices
 
 
-def _member_at(cls: cst.ClassDef, ast_index: int) -> cst.BaseStatement | None:
-    """The statement of the body of ``cls`` that is the ``ast_index``-th in ``ast``'s count
-    (None inside an ``a; b`` line or past the end)."""
-    if not isinstance(cls.body, cst.IndentedBlock):
-        return None
-    index = 0
-    for member in cls.body.body:
-        if index == ast_index:
-            return member
-        index += _ast_statement_count(member)
-        if index > ast_index:
-            return None
-    return None
-
-
-def _members_without_sites(cls: cst.ClassDef, wanted: set[int], ast_count: int) -> list[int]:
+def _members_without_sites(
+    cls: cst.ClassDef, wanted: set[int], ast_count: int, nested: dict[int, tuple[set[int], int]] | None = None
+) -> list[int]:
     """``id``s of the statements of the body of ``cls`` holding none of the ``ast`` member
-    indices ``wanted`` (``ast_count`` members in all); none when the body is on the class's
-    line (``class A: x = 1``) or the two parsers count its statements differently."""
+    indices ``wanted`` (``ast_count`` members in all) and, for a member that is a class with an
+    entry in ``nested`` (its ``wanted`` and count), of its own members without one; none when
+    the body is on the class's line (``class A: x = 1``) or the two parsers count its
+    statements differently."""
     if not isinstance(cls.body, cst.IndentedBlock):
         return []
-    skipped = []
+    skipped: list[int] = []
     index = 0
     for member in cls.body.body:
         count = _ast_statement_count(member)
         if not any(i in wanted for i in range(index, index + count)):
             skipped.append(id(member))
+        elif nested and index in nested and isinstance(member, cst.ClassDef):
+            skipped.extend(_members_without_sites(member, *nested[index]))
         index += count
     return skipped if index == ast_count else []
 

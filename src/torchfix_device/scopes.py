@@ -28,8 +28,6 @@ from libcst.metadata.scope_provider import Assignment, BaseAssignment, BuiltinAs
 
 from torchfix_device import _cst
 
-_STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
-
 LOCAL = "local"
 MODULE = "module"
 
@@ -98,7 +96,7 @@ def _without_function_bodies(node: cst.CSTNode, originals: dict[int, cst.CSTNode
     if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite, cst.BaseSmallStatement)):
         return node
     changes: dict[str, Any] = {}
-    for field in _STATEMENT_FIELDS:
+    for field in _cst.STATEMENT_FIELDS:
         value = getattr(node, field, None)
         if isinstance(value, cst.CSTNode):
             new = _without_function_bodies(value, originals)
