@@ -618,6 +618,29 @@ def statements_with_sites(facts: FileFacts, code: str) -> StatementSites | None:
     return StatementSites(set(lines_by_statement), starts, members, inner)
 
 
+class ClassOutline(NamedTuple):
+    """What a codemod needs of a class of stage 1's tree to tell its members apart: the first
+    line of each statement of its body and, for a member that is a class itself, its outline
+    (one level down only: member skipping goes no deeper)."""
+
+    member_lines: list[int]
+    classes: dict[int, "ClassOutline"]
+
+
+def class_outlines(facts: FileFacts) -> dict[int, ClassOutline]:
+    """Index of each top-level class of the file ``facts`` describe → its outline."""
+    if facts.tree is None:
+        return {}
+    return {i: _outline(s, 1) for i, s in enumerate(facts.tree.body) if isinstance(s, ast.ClassDef)}
+
+
+def _outline(cls: ast.ClassDef, depth: int) -> ClassOutline:
+    classes = (
+        {i: _outline(s, depth - 1) for i, s in enumerate(cls.body) if isinstance(s, ast.ClassDef)} if depth else {}
+    )
+    return ClassOutline([first_line(s) for s in cls.body], classes)
+
+
 def _site_lines_by_member(statement: ast.stmt, lines: list[int]) -> dict[int, list[int]] | None:
     """For a class whose sites are on ``lines``: the index of each statement of its body
     holding one → the lines of its sites; None for anything else, or when a site is in the

@@ -11,7 +11,6 @@ Findings are recorded with :meth:`Codemod.report`; the rewrite itself is ordinar
 from __future__ import annotations
 
 import argparse
-import ast
 import functools
 import re
 from contextlib import contextmanager
@@ -29,7 +28,6 @@ from libcst.metadata.base_provider import LazyValue
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from torchfix_device import _cst, fast_names, scopes
-from torchfix_device.ast_scan import first_line
 from torchfix_device.fast_names import CHECK_FAST_NAMES
 from torchfix_device.catalog import UnknownRuleError, lookup_ref, select_refs  # noqa: F401  (UnknownRuleError: re-exported)
 from torchfix_device.device_source import DeviceSource
@@ -37,7 +35,7 @@ from torchfix_device.finding import Finding
 from torchfix_device.suppressions import Suppressions
 
 if TYPE_CHECKING:
-    from torchfix_device.candidates import StatementSites
+    from torchfix_device.candidates import ClassOutline, StatementSites
 
 DOC_SECTIONS = (
     "What it does",
@@ -104,10 +102,10 @@ class Codemod(VisitorBasedCodemodCommand):
     _inside_skipped: cst.CSTNode | None = None
     """In checking mode: the statement without a stage-1 site being visited anyway."""
 
-    stage1_body: "list[ast.stmt] | None" = None
-    """Set by the runner with ``statements_with_sites``: the top-level statements of stage 1's
-    ``ast`` of the same code, whose line numbers place class members (for positions computed
-    one method at a time)."""
+    stage1_classes: "dict[int, ClassOutline]" = {}
+    """Set by the runner with ``statements_with_sites``: the outline of each top-level class of
+    stage 1's ``ast`` of the same code, by statement index, whose line numbers place class
+    members (for positions computed one method at a time)."""
 
     METADATA_DEPENDENCIES = ()
     """Nothing is resolved up front: :meth:`get_metadata` resolves a provider the first time a
@@ -244,14 +242,14 @@ class Codemod(VisitorBasedCodemodCommand):
             self._current_statement = node
             self._current_member = self._current_inner = None
             self._member_lines, self._member_indent, self._member_indices = self._class_members(
-                node, self._ast_class(self._ast_indices.get(id(node)), self.stage1_body), ()
+                node, self._outline_of(self._ast_indices.get(id(node)), self.stage1_classes), ()
             )
             self._replacements_before[id(node)] = self._replacements
         elif id(node) in self._member_lines:
             self._current_member, self._current_inner = node, None
-            outer = self._ast_class(self._ast_indices.get(id(self._current_statement)), self.stage1_body)
+            outer = self._outline_of(self._ast_indices.get(id(self._current_statement)), self.stage1_classes)
             self._inner_lines, self._inner_indent, _ = self._class_members(
-                node, self._ast_class(self._member_indices.get(id(node)), outer.body if outer is not None else None), self._member_indent
+                node, self._outline_of(self._member_indices.get(id(node)), outer.classes if outer is not None else {}), self._member_indent
             )
             self._replacements_before[id(node)] = self._replacements
         elif id(node) in self._inner_lines:
@@ -390,25 +388,25 @@ class Codemod(VisitorBasedCodemodCommand):
         return CodeRange(CodePosition(found.start.line + shift, found.start.column), CodePosition(found.end.line + shift, found.end.column))
 
     def _class_members(
-        self, statement: cst.CSTNode, ast_class: ast.ClassDef | None, indent: tuple[str, ...]
+        self, statement: cst.CSTNode, outline: "ClassOutline | None", indent: tuple[str, ...]
     ) -> tuple[dict[int, int], tuple[str, ...], dict[int, int]]:
-        """For a class, ``statement``, that is ``ast_class`` in stage 1's ``ast`` and stands in
-        blocks indented by ``indent``: ``id`` → first rendered line of each statement of its
-        body (from stage 1's line numbers), the body's indentation, and ``id`` → each one's
-        index in ``ast_class``'s body; nothing for any other statement, or when the two parsers'
-        statements cannot be matched up."""
-        if not isinstance(statement, cst.ClassDef) or not isinstance(statement.body, cst.IndentedBlock) or ast_class is None:
+        """For a class, ``statement``, whose outline in stage 1's ``ast`` is ``outline`` and
+        which stands in blocks indented by ``indent``: ``id`` → first rendered line of each
+        statement of its body (from stage 1's line numbers), the body's indentation, and ``id``
+        → each one's index in stage 1's body; nothing for any other statement, or when the two
+        parsers' statements cannot be matched up."""
+        if not isinstance(statement, cst.ClassDef) or not isinstance(statement.body, cst.IndentedBlock) or outline is None:
             return {}, (), {}
         block = statement.body
         own = block.indent if block.indent is not None else self.visited_module.default_indent
-        indices, lines = _rendered_starts(block.body, [first_line(s) for s in ast_class.body])
+        indices, lines = _rendered_starts(block.body, outline.member_lines)
         return lines, (*indent, own), indices
 
     @staticmethod
-    def _ast_class(index: int | None, body: "list[ast.stmt] | None") -> ast.ClassDef | None:
-        if index is None or body is None or index >= len(body) or not isinstance(body[index], ast.ClassDef):
-            return None
-        return body[index]  # type: ignore[return-value]
+    def _outline_of(index: int | None, classes: "dict[int, ClassOutline]") -> "ClassOutline | None":
+        """The outline of the class that is statement ``index`` of a body whose classes'
+        outlines are ``classes`` (None when that statement is no class)."""
+        return None if index is None else classes.get(index)
 
     def _whole_module_metadata(self, key: Any) -> Any:
         mapping = self._metadata_cache.get(key)

@@ -11,13 +11,21 @@ from __future__ import annotations
 import ast
 import difflib
 import warnings
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 
 from torchfix_device import _cst
-from torchfix_device.candidates import FileFacts, candidate_codemods, parse_facts, statements_with_sites
+from torchfix_device.candidates import (
+    ClassOutline,
+    FileFacts,
+    StatementSites,
+    candidate_codemods,
+    class_outlines,
+    parse_facts,
+    statements_with_sites,
+)
 from torchfix_device.catalog import CodemodRef, load_codemods
 from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod, Finding, SharedWrapper
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
@@ -53,10 +61,9 @@ def transform_source(
     """
     codemods = load_codemods(codemods)
     triggered = active_codemods(text, codemods)
-    stage1 = Stage1Memo()
-    facts = stage1.facts(text) if triggered else None
-    if facts is not None:
-        running = candidate_codemods(facts, triggered)
+    stage1 = Stage1Memo(triggered)
+    if triggered and stage1.facts(text) is not None:
+        running = stage1.candidates_in(text, triggered)
         if not running:
             return TransformOutput(text, [], [])
         while len(running) < len(triggered):
@@ -77,13 +84,23 @@ def transform_source(
 
 
 class Stage1Memo:
-    """Stage 1's facts of each code version one file's transform meets (the original, its
-    libcst rendering, every rewrite), so none is parsed by CPython twice."""
+    """Stage 1's answers for each code version one file's transform meets (the original, its
+    libcst rendering, every rewrite), so none is parsed by CPython twice.
 
-    def __init__(self) -> None:
+    A version's ``ast`` is kept only until libcst is about to take over that version (its
+    answers for the codemods that may run, ``codemods``, are then computed and the tree let
+    go): the two trees of one file are never alive together longer than it takes to settle.
+    """
+
+    def __init__(self, codemods: Sequence[type[Codemod]] = ()) -> None:
+        self._codemods = list(codemods)
         self._facts: dict[str, FileFacts | None] = {}
+        self._answered: dict[str, dict[str, bool]] = {}
+        """Code → codemod code → whether stage 1 found a candidate, as asked so far."""
+        self._settled: dict[str, _Settled] = {}
 
     def facts(self, code: str) -> FileFacts | None:
+        """Stage 1's facts of a version not settled yet (parsed on first use)."""
         if code not in self._facts:
             self._facts[code] = parse_facts(code)
         return self._facts[code]
@@ -91,12 +108,63 @@ class Stage1Memo:
     def candidates_in(self, code: str, codemods: Sequence[type[Codemod]]) -> Sequence[type[Codemod]]:
         """The codemods of ``codemods`` stage 1 finds a candidate for in ``code`` (all of them
         when CPython cannot parse it)."""
+        if code in self._settled:
+            settled = self.settle(code, codemods)
+            assert settled is not None
+            return [c for c in codemods if c.code in settled.candidates]
         facts = self.facts(code)
-        return codemods if facts is None else candidate_codemods(facts, codemods)
+        return codemods if facts is None else self._candidates(code, facts, codemods)
+
+    def _candidates(self, code: str, facts: FileFacts, codemods: Sequence[type[Codemod]]) -> list[type[Codemod]]:
+        """:func:`candidate_codemods` for ``code``, each codemod's condition evaluated once."""
+        answered = self._answered.setdefault(code, {})
+        for codemod in codemods:
+            if codemod.code not in answered:
+                answered[codemod.code] = bool(candidate_codemods(facts, [codemod]))
+        return [c for c in codemods if answered[c.code]]
 
     def parsed(self, code: str) -> bool:
         """CPython has already parsed ``code`` without error."""
-        return self._facts.get(code) is not None
+        return code in self._settled or self._facts.get(code) is not None
+
+    def settle(self, code: str, codemods: Sequence[type[Codemod]] = ()) -> _Settled | None:
+        """Compute what the memo's codemods and ``codemods`` will be asked about ``code`` and
+        let its ``ast`` go; None when CPython cannot parse it."""
+        wanted = {c.code: c for c in (*self._codemods, *codemods)}
+        settled = self._settled.get(code)
+        if settled is not None:
+            if all(key in settled.sites for key in wanted):
+                return settled
+            wanted = {**{c.code: c for c in settled.codemods}, **wanted}  # asked about one more: parse again
+        facts = self._facts.pop(code) if code in self._facts else parse_facts(code)
+        if facts is None:
+            self._facts[code] = None
+            return None
+        candidates = self._candidates(code, facts, list(wanted.values()))
+        self._answered.pop(code, None)
+        settled = _Settled(
+            frozenset(c.code for c in candidates),
+            # A codemod without a candidate runs only in the fallback run over every codemod:
+            # it visits everything (and cannot report or change anything)
+            {key: statements_with_sites(facts, key) if c in candidates else None for key, c in wanted.items()},
+            class_outlines(facts),
+            tuple(wanted.values()),
+        )
+        self._settled[code] = settled
+        return settled
+
+
+class _Settled(NamedTuple):
+    """Stage 1's answers about one code version, kept after its ``ast`` is let go."""
+
+    candidates: frozenset[str]
+    """The codes of the codemods it was settled for that stage 1 finds a candidate for."""
+    sites: dict[str, StatementSites | None]
+    """Code → :func:`~torchfix_device.candidates.statements_with_sites` of that codemod."""
+    classes: dict[int, ClassOutline]
+    """:func:`~torchfix_device.candidates.class_outlines` of it."""
+    codemods: tuple[type[Codemod], ...]
+    """The codemods it was settled for."""
 
 
 @_cst.forgetting_children
@@ -126,6 +194,8 @@ def transform_unfiltered(
         return TransformOutput(text, [], [])
     if stage1 is None or not stage1.parsed(text):
         _check_cpython_parses(text, filename)
+    if stage1 is not None:
+        stage1.settle(text, active)  # its ast goes before libcst's tree comes
     original = cst.parse_module(text)
     findings: set[Finding] = set()
     suppressed: set[Finding] = set()
@@ -250,10 +320,10 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
         else:
             codemod.suppressions = NO_SUPPRESSIONS
         if stage1 is not None:
-            facts = stage1.facts(code)
-            if facts is not None:
-                codemod.statements_with_sites = statements_with_sites(facts, codemod.code)
-                codemod.stage1_body = facts.tree.body if facts.tree is not None else None
+            settled = stage1.settle(code, [type(codemod)])
+            if settled is not None:
+                codemod.statements_with_sites = settled.sites[codemod.code]
+                codemod.stage1_classes = settled.classes
 
     return configure
 
