@@ -223,3 +223,30 @@ def test_another_tools_noqa_costs_no_position_analysis(monkeypatch) -> None:
     assert seen_with_noqa == resolved
     assert with_noqa.findings == without.findings and len(with_noqa.findings) == 2
     assert with_noqa.text.replace("  # noqa: F401", "").replace("  # noqa: E501", "") == without.text
+
+
+def test_the_cheap_noqa_test_passes_every_file_whose_comments_can_suppress_a_finding() -> None:
+    """``may_hold_our_noqa`` lets the engine skip tokenizing files whose ``noqa`` comments all
+    belong to other tools; it must never say no where a comment can suppress one of ours."""
+    from torchfix_device.suppressions import may_hold_our_noqa, parse_suppressions
+
+    cases = [
+        MIXED,
+        "import os  # noqa: F401\n",
+        "x = 1  # NoQA\n",
+        "x = 1  # noqa:\nF401 = 2\n",  # a colon with no codes is a bare noqa
+        "x = 1  # noqa:E501,tfd003\n",
+        "x = '# noqa: F401'  # noqa\n",
+        "x = 1  # noqa: E501\r\ny = 2  # noqa\r\n",
+        "x = (1,\n     2)  # noqa: TFD001\n",
+        "s = '''\n# noqa\n'''\n",  # only inside a string: may say yes, the tokenizer then finds none
+        "import os\n",
+    ]
+    for path in sorted(FIXTURES.rglob("*.py")):
+        cases.append(path.read_text(encoding="utf-8"))
+    codes = [f"TFD{n:03d}" for n in range(1, 16)]
+    for text in cases:
+        can = any(parse_suppressions(text).may_suppress(code) for code in codes)
+        assert may_hold_our_noqa(text) or not can, text
+    assert not may_hold_our_noqa("import os  # noqa: F401\nx = 1  # noqa: E501, W291\n")
+    assert may_hold_our_noqa("x = 1  # noqa:\nF401 = 2\n") and may_hold_our_noqa("x = 1  # NoQA\n")

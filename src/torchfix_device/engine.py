@@ -30,7 +30,7 @@ from torchfix_device.catalog import CodemodRef, load_codemods
 from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod, Finding, SharedWrapper
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.runner import InternalError, TransformOutput
-from torchfix_device.suppressions import NO_SUPPRESSIONS, Suppressions, may_hold_directives, parse_suppressions
+from torchfix_device.suppressions import NO_SUPPRESSIONS, Suppressions, may_hold_our_noqa, parse_suppressions
 
 MAX_PASSES = 6
 
@@ -308,7 +308,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
     (for positions computed one statement at a time) and, when it has a stage-1 site function,
     which of them hold a site (it skips the others)."""
     cache: dict[str, Suppressions] = {}
-    has_directives = may_hold_directives(text)
+    has_directives = may_hold_our_noqa(text)  # rewrites add no comments: the original's tell
 
     def configure(codemod: Codemod, code: str) -> None:
         codemod.device_expression = options.device_expression

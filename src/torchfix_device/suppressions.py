@@ -89,6 +89,23 @@ def may_hold_directives(text: str) -> bool:
     return "noqa" in lowered or "skip-file" in lowered
 
 
+def may_hold_our_noqa(text: str) -> bool:
+    """Cheap test before tokenizing, for a run that only needs the ``noqa`` comments that can
+    suppress one of our findings: some line holds a bare ``# noqa`` or one naming a ``TFD``
+    code. A necessary condition: a comment is the end of its line, so the pattern finds each
+    ``noqa`` comment's directive on the line's text with the same codes (it never crosses a
+    line), besides any that only look like one inside a string."""
+    if "noqa" not in text.lower():
+        return False
+    for line in text.splitlines():
+        if "noqa" in line.lower():
+            for match in NOQA_RE.finditer(line):
+                codes = match.group("codes")
+                if codes is None or "TFD" in codes.upper():
+                    return True
+    return False
+
+
 def parse_suppressions(text: str) -> Suppressions:
     """The directives in the comments of ``text``; none when it cannot be tokenized (the
     parser reports such a file with its own message)."""
