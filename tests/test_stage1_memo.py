@@ -11,7 +11,7 @@ import pytest
 
 from conftest import FIXTURES, ROOT
 from torchfix_device import engine
-from torchfix_device.candidates import candidate_codemods, class_outlines, parse_facts, statements_with_sites
+from torchfix_device.candidates import candidate_codemods, parse_facts, statements_with_sites
 from torchfix_device.catalog import load_codemods, refs
 from torchfix_device.codemod import lookup
 
@@ -76,11 +76,11 @@ def test_settled_answers_are_the_trees_answers(text: str) -> None:
     for codemod in ALL:
         wanted = statements_with_sites(facts, codemod.code) if codemod in expected else None
         assert settled.sites[codemod.code] == wanted, codemod.code
-    assert settled.classes == class_outlines(facts)
+    assert settled.classes == facts.class_outlines  # facts: a parse of its own
 
 
 def test_class_outlines_hold_member_first_lines_one_level_down() -> None:
-    outlines = class_outlines(parse_facts(LEGACY))
+    outlines = parse_facts(LEGACY).class_outlines
     assert list(outlines) == [2]
     net = outlines[2]
     assert net.member_lines == [7, 14, 18]  # the property's decorator line, not its def

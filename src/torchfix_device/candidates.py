@@ -95,6 +95,18 @@ class FileFacts:
     def lines(self) -> list[str]:
         return ast_scan.source_lines(self.text)
 
+    @cached_property
+    def statement_starts(self) -> list[int]:
+        """The first line of every top-level statement (its first decorator's for a decorated one)."""
+        return [first_line(s) for s in self.tree.body] if self.tree is not None else []
+
+    @cached_property
+    def class_outlines(self) -> dict[int, ClassOutline]:
+        """Index of each top-level class → its :class:`ClassOutline`."""
+        if self.tree is None:
+            return {}
+        return {i: _outline(s, 1) for i, s in enumerate(self.tree.body) if isinstance(s, ast.ClassDef)}
+
 
 def collect_facts(tree: ast.Module, text: str) -> FileFacts:
     facts = FileFacts(text, tree, contexts=walk_in_context(tree))
@@ -593,11 +605,10 @@ def statements_with_sites(facts: FileFacts, code: str) -> StatementSites | None:
     compute positions one statement at a time."""
     if facts.tree is None:
         return None
-    body = facts.tree.body
-    starts = [first_line(s) for s in body]
+    starts = facts.statement_starts
     sites = SITES.get(code)
     if sites is None:
-        return StatementSites(set(range(len(body))), starts, {}, {})
+        return StatementSites(set(range(len(starts))), starts, {}, {})
     lines_by_statement: dict[int, list[int]] = {}
     for node in sites(facts):
         index = bisect.bisect_right(starts, node.lineno) - 1
@@ -606,15 +617,17 @@ def statements_with_sites(facts: FileFacts, code: str) -> StatementSites | None:
     members: dict[int, tuple[set[int], int]] = {}
     inner: dict[tuple[int, int], tuple[set[int], int]] = {}
     for index, lines in lines_by_statement.items():
-        by_member = _site_lines_by_member(body[index], lines)
+        outline = facts.class_outlines.get(index)
+        by_member = _site_lines_by_member(outline, lines)
         if by_member is None:
             continue
-        cls_body = body[index].body  # type: ignore[attr-defined]
-        members[index] = set(by_member), len(cls_body)
+        assert outline is not None
+        members[index] = set(by_member), len(outline.member_lines)
         for member, member_lines in by_member.items():
-            nested = _site_lines_by_member(cls_body[member], member_lines)
+            nested_outline = outline.classes.get(member)
+            nested = _site_lines_by_member(nested_outline, member_lines)
             if nested is not None:
-                inner[index, member] = set(nested), len(cls_body[member].body)
+                inner[index, member] = set(nested), len(nested_outline.member_lines)  # type: ignore[union-attr]
     return StatementSites(set(lines_by_statement), starts, members, inner)
 
 
@@ -627,13 +640,6 @@ class ClassOutline(NamedTuple):
     classes: dict[int, "ClassOutline"]
 
 
-def class_outlines(facts: FileFacts) -> dict[int, ClassOutline]:
-    """Index of each top-level class of the file ``facts`` describe → its outline."""
-    if facts.tree is None:
-        return {}
-    return {i: _outline(s, 1) for i, s in enumerate(facts.tree.body) if isinstance(s, ast.ClassDef)}
-
-
 def _outline(cls: ast.ClassDef, depth: int) -> ClassOutline:
     classes = (
         {i: _outline(s, depth - 1) for i, s in enumerate(cls.body) if isinstance(s, ast.ClassDef)} if depth else {}
@@ -641,16 +647,15 @@ def _outline(cls: ast.ClassDef, depth: int) -> ClassOutline:
     return ClassOutline([first_line(s) for s in cls.body], classes)
 
 
-def _site_lines_by_member(statement: ast.stmt, lines: list[int]) -> dict[int, list[int]] | None:
-    """For a class whose sites are on ``lines``: the index of each statement of its body
-    holding one → the lines of its sites; None for anything else, or when a site is in the
-    class's own lines (a decorator, a base)."""
-    if not isinstance(statement, ast.ClassDef):
+def _site_lines_by_member(outline: ClassOutline | None, lines: list[int]) -> dict[int, list[int]] | None:
+    """For a class with ``outline`` whose sites are on ``lines``: the index of each statement
+    of its body holding one → the lines of its sites; None for no class (no outline), or when
+    a site is in the class's own lines (a decorator, a base)."""
+    if outline is None:
         return None
-    member_starts = [first_line(s) for s in statement.body]
     by_member: dict[int, list[int]] = {}
     for line in lines:
-        member = bisect.bisect_right(member_starts, line) - 1
+        member = bisect.bisect_right(outline.member_lines, line) - 1
         if member < 0:
             return None
         by_member.setdefault(member, []).append(line)

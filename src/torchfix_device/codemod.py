@@ -242,15 +242,14 @@ class Codemod(VisitorBasedCodemodCommand):
             self._current_statement = node
             self._current_member = self._current_inner = None
             self._member_lines, self._member_indent, self._member_indices = self._class_members(
-                node, self._outline_of(self._ast_indices.get(id(node)), self.stage1_classes), ()
+                node, self.stage1_classes.get(self._ast_indices.get(id(node), -1)), ()
             )
             self._replacements_before[id(node)] = self._replacements
         elif id(node) in self._member_lines:
             self._current_member, self._current_inner = node, None
-            outer = self._outline_of(self._ast_indices.get(id(self._current_statement)), self.stage1_classes)
-            self._inner_lines, self._inner_indent, _ = self._class_members(
-                node, self._outline_of(self._member_indices.get(id(node)), outer.classes if outer is not None else {}), self._member_indent
-            )
+            outer = self.stage1_classes.get(self._ast_indices.get(id(self._current_statement), -1))
+            inner = outer.classes.get(self._member_indices.get(id(node), -1)) if outer is not None else None
+            self._inner_lines, self._inner_indent, _ = self._class_members(node, inner, self._member_indent)
             self._replacements_before[id(node)] = self._replacements
         elif id(node) in self._inner_lines:
             self._current_inner = node
@@ -401,12 +400,6 @@ class Codemod(VisitorBasedCodemodCommand):
         own = block.indent if block.indent is not None else self.visited_module.default_indent
         indices, lines = _rendered_starts(block.body, outline.member_lines)
         return lines, (*indent, own), indices
-
-    @staticmethod
-    def _outline_of(index: int | None, classes: "dict[int, ClassOutline]") -> "ClassOutline | None":
-        """The outline of the class that is statement ``index`` of a body whose classes'
-        outlines are ``classes`` (None when that statement is no class)."""
-        return None if index is None else classes.get(index)
 
     def _whole_module_metadata(self, key: Any) -> Any:
         mapping = self._metadata_cache.get(key)

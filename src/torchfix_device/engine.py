@@ -22,7 +22,6 @@ from torchfix_device.candidates import (
     FileFacts,
     StatementSites,
     candidate_codemods,
-    class_outlines,
     parse_facts,
     statements_with_sites,
 )
@@ -147,7 +146,7 @@ class Stage1Memo:
             # A codemod without a candidate runs only in the fallback run over every codemod:
             # it visits everything (and cannot report or change anything)
             {key: statements_with_sites(facts, key) if c in candidates else None for key, c in wanted.items()},
-            class_outlines(facts),
+            facts.class_outlines,
             tuple(wanted.values()),
         )
         self._settled[code] = settled
@@ -162,7 +161,7 @@ class _Settled(NamedTuple):
     sites: dict[str, StatementSites | None]
     """Code → :func:`~torchfix_device.candidates.statements_with_sites` of that codemod."""
     classes: dict[int, ClassOutline]
-    """:func:`~torchfix_device.candidates.class_outlines` of it."""
+    """``FileFacts.class_outlines`` of it."""
     codemods: tuple[type[Codemod], ...]
     """The codemods it was settled for."""
 
