@@ -10,7 +10,7 @@ from libcst.metadata import MetadataWrapper, ScopeProvider
 from conftest import FIXTURES, ROOT
 from torchfix_device import _cst, scopes
 from torchfix_device.candidates import parse_facts, statements_with_sites
-from torchfix_device.codemod import _members_without_sites
+from torchfix_device.codemod import _members_without_sites, lookup
 from torchfix_device.fast_names import FastNames
 
 SNIPPETS = [
@@ -128,7 +128,7 @@ def test_member_sites_skip_the_other_members_of_a_class() -> None:
         "    def plain(self):\n        return 1\n"
     )
     facts = parse_facts(text)
-    sites = statements_with_sites(facts, "TFD003")
+    sites = statements_with_sites(facts, lookup("TFD003"))
     assert sites.wanted == {2} and sites.members == {2: ({3}, 5)}
     cls = cst.parse_module(text).body[2]
     skipped = _members_without_sites(cls, *sites.members[2])
@@ -136,7 +136,7 @@ def test_member_sites_skip_the_other_members_of_a_class() -> None:
     assert [m.name.value for m in kept] == ["noise"]
     # a site in the class's own line (its bases) visits every member
     text2 = "import torch\nclass N(torch.nn.Module, metaclass=torch.zeros(1)):\n    def f(self):\n        pass\n"
-    assert statements_with_sites(parse_facts(text2), "TFD003").members == {}
+    assert statements_with_sites(parse_facts(text2), lookup("TFD003")).members == {}
     # counts that differ from libcst's skip nothing
     assert _members_without_sites(cls, {3}, 4) == []
 
@@ -155,7 +155,7 @@ def test_member_sites_reach_one_level_into_a_nested_class() -> None:
         "        def a(self):\n            return torch.randn(2)\n\n        def b(self):\n            return 1\n\n"
         "    def c(self):\n        return 2\n"
     )
-    sites = statements_with_sites(parse_facts(text), "TFD003")
+    sites = statements_with_sites(parse_facts(text), lookup("TFD003"))
     assert sites.members == {2: ({0}, 2)} and sites.inner == {(2, 0): ({0}, 2)}
     tests = cst.parse_module(text).body[2]
     skipped = set(_members_without_sites(tests, *sites.members[2], {0: sites.inner[2, 0]}))

@@ -74,7 +74,7 @@ def test_settled_answers_are_the_trees_answers(text: str) -> None:
     assert settled is not None and memo.parsed(text)
     assert memo.candidates_in(text, ALL) == expected  # from what was kept
     for codemod in ALL:
-        wanted = statements_with_sites(facts, codemod.code) if codemod in expected else None
+        wanted = statements_with_sites(facts, codemod) if codemod in expected else None
         assert settled.sites[codemod.code] == wanted, codemod.code
     assert settled.classes == facts.class_outlines  # facts: a parse of its own
 
@@ -95,7 +95,7 @@ def test_a_codemod_it_was_not_settled_for_is_answered_after_parsing_again() -> N
     assert first is not None and cuda_call.code not in first.sites
     again = memo.settle(LEGACY, [cuda_call])
     assert again is not None and set(again.sites) == {factory.code, cuda_call.code}
-    assert again.sites[cuda_call.code] == statements_with_sites(parse_facts(LEGACY), cuda_call.code)
+    assert again.sites[cuda_call.code] == statements_with_sites(parse_facts(LEGACY), cuda_call)
     assert memo.candidates_in(LEGACY, [cuda_call, factory]) == [cuda_call, factory]
 
 

@@ -35,7 +35,9 @@ from torchfix_device.finding import Finding
 from torchfix_device.suppressions import Suppressions
 
 if TYPE_CHECKING:
-    from torchfix_device.candidates import ClassOutline, StatementSites
+    import ast
+
+    from torchfix_device.candidates import ClassOutline, FileFacts, StatementSites
 
 DOC_SECTIONS = (
     "What it does",
@@ -179,6 +181,23 @@ class Codemod(VisitorBasedCodemodCommand):
         self._replacements = 0
         """How many times a hook has returned something other than the node it was given, in
         the current (or last) :meth:`transform_module`."""
+
+    # -- stage 1: where this codemod can act, decided with the stdlib ``ast`` ---------------
+    @classmethod
+    def may_match(cls, facts: "FileFacts") -> bool:
+        """False only when this codemod can neither report nor change anything in the file that
+        ``facts`` (:class:`~torchfix_device.candidates.FileFacts`) describes: then libcst never
+        runs it there. A *necessary* condition, written next to the libcst code it mirrors;
+        ``tests/test_candidates.py`` checks it on every fixture. The default asks :meth:`sites`."""
+        sites = cls.sites(facts)
+        return sites is None or next(iter(sites), None) is not None
+
+    @classmethod
+    def sites(cls, facts: "FileFacts") -> "Iterable[ast.AST] | None":
+        """The ``ast`` nodes at which this codemod may report or rewrite (a superset), for a
+        codemod whose visit of one statement does not depend on the others; the engine then
+        does not visit the statements holding none. None (the default): visit everything."""
+        return None
 
     @classmethod
     def may_change(cls, unsafe_fixes: bool) -> bool:

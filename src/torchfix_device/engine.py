@@ -145,7 +145,7 @@ class Stage1Memo:
             frozenset(c.code for c in candidates),
             # A codemod without a candidate runs only in the fallback run over every codemod:
             # it visits everything (and cannot report or change anything)
-            {key: statements_with_sites(facts, key) if c in candidates else None for key, c in wanted.items()},
+            {key: statements_with_sites(facts, c) if c in candidates else None for key, c in wanted.items()},
             facts.class_outlines,
             tuple(wanted.values()),
         )

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import ast
+from typing import Iterator
 import libcst as cst
 from libcst.metadata import ScopeProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.candidates import FileFacts
 from torchfix_device.fast_names import CHECK_FAST_NAMES
 from torchfix_device.device_source import DeviceExpr
 
@@ -84,6 +87,23 @@ class CudaAmp(Codemod):
     summary = "`torch.cuda.amp.autocast`/`GradScaler` are deprecated: use `torch.amp` with a device type"
     safe = True
     triggers = ("amp",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        return facts.torch_imported and "amp" in facts.names and bool(facts.names & set(NAMES))
+
+    @classmethod
+    def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
+        """A call to ``torch.cuda.amp.autocast`` / ``GradScaler``, and the imports from
+        ``torch.cuda.amp`` it moves to ``torch.amp``."""
+        if not cls.may_match(facts):
+            return
+        scan = facts.scan
+        for node, _, _ in facts.contexts:
+            if isinstance(node, ast.Call) and scan.may_name(node.func, OLD_NAMES):
+                yield node
+            elif isinstance(node, ast.ImportFrom) and node.module == "torch.cuda.amp" and not node.level:
+                yield node
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
@@ -219,3 +239,6 @@ def _positional_to_keywords(args: list[cst.Arg]) -> list[cst.Arg]:
             arg = arg.with_changes(keyword=cst.Name(AUTOCAST_POSITIONAL[index]), equal=template.equal)
         out.append(arg)
     return out
+
+
+OLD_NAMES = frozenset(f"{module}.{name}" for module in OLD_MODULES for name in NAMES)

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import ast
+from typing import Iterator
 import libcst as cst
 import libcst.matchers as m
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.candidates import FileFacts
 from torchfix_device.device_source import NoDevice
 
 NOT_TORCH_PREFIXES = ("numba", "cupy", "pycuda", "jax", "tensorflow", "cudf", "mxnet", "chainer")
@@ -76,6 +79,19 @@ class CudaCall(Codemod):
     summary = "`.cuda()` hard-codes CUDA: use `.to(device)` with one device expression"
     safe = True
     triggers = ("cuda",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        return "cuda" in facts.call_attrs
+
+    @classmethod
+    def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
+        """``x.cuda(...)`` (a guard or conditional it rewrites holds one)."""
+        if "cuda" not in facts.call_attrs:
+            return
+        for node, _, _ in facts.contexts:
+            if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "cuda":
+                yield node
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)

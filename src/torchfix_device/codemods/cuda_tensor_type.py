@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import ast
 import libcst as cst
 import libcst.matchers as m
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.candidates import FileFacts
 from torchfix_device.device_source import NoDevice
 
 SET_DEFAULT_LAST = frozenset({"set_default_tensor_type"})
@@ -53,6 +55,19 @@ class CudaTensorType(Codemod):
     summary = "`torch.cuda.FloatTensor` & co. exist only with CUDA: use a dtype and a device"
     safe = True
     triggers = ("Tensor",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        """An expression naming ``torch.cuda.FloatTensor`` or another CUDA tensor type (called,
+        passed to ``.type()`` or used as a value)."""
+        if not (facts.torch_imported and "cuda" in facts.names and facts.names & LEGACY_TYPE_NAMES):
+            return False
+        scan = facts.scan
+        return any(
+            isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+            and (scan.opaque or any(_is_cuda_legacy_type(q) for q in scan.qualified(node)))
+            for node, _, _ in facts.contexts
+        )
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
@@ -120,3 +135,12 @@ class CudaTensorType(Codemod):
         )
         func = cst.ensure_type(updated.func, cst.Attribute).with_changes(attr=cst.Name("to"))
         return template.with_changes(func=func, lpar=updated.lpar, rpar=updated.rpar)
+
+
+# -- stage 1 ---------------------------------------------------------------------------------
+LEGACY_TYPE_NAMES = frozenset(_cst.LEGACY_TENSOR_DTYPES)
+
+
+def _is_cuda_legacy_type(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] == "torch" and parts[1:-1] == ["cuda"] and parts[-1] in LEGACY_TYPE_NAMES

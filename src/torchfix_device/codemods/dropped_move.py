@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import ast
+from typing import Iterator
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import Assignment, PositionProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.candidates import FileFacts
 from torchfix_device.device_source import DEVICE_NAME
 
 DEVICE_WORDS = ("device", "dev", "gpu", "cuda")
@@ -66,6 +69,20 @@ class DroppedMove(Codemod):
     summary = "`x.to(device)` / `x.cuda()` on its own line moves nothing: reassign the result"
     safe = True
     triggers = (".to(", ".cuda(", ".to (", ".cuda (")
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        return bool(facts.statement_call_attrs & {"cuda", "to"})
+
+    @classmethod
+    def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
+        """``x.cuda(...)`` / ``x.to(...)`` as a statement."""
+        if not facts.statement_call_attrs & {"cuda", "to"}:
+            return
+        for node, _, _ in facts.contexts:
+            if type(node) is ast.Expr and type(node.value) is ast.Call and type(node.value.func) is ast.Attribute:
+                if node.value.func.attr in ("cuda", "to"):
+                    yield node
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)

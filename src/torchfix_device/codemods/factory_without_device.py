@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import ast
+from typing import Iterator
 import libcst as cst
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device import ast_scan
+from torchfix_device.candidates import FileFacts, has_keyword, has_star_args
 from torchfix_device.device_source import NoDevice
 
 FACTORIES = {
@@ -73,6 +77,12 @@ class FactoryWithoutDevice(Codemod):
     safe = True
     triggers = ("torch", "Tensor")
 
+    @classmethod
+    def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
+        """A factory call without ``device=``, not moved at once, in a class that may be an
+        ``nn.Module`` (outside ``__init__``) or in a function that mentions devices."""
+        return _factory_sites(facts)
+
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self._moved: set[int] = set()
@@ -127,3 +137,51 @@ class FactoryWithoutDevice(Codemod):
             text = _cst.code_of(function)
             self._device_aware[id(function)] = "device" in text or ".to(" in text or "cuda" in text
         return self._device_aware[id(function)]
+
+
+# -- stage 1 ---------------------------------------------------------------------------------
+DEVICE_AWARE_WORDS = ("device", ".to(", "cuda")
+"""A function outside an ``nn.Module`` is only looked into when its text holds one."""
+LEGACY_TYPE_NAMES = frozenset(_cst.LEGACY_TENSOR_DTYPES)
+
+
+def is_factory_name(name: str) -> bool:
+    """A ``torch`` factory, or a legacy constructor (CPU or CUDA: the codemod tells them apart)."""
+    if name in FACTORIES:
+        return True
+    parts = name.split(".")
+    return parts[0] == "torch" and parts[-1] in LEGACY_TYPE_NAMES and (len(parts) == 2 or parts[1:-1] == ["cuda"])
+
+
+def _factory_site_possible(f: FileFacts) -> bool:
+    if not (f.torch_imported and f.names & FACTORY_LAST_PARTS):
+        return False
+    in_function = bool(f.function_names) and any(w in f.text for w in DEVICE_AWARE_WORDS)
+    return f.has_class_with_bases or in_function
+
+
+def _factory_sites(f: FileFacts) -> Iterator[ast.Call]:
+    if not _factory_site_possible(f):
+        return
+    scan, moved, aware = f.scan, set(), {}
+
+    def device_aware(func) -> bool:
+        if id(func) not in aware:
+            text = ast_scan.function_text(func, f.lines)
+            aware[id(func)] = any(w in text for w in DEVICE_AWARE_WORDS)
+        return aware[id(func)]
+
+    for node, cls, func in f.contexts:
+        if isinstance(node, ast.Attribute) and node.attr in MOVES and isinstance(node.value, ast.Call):
+            moved.add(id(node.value))  # seen before the call itself (preorder)
+        if not isinstance(node, ast.Call) or id(node) in moved:
+            continue
+        if has_keyword(node, "device") or has_star_args(node):
+            continue
+        if not (scan.opaque or any(is_factory_name(q) for q in scan.qualified(node.func))):
+            continue
+        if func is not None and func.name == "__init__":
+            if device_aware(func):  # in an nn.Module's __init__ never; elsewhere only device-aware
+                yield node
+        elif scan.is_module_class(cls) or (func is not None and device_aware(func)):
+            yield node

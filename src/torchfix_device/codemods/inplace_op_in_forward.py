@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import ast
+from typing import Iterator
 import libcst as cst
 from libcst.metadata import Assignment, ScopeProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod
+from torchfix_device.candidates import FileFacts, in_module_forward, module_class_possible
 
 OPERATORS: dict[type[cst.BaseAugOp], type[cst.BaseBinaryOp]] = {
     cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
@@ -73,6 +76,16 @@ class InplaceOpInForward(Codemod):
     summary = "`out += x` in `forward` modifies a tensor autograd may need: write `out = out + x`"
     safe = False
     triggers = ("forward",)
+
+    @classmethod
+    def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
+        """``name op= ...`` in a module's ``forward``."""
+        if not (module_class_possible(facts) and facts.augassign_to_name_in_forward):
+            return
+        scan = facts.scan
+        for node, klass, func in facts.contexts:
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and in_module_forward(scan, klass, func):
+                yield node
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import ast
 import libcst as cst
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.candidates import FileFacts, in_module_forward, module_class_possible
 
 # ``torch.nn`` layers that own parameters or buffers (state that must be trained and moved).
 STATEFUL_LAYERS = {
@@ -66,6 +68,20 @@ class LayerBuiltInForward(Codemod):
     safe = True
     triggers = ("forward",)
 
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        """A stateful ``torch.nn`` layer built in a module's ``forward``."""
+        if not (module_class_possible(facts) and "forward" in facts.function_names and facts.names & STATEFUL_LAYERS):
+            return False
+        scan = facts.scan
+        for node, klass, func in facts.contexts:
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+                if in_module_forward(scan, klass, func) and (
+                    scan.opaque or any(_is_stateful_layer_name(q) for q in scan.qualified(node.func))
+                ):
+                    return True
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         layer = self._stateful_layer(node.func)
         if layer is None or not self._in_forward():
@@ -94,3 +110,9 @@ class LayerBuiltInForward(Codemod):
             return False
         func = self.function_stack[-1]
         return func.name.value == "forward" and any(stmt is func for stmt in cls.body.body)
+
+
+# -- stage 1 ---------------------------------------------------------------------------------
+def _is_stateful_layer_name(name: str) -> bool:
+    parts = name.split(".")
+    return parts[:2] == ["torch", "nn"] and parts[-1] in STATEFUL_LAYERS and (len(parts) == 3 or parts[2] == "modules")

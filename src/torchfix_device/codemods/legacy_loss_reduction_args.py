@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import ast
+from typing import Iterator
 import libcst as cst
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.candidates import FileFacts
 
 # Index of ``size_average`` among the positional parameters (after ``self`` for classes), as in
 # torch 2.x; an argument at or past it passed positionally may be a legacy argument.
@@ -91,6 +94,21 @@ class LegacyLossReductionArgs(Codemod):
     safe = True
     triggers = ("size_average", "reduce", "elementwise_mean")
 
+    @classmethod
+    def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
+        """A ``torch.nn`` loss class or ``torch.nn.functional`` loss called with a legacy
+        reduction argument."""
+        if not (facts.torch_imported and facts.names & LOSS_NAMES):
+            return
+        if not (facts.keywords & {"size_average", "reduce"} or "elementwise_mean" in facts.text):
+            return
+        scan = facts.scan
+        for node, _, _ in facts.contexts:
+            if isinstance(node, ast.Call) and _legacy_reduction_call(node) and (
+                scan.opaque or any(q.startswith("torch.nn.") and q.rpartition(".")[2] in LOSS_NAMES for q in scan.qualified(node.func))
+            ):
+                yield node
+
     def _legacy_position(self, func: cst.BaseExpression) -> int | None:
         for q in self.qualified_names(func, ending_in=LOSS_NAMES):
             parts = q.split(".")
@@ -173,3 +191,15 @@ def _replace_keywords(call: cst.Call, drop: set[str], new_arg: cst.Arg | None) -
     if args and args[-1] is not original_last:
         args[-1] = args[-1].with_changes(comma=original_last.comma)
     return call.with_changes(args=args)
+
+
+# -- stage 1 ---------------------------------------------------------------------------------
+def _legacy_reduction_call(call: ast.Call) -> bool:
+    """The codemod's own test on the arguments: ``size_average=`` / ``reduce=``, or
+    ``reduction="elementwise_mean"``."""
+    for keyword in call.keywords:
+        if keyword.arg in ("size_average", "reduce"):
+            return True
+        if keyword.arg == "reduction" and isinstance(keyword.value, ast.Constant) and keyword.value.value == "elementwise_mean":
+            return True
+    return False

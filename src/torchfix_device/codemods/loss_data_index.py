@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import ast
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import Assignment, ScopeProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.candidates import FileFacts
 
 LOSS_FUNCTIONS = {
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -64,6 +66,20 @@ class LossDataIndex(Codemod):
     summary = "`loss.data[0]` raises on 0-dim tensors since PyTorch 0.4: use `loss.item()`"
     safe = True
     triggers = (".data[",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        """``x.data[0]`` (the literal integer 0)."""
+        if "data" not in facts.subscripted_attrs:
+            return False
+        for node, _, _ in facts.contexts:
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "data":
+                index = node.slice
+                if isinstance(index, ast.Tuple) and len(index.elts) == 1:
+                    index = index.elts[0]
+                if isinstance(index, ast.Constant) and type(index.value) is int and index.value == 0:
+                    return True
+        return False
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)

@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.candidates import FileFacts
 from torchfix_device.device_source import NoDevice
 
 SET_DEFAULT = {"torch.set_default_tensor_type"}
@@ -59,6 +60,11 @@ class SetDefaultCudaTensorType(Codemod):
     summary = "`torch.set_default_tensor_type(torch.cuda.*Tensor)` is deprecated and CUDA-only: use `set_default_device`"
     safe = False
     triggers = ("set_default_tensor_type",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        """A possible ``torch.set_default_tensor_type``."""
+        return facts.torch_imported and "set_default_tensor_type" in facts.names
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)

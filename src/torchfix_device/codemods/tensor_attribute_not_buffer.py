@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import ast
 import libcst as cst
 import libcst.matchers as m
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device import ast_scan
+from torchfix_device.candidates import FileFacts, is_self_attribute, module_class_possible, values_bound_to
+from torchfix_device.codemods.factory_without_device import is_factory_name
 from torchfix_device.codemods._registration import (
     NN_MODULE_ATTRS,
     binding_of,
@@ -110,6 +114,23 @@ class TensorAttributeNotBuffer(Codemod):
     safe = True
     # A match needs an nn.Module subclass and a torch factory, both resolved through a torch import.
     triggers = ("torch",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        """``self.x = <a tensor>`` in the ``__init__`` of a possible ``nn.Module`` class."""
+        if not (module_class_possible(facts) and "__init__" in facts.function_names):
+            return False
+        scan = facts.scan
+        for node, _, _ in facts.contexts:
+            if not (isinstance(node, ast.ClassDef) and scan.is_module_class(node)):
+                continue
+            for init in node.body:
+                if isinstance(init, ast_scan.FUNCTIONS) and init.name == "__init__":
+                    for stmt in ast.walk(init):
+                        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and is_self_attribute(stmt.targets[0]):
+                            if _may_be_tensor(stmt.value, init, scan, frozenset()):
+                                return True
+        return False
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
@@ -378,3 +399,23 @@ def _enclosing_function(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> c
 def _short(node: cst.CSTNode, limit: int = 60) -> str:
     text = " ".join(_cst.code_of(node).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- stage 1 ---------------------------------------------------------------------------------
+def _may_be_tensor(value: ast.expr, init: ast.AST, scan: ast_scan.AstScan, seen: frozenset[str]) -> bool:
+    """The codemod's ``_is_tensor`` with every binding of a local name allowed (it needs all)."""
+    if isinstance(value, ast.Call):
+        if scan.opaque or any(q in TENSOR_FACTORIES or is_factory_name(q) for q in scan.qualified(value.func)):
+            return True
+        if isinstance(value.func, ast.Attribute) and value.func.attr in TENSOR_METHODS:
+            return _may_be_tensor(value.func.value, init, scan, seen)
+        return False
+    if isinstance(value, ast.BinOp):
+        return _may_be_tensor(value.left, init, scan, seen) or _may_be_tensor(value.right, init, scan, seen)
+    if isinstance(value, ast.UnaryOp):
+        return _may_be_tensor(value.operand, init, scan, seen)
+    if isinstance(value, ast.Subscript):
+        return _may_be_tensor(value.value, init, scan, seen)
+    if isinstance(value, ast.Name) and value.id not in seen:
+        return any(_may_be_tensor(v, init, scan, seen | {value.id}) for v in values_bound_to(value.id, init))
+    return False

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import ast
+from typing import Iterator
 import libcst as cst
 from libcst.metadata import Assignment, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod
+from torchfix_device.candidates import FileFacts, calls_to, has_keyword
+from torchfix_device.codemods.torch_load_without_map_location import torch_load_possible
 from torchfix_device.codemods.torch_load_without_map_location import LOAD, TORCH_LOAD
 
 MODULE_ATTRIBUTES = frozenset(
@@ -73,6 +77,18 @@ class TorchLoadOfWholeModel(Codemod):
     summary = "`torch.load` of a pickled whole model fails on torch >= 2.6 (`weights_only=True` default)"
     safe = False
     triggers = ("load",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        """A ``torch.load`` result — directly, through subscripts and ``.to()``-like calls, or
+        through names bound to one (any number of hops) — called or given a module-only
+        attribute (``.eval()``, ``.parameters()``)."""
+        return _loaded_model_site(facts)
+
+    @classmethod
+    def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
+        """The ``torch.load`` calls leaving ``weights_only`` to torch's default."""
+        return calls_to(facts, TORCH_LOAD, _weights_only_defaulted)
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
@@ -200,3 +216,48 @@ class TorchLoadOfWholeModel(Codemod):
 
     def _line_of(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line
+
+
+# -- stage 1 ---------------------------------------------------------------------------------
+def _weights_only_defaulted(call: ast.Call) -> bool:
+    """The codemod's own test: ``weights_only`` left to torch's default."""
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    return (
+        all(k.arg is not None for k in call.keywords) and not has_keyword(call, "weights_only")
+        and not has_keyword(call, "pickle_module") and len(positional) < 3
+    )
+
+
+def _loaded_model_site(f: FileFacts) -> bool:
+    if not torch_load_possible(f):
+        return False
+    loads = {id(node) for node in calls_to(f, TORCH_LOAD, _weights_only_defaulted)}
+    if not loads:
+        return False
+    tainted: set[str] = set()
+
+    def is_loaded(expr: ast.AST) -> bool:
+        while True:
+            if isinstance(expr, ast.Subscript):
+                expr = expr.value
+            elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in SAME_KIND_METHODS:
+                expr = expr.func.value
+            else:
+                break
+        return id(expr) in loads or (isinstance(expr, ast.Name) and expr.id in tainted)
+
+    assigns = [n for n, _, _ in f.contexts if isinstance(n, ast.Assign)]
+    changed = True
+    while changed:
+        changed = False
+        for node in assigns:
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)} - tainted
+            if names and is_loaded(node.value):
+                tainted |= names
+                changed = True
+    for node, _, _ in f.contexts:
+        if isinstance(node, ast.Call) and is_loaded(node.func):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in MODULE_ATTRIBUTES and is_loaded(node.value):
+            return True
+    return False

@@ -1,7 +1,10 @@
+import ast
+from typing import Iterator
 import libcst as cst
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.candidates import FileFacts, calls_to, has_keyword
 from torchfix_device.device_source import NoDevice
 
 TORCH_LOAD = {"torch.load", "torch.serialization.load"}
@@ -56,6 +59,15 @@ class TorchLoadWithoutMapLocation(Codemod):
     safe = True
     triggers = ("load",)
 
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        return torch_load_possible(facts) and next(cls.sites(facts), None) is not None
+
+    @classmethod
+    def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
+        """Calls that may be ``torch.load`` without ``map_location=``."""
+        return calls_to(facts, TORCH_LOAD, _load_without_map_location)
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not (self.qualified_names(original_node.func, ending_in=LOAD) & TORCH_LOAD):
             return updated_node
@@ -70,3 +82,14 @@ class TorchLoadWithoutMapLocation(Codemod):
         if self.report(original_node, f"`torch.load` without `map_location`: add `map_location={device.code}`"):
             return _cst.add_keyword_arg(updated_node, "map_location", device.code)
         return updated_node
+
+
+# -- stage 1 ---------------------------------------------------------------------------------
+def torch_load_possible(f: FileFacts) -> bool:
+    return f.torch_imported and "load" in f.names
+
+
+def _load_without_map_location(call: ast.Call) -> bool:
+    """The codemod's own test: no ``map_location=``, fewer than two positional arguments, no ``**``."""
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    return not has_keyword(call, "map_location") and len(positional) < 2 and all(k.arg is not None for k in call.keywords)

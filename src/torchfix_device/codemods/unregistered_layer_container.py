@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -9,6 +10,8 @@ from libcst.codemod.visitors import AddImportsVisitor
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device import ast_scan
+from torchfix_device.candidates import FileFacts, is_self_attribute, module_class_possible, values_bound_to
 from torchfix_device.codemods._registration import (
     DICT_CONTAINER_ATTRS,
     NN_MODULE_ATTRS,
@@ -205,6 +208,31 @@ class UnregisteredLayerContainer(Codemod):
     safe = True
     # A match needs an nn.Module subclass, which needs ``torch.nn`` resolved through an import.
     triggers = ("torch",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        """In a method of a possible ``nn.Module`` class, ``self.x = <list or dict>`` (a display,
+        a comprehension, ``list()``, or a local bound to a display in the same function), or
+        ``[layer] * n``."""
+        if not module_class_possible(facts):
+            return False
+        scan = facts.scan
+        for node, klass, func in facts.contexts:
+            if func is None or not scan.is_module_class(klass):
+                continue
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and is_self_attribute(node.targets[0]):
+                value = node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None and is_self_attribute(node.target):
+                value = node.value
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                if isinstance(node.left, ast.List) or isinstance(node.right, ast.List):
+                    return True
+                continue
+            else:
+                continue
+            if _may_be_container(value, func):
+                return True
+        return False
 
     # -- module-level state --------------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> bool | None:
@@ -1076,3 +1104,17 @@ def _container_refs(value: cst.BaseExpression) -> set[tuple[str, str]]:
 def _short(node: cst.CSTNode, limit: int = 60) -> str:
     text = " ".join(_cst.code_of(node).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- stage 1 ---------------------------------------------------------------------------------
+CONTAINER_DISPLAYS = (ast.List, ast.ListComp, ast.Dict, ast.DictComp)
+
+
+def _may_be_container(value: ast.expr, func: ast.AST) -> bool:
+    if isinstance(value, CONTAINER_DISPLAYS):
+        return True
+    if isinstance(value, ast.Call) and not value.args and not value.keywords:
+        return (ast_scan.full_name(value.func) or "").rpartition(".")[2] in ("list", "dict")
+    if isinstance(value, ast.Name):
+        return any(isinstance(bound, CONTAINER_DISPLAYS) for bound in values_bound_to(value.id, func))
+    return False

@@ -7,6 +7,7 @@ import libcst.matchers as m
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.candidates import FileFacts, calls_to
 from torchfix_device.import_edits import remove_import_aliases
 
 VARIABLE = {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
@@ -94,6 +95,11 @@ class VariableWrapper(Codemod):
     summary = "`torch.autograd.Variable` is a deprecated no-op wrapper since PyTorch 0.4: use the tensor"
     safe = True
     triggers = ("Variable",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        """A call that may be ``torch.autograd.Variable(...)``."""
+        return facts.torch_imported and "Variable" in facts.names and next(calls_to(facts, VARIABLE), None) is not None
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
