@@ -191,7 +191,7 @@ def kept_files(files: list[Path]) -> tuple[list[Path], list[Path]]:
     """The files the substring prefilter keeps (some selected codemod's trigger occurs: item 2 of
     the issue, the floor its target names), and those stage 1 keeps (the ones libcst parses)."""
     from torchfix_device.candidates import candidate_codemods, parse_facts
-    from torchfix_device.codemod import all_codemods
+    from torchfix_device.catalog import all_codemods
     from torchfix_device.fileio import SourceError, read_source
     from torchfix_device.engine import active_codemods
     from torchfix_device.runner import MAX_FILE_BYTES

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from torchfix_device.codemod import all_codemods
+from torchfix_device.catalog import all_codemods
 from torchfix_device.runner import FileResult, run
 
 BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from torchfix_device.candidates import candidate_codemods, parse_facts
-from torchfix_device.codemod import select_codemods
+from torchfix_device.catalog import select_codemods
 from torchfix_device.fileio import SourceError, read_source
 from torchfix_device.engine import active_codemods, transform_unfiltered
 from torchfix_device.runner import collect_files

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import run_cli
 from torchfix_device import runner
-from torchfix_device.codemod import all_codemods
+from torchfix_device.catalog import all_codemods
 from torchfix_device.fileio import TEMP_SUFFIX, WriteError, atomic_replace, read_source
 from torchfix_device.runner import process_file
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import FIXTURES, ROOT
 from torchfix_device import engine
 from torchfix_device.candidates import candidate_codemods, parse_facts
-from torchfix_device.codemod import all_codemods
+from torchfix_device.catalog import all_codemods
 from torchfix_device.engine import transform_source, transform_unfiltered
 
 CORPUS = sorted([*FIXTURES.rglob("*.py"), *(ROOT / "examples").rglob("*.py")])

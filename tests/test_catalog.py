@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT
 from torchfix_device import catalog
-from torchfix_device.codemod import REGISTRY, all_codemods, select_codemods
+from torchfix_device.catalog import REGISTRY, all_codemods, select_codemods
 
 
 def test_the_catalog_is_the_registry() -> None:

@@ -16,7 +16,8 @@ import pytest
 
 from conftest import console_script, run_cli
 from torchfix_device import __version__
-from torchfix_device.codemod import DOC_SECTIONS, all_codemods
+from torchfix_device.codemod import DOC_SECTIONS
+from torchfix_device.catalog import all_codemods
 
 LEGACY = """\
 import torch

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from contextlib import contextmanager
 
-from torchfix_device.codemod import all_codemods, lookup, select_codemods
+from torchfix_device.catalog import all_codemods, lookup, select_codemods
 from torchfix_device.engine import active_codemods, transform_source, transform_unfiltered
 
 
@@ -88,7 +88,9 @@ def _unsafe_spam_renamer(*, mark_safe: bool | None = None):
     to ``report`` as the finding's own safety); registered only inside the ``with``."""
     import libcst as cst
 
-    from torchfix_device.codemod import REGISTRY, Codemod
+    from torchfix_device.codemod import Codemod
+
+    from torchfix_device.catalog import REGISTRY
 
     class RenameSpam(Codemod):
         """A throw-away unsafe codemod: ``spam`` → ``eggs``."""
@@ -135,7 +137,9 @@ def test_a_run_that_replaces_no_node_is_not_rendered(monkeypatch) -> None:
     import libcst as cst
     import pytest
 
-    from torchfix_device.codemod import CHECK_FAST_NAMES, REGISTRY
+    from torchfix_device.fast_names import CHECK_FAST_NAMES
+
+    from torchfix_device.catalog import REGISTRY
 
     if CHECK_FAST_NAMES:
         pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 renders every run to check this very shortcut")
@@ -171,9 +175,9 @@ def test_a_codemod_created_without_libcsts_decorator_scan_has_the_same_state() -
     ``__init__`` would leave."""
     from libcst.codemod import CodemodContext
 
-    from torchfix_device import codemod as codemod_module
+    from torchfix_device.engine import visiting as codemod_module
 
-    for cls in all_codemods():
+    for cls in map(codemod_module.engine_class, all_codemods()):
         codemod_module._MATCHER_DECORATED.pop(cls, None)
         context = CodemodContext(filename="m.py")
         scanned = cls(context)
@@ -188,7 +192,9 @@ def test_a_codemod_created_without_libcsts_decorator_scan_has_the_same_state() -
 def test_a_codemod_with_matcher_decorators_keeps_libcsts_dispatch() -> None:
     import libcst.matchers as m
 
-    from torchfix_device.codemod import REGISTRY, Codemod
+    from torchfix_device.codemod import Codemod
+
+    from torchfix_device.catalog import REGISTRY
 
     class Decorated(Codemod):
         """Renames `spam` through a matcher decorator."""
@@ -236,7 +242,11 @@ def test_a_codemod_that_can_only_report_runs_on_the_original_tree_alone(monkeypa
     rewrote the file it runs once, on the file's own tree, for its findings."""
     import pytest
 
-    from torchfix_device.codemod import CHECK_FAST_NAMES, REGISTRY, Codemod
+    from torchfix_device.codemod import Codemod
+
+    from torchfix_device.fast_names import CHECK_FAST_NAMES
+
+    from torchfix_device.catalog import REGISTRY
 
     if CHECK_FAST_NAMES:
         pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 runs it on the rewrites too, to check it changes nothing")
@@ -305,7 +315,9 @@ def test_children_read_from_fields_equal_libcsts_children() -> None:
 def test_a_codemod_with_a_per_field_hook_gets_it_called() -> None:
     """Codemods without ``visit_<Node>_<field>`` hooks skip libcst's per-field dispatch; one
     that defines such a hook still has it called, in libcst's order."""
-    from torchfix_device.codemod import REGISTRY, Codemod, _has_attribute_hooks
+    from torchfix_device.codemod import Codemod
+    from torchfix_device.catalog import REGISTRY
+    from torchfix_device.engine.visiting import _has_attribute_hooks
 
     calls: list[str] = []
 
@@ -341,7 +353,7 @@ def test_a_rewritten_tree_is_copied_for_metadata_only_when_it_holds_a_node_twice
     import libcst as cst
     from libcst.metadata import PositionProvider
 
-    from torchfix_device.codemod import SharedWrapper
+    from torchfix_device.engine.shared import SharedWrapper
 
     shared_name = cst.Name("x")
     twice = cst.Module(body=[cst.SimpleStatementLine([cst.Expr(shared_name)]), cst.SimpleStatementLine([cst.Expr(shared_name)])])

@@ -14,7 +14,7 @@ from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvide
 
 from conftest import FIXTURES, ROOT
 from torchfix_device import fast_names
-from torchfix_device.codemod import all_codemods
+from torchfix_device.catalog import all_codemods
 from torchfix_device.fast_names import FastNames
 from torchfix_device.engine import transform_unfiltered
 
@@ -188,7 +188,7 @@ def test_module_named_function_makes_locals_ask_libcst() -> None:
 def resolved(monkeypatch) -> list[object]:
     """The metadata providers libcst resolves during the test (skipped where every name is
     checked against libcst's on purpose)."""
-    import torchfix_device.codemod as codemod
+    import torchfix_device.fast_names as codemod
 
     if codemod.CHECK_FAST_NAMES:
         pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 resolves libcst's names on purpose")
@@ -215,7 +215,7 @@ def test_a_plain_factory_site_needs_no_scope_analysis(resolved) -> None:
 
 
 def test_check_mode_flag_is_read_from_the_environment() -> None:
-    import torchfix_device.codemod as codemod
+    import torchfix_device.fast_names as codemod
 
     assert isinstance(codemod.CHECK_FAST_NAMES, bool)
     assert fast_names.BUILTIN_NAMES >= {"len", "super", "None"}
@@ -323,7 +323,7 @@ def test_a_renaming_import_keeps_a_plain_name_possible() -> None:
 def test_calls_that_cannot_be_a_codemods_target_need_no_scope_analysis(resolved) -> None:
     """A name only libcst can qualify (``global`` below) costs a whole-file scope analysis; when
     its last part cannot be a factory's, TFD003 does not ask."""
-    import torchfix_device.codemod as codemod
+    import torchfix_device.catalog as codemod
 
     code = (
         "import torch\nimport torch.nn as nn\n\nstate = None\n\n\ndef reset():\n    global state\n    state = {}\n\n\n"

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from torchfix_device.codemod import DOC_SECTIONS, all_codemods
+from torchfix_device.codemod import DOC_SECTIONS
+
+from torchfix_device.catalog import all_codemods
 from torchfix_device.runner import transform_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

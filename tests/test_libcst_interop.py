@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from torchfix_device.codemod import all_codemods
+from torchfix_device.catalog import all_codemods
 
 CONFIG = """\
 generated_code_marker: '@generated'

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from torchfix_device.codemod import all_codemods
+from torchfix_device.catalog import all_codemods
 from torchfix_device.codemods import unregistered_layer_container as tfd004
 from torchfix_device.codemods._registration import DICT_CONTAINER_ATTRS, NN_MODULE_ATTRS
 from torchfix_device.codemods.tensor_attribute_not_buffer import TensorAttributeNotBuffer

@@ -13,7 +13,7 @@ import pytest
 from conftest import FIXTURES, ROOT, console_script, run_cli
 from torchfix_device import candidates, engine, file_selection, suppressions
 from torchfix_device.cache import CACHE_DIR_NAME, ResultCache, default_cache_folder
-from torchfix_device.codemod import all_codemods, select_codemods
+from torchfix_device.catalog import all_codemods, select_codemods
 from torchfix_device.runner import run
 from torchfix_device.shard import Shard, ShardError
 

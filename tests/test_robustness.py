@@ -22,7 +22,8 @@ from rich.console import Console
 
 from conftest import console_script, run_cli
 from torchfix_device import report, runner
-from torchfix_device.codemod import REGISTRY, Codemod, all_codemods
+from torchfix_device.codemod import Codemod
+from torchfix_device.catalog import REGISTRY, all_codemods
 from torchfix_device.fileio import TEMP_SUFFIX
 from torchfix_device.runner import MAX_FILE_BYTES, run, transform_source
 

@@ -10,7 +10,8 @@ from libcst.metadata import MetadataWrapper, ScopeProvider
 from conftest import FIXTURES, ROOT
 from torchfix_device import _cst, scopes
 from torchfix_device.candidates import parse_facts, statements_with_sites
-from torchfix_device.codemod import _members_without_sites, lookup
+from torchfix_device.engine.statements import _members_without_sites
+from torchfix_device.catalog import lookup
 from torchfix_device.fast_names import FastNames
 
 SNIPPETS = [

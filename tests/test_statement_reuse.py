@@ -13,8 +13,10 @@ from libcst.codemod import CodemodContext
 
 from conftest import FIXTURES, ROOT
 from torchfix_device import _cst
-from torchfix_device.codemod import SharedWrapper, lookup
+from torchfix_device.engine.shared import SharedWrapper
+from torchfix_device.catalog import lookup
 from torchfix_device.engine import Stage1Memo, _codemod_configurer
+from torchfix_device.engine.visiting import engine_class
 from torchfix_device.options import DEFAULT_OPTIONS
 from torchfix_device.runner import collecting_cycles_after
 
@@ -63,7 +65,7 @@ def test_a_file_without_a_final_newline_loses_no_code_from_a_reused_statement() 
 
 def test_untouched_statements_and_members_stay_the_same_objects() -> None:
     module = cst.parse_module(LEGACY)
-    codemod = lookup("TFD003")(CodemodContext(), shared=SharedWrapper(module))  # no copy of the tree
+    codemod = engine_class(lookup("TFD003"))(CodemodContext(), shared=SharedWrapper(module))  # no copy of the tree
     _codemod_configurer(LEGACY, DEFAULT_OPTIONS, stage1=Stage1Memo())(codemod, LEGACY)  # as the engine does
     result = codemod.transform_module(module)
     assert "device=" in result.code

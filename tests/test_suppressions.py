@@ -201,7 +201,7 @@ def test_another_tools_noqa_costs_no_position_analysis(monkeypatch) -> None:
     line), and gets the same findings and rewrite."""
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from torchfix_device.codemod import all_codemods
+    from torchfix_device.catalog import all_codemods
     from torchfix_device.engine import transform_unfiltered
 
     code = (

@@ -224,7 +224,7 @@ def test_rewrite_engine_and_verify_command_import_no_torch() -> None:
     code = (
         "import sys, torchfix_device.cli, torchfix_device.runner, torchfix_device.verify.cli, "
         "torchfix_device.verify.verifier\n"
-        "from torchfix_device.codemod import all_codemods; all_codemods()\n"
+        "from torchfix_device.catalog import all_codemods; all_codemods()\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
         "print('ok')\n"
     )

@@ -1,4 +1,4 @@
-"""The codemods by code and name, known without importing them.
+"""The registry of codemods: by code and name, known without importing them.
 
 Importing a codemod imports libcst (half a second, most of it ``libcst.matchers``), which a run
 answered from the result cache, or one that only lists codes, never needs. Each codemod module
@@ -8,7 +8,10 @@ in ``torchfix_device/codemods/`` defines its class with the literal class attrib
 :meth:`CodemodRef.load` imports the class when a file has to be transformed after all.
 
 A :class:`CodemodRef` answers ``code`` and ``name`` itself; any other attribute (``triggers``,
-``safe``, the documentation) loads the class and is read from it.
+``safe``, the documentation) loads the class and is read from it. This is the only registry:
+:func:`all_codemods`, :func:`lookup` and :func:`select_codemods` are the same references,
+loaded; :data:`REGISTRY` holds every class defined so far (``Codemod`` subclasses register
+themselves there, which keeps codes and names unique).
 """
 
 from __future__ import annotations
@@ -111,3 +114,31 @@ def select_refs(select: Iterable[str] | None, ignore: Iterable[str] | None) -> l
 def load_codemods(codemods: Sequence["CodemodRef | type[Codemod]"]) -> list[type["Codemod"]]:
     """The classes of ``codemods`` (references loaded, classes as they are)."""
     return [c.load() if isinstance(c, CodemodRef) else c for c in codemods]
+
+
+REGISTRY: dict[str, type["Codemod"]] = {}
+"""Code → every codemod class defined so far (by :meth:`Codemod.__init_subclass__`)."""
+
+
+def register(cls: type["Codemod"]) -> None:
+    """Record a newly defined codemod class; its code and name must be its own."""
+    for other in REGISTRY.values():
+        if other.code == cls.code or other.name == cls.name:
+            if other.__qualname__ != cls.__qualname__ or other.__module__ != cls.__module__:
+                raise ValueError(f"{cls.__name__}: code or name already used by {other.__name__}")
+    REGISTRY[cls.code] = cls
+
+
+def all_codemods() -> list[type["Codemod"]]:
+    """Every codemod of the package, ordered by code (imported)."""
+    return load_codemods(refs())
+
+
+def lookup(code_or_name: str) -> type["Codemod"]:
+    """The codemod class with this code or name (imported)."""
+    return lookup_ref(code_or_name).load()
+
+
+def select_codemods(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[type["Codemod"]]:
+    """The codemod classes that ``--select`` / ``--ignore`` leave, ordered by code (imported)."""
+    return load_codemods(select_refs(select, ignore))

@@ -294,7 +294,7 @@ def check(
 @app.command()
 def rules() -> None:
     """List the codemods: code, name, safety and summary."""
-    from torchfix_device.codemod import all_codemods
+    from torchfix_device.catalog import all_codemods
 
     Console().print(report.rules_table(all_codemods()))
 
@@ -302,7 +302,7 @@ def rules() -> None:
 @app.command()
 def explain(code: str = typer.Argument(..., help="A codemod code (TFD005) or name.")) -> None:
     """Show one codemod's documentation."""
-    from torchfix_device.codemod import lookup
+    from torchfix_device.catalog import lookup
 
     try:
         codemod = lookup(code)

@@ -26,7 +26,6 @@ from libcst.metadata import Assignment, PositionProvider, ScopeProvider
 
 from torchfix_device import _cst
 from torchfix_device.device_expression import device_expression_node, uses_torch
-from torchfix_device.fast_names import CHECK_FAST_NAMES
 
 if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
@@ -292,32 +291,9 @@ class DeviceSource:
         return DeviceExpr(self.inserted_name)
 
     def _is_free_global(self, name: str) -> bool:
-        """``name`` can be bound at module level without changing what any code refers to:
-        nothing binds it there, and no use of it resolves to a binding we cannot see
-        (an undefined name, a star import). Functions binding it locally just shadow it."""
-        if self._named_nowhere(name):
-            return True  # nothing binds it, nothing reads it
-        fast = self.codemod._fast_names()
-        told = fast.free_at_module_level(name) if fast is not None else None
-        if told is not None and not CHECK_FAST_NAMES:
-            return told
-        exact = self._is_free_global_by_scopes(name)
-        assert told is None or told == exact, (name, told, exact)
-        return exact
-
-    def _is_free_global_by_scopes(self, name: str) -> bool:
-        global_scope = self._scope(self.module)
-        if global_scope is None or global_scope.assignments[name]:
-            return False
-        for node in _cst.walk(self.module):
-            if isinstance(node, cst.Name) and node.value == name:
-                scope = self._scope(node)
-                if scope is None:
-                    continue
-                for access in scope.accesses[name]:
-                    if access.node is node and not access.referents:
-                        return False
-        return True
+        """``name`` can be bound at module level without changing what any code refers to
+        (functions binding it locally just shadow it)."""
+        return self.codemod.free_at_module_level(name)
 
     def _module_level_device_names(self) -> list[str]:
         """Names bound at module level to a device (``dev = torch.device(...)``, an inserted line)."""
@@ -338,11 +314,10 @@ class DeviceSource:
         return self.codemod.bindings_visible_at(name, node)
 
     def _named_nowhere(self, name: str) -> bool:
-        """No scope of the file binds or reads ``name`` as a name (``symtable``, through the
-        codemod's fast names): then no scope analysis is needed to know that none of its
-        bindings is visible anywhere. False when that cannot be told cheaply."""
-        fast = self.codemod._fast_names()
-        return fast is not None and name not in fast.symbols
+        """No scope of the file binds or reads ``name`` as a name: then no scope analysis is
+        needed to know that none of its bindings is visible anywhere. False when that cannot be
+        told cheaply."""
+        return self.codemod.spelt_nowhere(name)
 
     def _scope(self, node: cst.CSTNode):
         try:

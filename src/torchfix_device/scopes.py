@@ -116,3 +116,21 @@ def _without_function_bodies(node: cst.CSTNode, originals: dict[int, cst.CSTNode
 def is_plain_assignment(assignment: BaseAssignment) -> bool:
     """An ``Assignment`` other than an import's."""
     return isinstance(assignment, Assignment) and not isinstance(assignment, ImportAssignment)
+
+
+def free_at_module_level(module: cst.Module, name: str, scope_of: Any) -> bool:
+    """From libcst's scopes (``scope_of(node)``): ``name`` can be bound at module level without
+    changing what any code refers to — nothing binds it there, and no read of it resolves to a
+    binding that cannot be seen (an undefined name, a star import)."""
+    global_scope = scope_of(module)
+    if global_scope is None or global_scope.assignments[name]:
+        return False
+    for node in _cst.walk(module):
+        if isinstance(node, cst.Name) and node.value == name:
+            scope = scope_of(node)
+            if scope is None:
+                continue
+            for access in scope.accesses[name]:
+                if access.node is node and not access.referents:
+                    return False
+    return True

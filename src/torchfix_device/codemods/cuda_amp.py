@@ -3,12 +3,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 import libcst as cst
-from libcst.metadata import ScopeProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
 from torchfix_device.candidates import FileFacts
-from torchfix_device.fast_names import CHECK_FAST_NAMES
 from torchfix_device.device_source import DeviceExpr
 
 OLD_MODULES = ("torch.cuda.amp", "torch.cuda.amp.autocast_mode", "torch.cuda.amp.grad_scaler")
@@ -107,8 +105,8 @@ class CudaAmp(Codemod):
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
-        self._callees: set[int] = set()
-        """``id`` of each use found that is called without ``*args`` (the calls rewritten)."""
+        callees: set[int] | None = None
+        """``id`` of each callee called without ``*args`` (the calls rewritten)."""
         self._movable_imports: set[int] = set()
         self._name_calls: set[int] = set()
         for imp in _cst.walk_statements(node):
@@ -119,60 +117,16 @@ class CudaAmp(Codemod):
             names = [_cst.dotted_name(a.name) for a in imp.names]
             if not all(n in NAMES for n in names):
                 continue
-            uses = self._uses(imp)
+            uses = self.import_reads(imp)
+            if uses is None:
+                continue
+            if callees is None:
+                callees = {id(n.func) for n in _cst.walk(node) if isinstance(n, cst.Call) and not any(a.star for a in n.args)}
             # every use must be rewritten for the import to move: none may be suppressed
-            if uses is not None and all(id(u) in self._callees and not self.is_suppressed(u) for u in uses):
+            if all(id(u) in callees and not self.is_suppressed(u) for u in uses):
                 self._movable_imports.add(id(imp))
                 self._name_calls.update(id(u) for u in uses)
         return None
-
-    def _uses(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:
-        """The nodes reading the names ``imp`` binds (libcst's references); None when another
-        binding of one of them exists."""
-        fast = self._uses_without_scopes(imp)
-        if fast is not None and not CHECK_FAST_NAMES:
-            return fast
-        exact = self._uses_by_scopes(imp)
-        if exact is not None:
-            callees = {id(n.func) for n in _cst.walk(self.visited_module) if isinstance(n, cst.Call) and not any(a.star for a in n.args)}
-            if fast is not None:
-                assert {id(u) for u in fast} == {id(u) for u in exact}, _cst.code_of(imp)
-                assert {id(u) for u in fast if id(u) in self._callees} == {id(u) for u in exact if id(u) in callees}
-            self._callees |= callees
-        return exact
-
-    def _uses_without_scopes(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:
-        """The reads of the names ``imp`` binds, where ``symtable`` shows that this import at
-        module level is their only binding anywhere (then every read is of it); None otherwise."""
-        fast = self._fast_names()
-        if fast is None or isinstance(imp.names, cst.ImportStar):
-            return None
-        uses: list[cst.CSTNode] = []
-        for alias in imp.names:
-            bound = _cst.dotted_name(alias.asname.name) if alias.asname else _cst.dotted_name(alias.name)
-            if bound is None or not fast.bound_by_one_import_only(bound):
-                return None
-            reads = _cst.name_reads(self.visited_module, bound, self._callees)
-            if reads is None:
-                return None
-            uses.extend(reads)
-        return uses
-
-    def _uses_by_scopes(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:
-        try:
-            scope = self.get_metadata(ScopeProvider, imp)
-        except KeyError:
-            return None
-        if scope is None:
-            return None
-        uses: list[cst.CSTNode] = []
-        for alias in imp.names:
-            bound = _cst.dotted_name(alias.asname.name) if alias.asname else _cst.dotted_name(alias.name)
-            for assignment in scope.assignments[bound or ""]:
-                if getattr(assignment, "node", None) is not imp:
-                    return None  # the name is rebound elsewhere: leave it
-                uses.extend(access.node for access in assignment.references)
-        return uses
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
         # Every use is a call rewritten below (and reported there), so the import moves with them.

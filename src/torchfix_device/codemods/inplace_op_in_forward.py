@@ -3,10 +3,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 import libcst as cst
-from libcst.metadata import Assignment, ScopeProvider
+from libcst.metadata import Assignment
 
 from torchfix_device import _cst
-from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod
+from torchfix_device.codemod import Codemod
 from torchfix_device.candidates import FileFacts, in_module_forward, module_class_possible
 
 OPERATORS: dict[type[cst.BaseAugOp], type[cst.BaseBinaryOp]] = {
@@ -119,27 +119,10 @@ class InplaceOpInForward(Codemod):
         func = self.function_stack[-1]
         return func.name.value == "forward" and any(stmt is func for stmt in cls.body.body)
 
-    def _scope_in_function(self, target: cst.Name):
-        """The scope of ``target``, a name augmented-assigned in the function being visited (so
-        local to it): from a scope analysis of that function alone, not of the whole file,
-        unless it declares names ``global`` or ``nonlocal``."""
-        scopes = self.scopes_of_function_alone(self.function_stack[-1])
-        if scopes is None:
-            try:
-                return self.get_metadata(ScopeProvider, target)
-            except KeyError:
-                return None
-        scope = scopes.get(target)
-        if CHECK_FAST_NAMES and scope is not None:
-            whole = self.get_metadata(ScopeProvider, target)
-            local = {(type(a).__name__, id(a.node)) for a in scope.assignments[target.value]}
-            assert local == {(type(a).__name__, id(a.node)) for a in whole.assignments[target.value]}
-        return scope
-
     def _holds_tensor(self, target: cst.Name) -> bool:
         """Every binding of the name in ``forward`` may be a tensor (a parameter other than
         ``self``, an assignment of something that is not a literal or a counter)."""
-        scope = self._scope_in_function(target)
+        scope = self.local_scope_of(target)
         if scope is None:
             return False
         values = self.device_source.assigned_values()

@@ -3,10 +3,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 import libcst as cst
-from libcst.metadata import Assignment, ParentNodeProvider, PositionProvider, ScopeProvider
+from libcst.metadata import Assignment, PositionProvider
 
 from torchfix_device import _cst
-from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod
+from torchfix_device.codemod import Codemod
 from torchfix_device.candidates import FileFacts, calls_to, has_keyword
 from torchfix_device.codemods.torch_load_without_map_location import torch_load_possible
 from torchfix_device.codemods.torch_load_without_map_location import LOAD, TORCH_LOAD
@@ -90,11 +90,6 @@ class TorchLoadOfWholeModel(Codemod):
         """The ``torch.load`` calls leaving ``weights_only`` to torch's default."""
         return calls_to(facts, TORCH_LOAD, _weights_only_defaulted)
 
-    def visit_Module(self, node: cst.Module) -> bool | None:
-        super().visit_Module(node)
-        self._parents_by_statement: dict[int, dict[int, cst.CSTNode]] = {}
-        return None
-
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not (self.qualified_names(original_node.func, ending_in=LOAD) & TORCH_LOAD):
             return updated_node
@@ -122,31 +117,9 @@ class TorchLoadOfWholeModel(Codemod):
         return len(_cst.positional_args(call)) < 3  # the third positional is `pickle_module`
 
     # -- following the loaded object ------------------------------------------------------------
-    def _parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """``node``'s parent, from the top-level statement being visited where it is in it (the
-        nodes followed are), else from libcst's parent map of the whole file."""
-        found = self._statement_parents().get(id(node))
-        if found is None or CHECK_FAST_NAMES:
-            whole = self.get_metadata(ParentNodeProvider, node, None)
-            assert found is None or found is whole
-            return whole
-        return found
-
-    def _statement_parents(self) -> dict[int, cst.CSTNode]:
-        statement = self._current_statement
-        if statement is None:
-            return {}
-        if id(statement) not in self._parents_by_statement:
-            parents: dict[int, cst.CSTNode] = {id(statement): self.visited_module}
-            for parent in _cst.walk(statement):
-                for child in _cst.children(parent):
-                    parents[id(child)] = parent
-            self._parents_by_statement[id(statement)] = parents
-        return self._parents_by_statement[id(statement)]
-
     def _model_use(self, node: cst.CSTNode, hops: int) -> str | None:
         """How the value of ``node`` is used as a model, or None when there is no such evidence."""
-        parent = self._parent(node)
+        parent = self.parent_of(node)
         if isinstance(parent, cst.Call) and parent.func is node:
             return "it is called"
         if isinstance(parent, cst.Attribute) and parent.value is node:
@@ -161,7 +134,7 @@ class TorchLoadOfWholeModel(Codemod):
         name = attribute.attr.value
         if name in MODULE_ATTRIBUTES:
             return f"`.{name}`"
-        call = self._parent(attribute)
+        call = self.parent_of(attribute)
         if name in SAME_KIND_METHODS and isinstance(call, cst.Call) and call.func is attribute:
             return self._model_use(call, hops)  # `.to(device)` returns the same kind of object
         return None
@@ -179,7 +152,7 @@ class TorchLoadOfWholeModel(Codemod):
     def _uses_until_rebound(self, target: cst.Name) -> list[cst.Name]:
         """The names reading ``target``'s binding, after it and before the name's next binding
         in the same scope (scopes are not flow-sensitive; positions stand in for the flow)."""
-        scope = self._scope_of_target(target)
+        scope = self.local_scope_of(target)
         if scope is None:
             return []
         start = self._line_of(target)
@@ -198,21 +171,6 @@ class TorchLoadOfWholeModel(Codemod):
                 if isinstance(access.node, cst.Name) and line >= start and (end is None or line < end):
                     uses.append(access.node)
         return uses
-
-    def _scope_of_target(self, target: cst.Name):
-        """The scope of a name assigned in the function being visited: from a scope analysis of
-        that function alone when the name is local to it (it is, unless declared ``global`` or
-        ``nonlocal``, which makes the function-alone analysis decline), else of the file."""
-        scopes = self.scopes_of_function_alone(self.function_stack[-1]) if self.function_stack else None
-        scope = scopes.get(target) if scopes is not None else None
-        if scope is None or getattr(scope, "node", None) is not self.function_stack[-1]:
-            return self.get_metadata(ScopeProvider, target, None)
-        if CHECK_FAST_NAMES:
-            whole = self.get_metadata(ScopeProvider, target, None)
-            assert whole is not None
-            local = {(id(a.node), frozenset(id(r.node) for r in a.references)) for a in scope.assignments[target.value]}
-            assert local == {(id(a.node), frozenset(id(r.node) for r in a.references)) for a in whole.assignments[target.value]}
-        return scope
 
     def _line_of(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line

@@ -212,7 +212,7 @@ def rewrite_model(spec: ModelSpec) -> tuple[str | None, list[str], str | None]:
     """The rewritten text, the codes that fixed something, and an error message if any."""
     import libcst
 
-    from torchfix_device.codemod import all_codemods
+    from torchfix_device.catalog import all_codemods
     from torchfix_device.runner import InternalError, transform_source
 
     text = spec.path.read_text(encoding="utf-8")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import difflib
 import warnings
-from typing import NamedTuple, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -26,10 +26,16 @@ from torchfix_device.candidates import (
     statements_with_sites,
 )
 from torchfix_device.catalog import CodemodRef, load_codemods
-from torchfix_device.codemod import CHECK_FAST_NAMES, Codemod, Finding, SharedWrapper
+from torchfix_device.engine.shared import SharedWrapper
+from torchfix_device.engine.visiting import engine_class
+from torchfix_device.fast_names import CHECK_FAST_NAMES
+from torchfix_device.finding import Finding
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.runner import InternalError, TransformOutput
 from torchfix_device.suppressions import NO_SUPPRESSIONS, Suppressions, may_hold_our_noqa, parse_suppressions
+
+if TYPE_CHECKING:
+    from torchfix_device.codemod import Codemod
 
 MAX_PASSES = 6
 
@@ -237,9 +243,8 @@ def transform_unfiltered(
                     if pass_number == 0:  # it could not change the rewrite: only its findings
                         keep(_run_on_original(codemod_class, original, text, filename, unsafe_fixes, shared, configure))
                     continue
-                codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
-                configure(codemod, current_code)
-                codemod.keeps_findings = pass_number == 0 and current is original
+                codemod = engine_class(codemod_class)(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
+                configure(codemod, current_code, keeps_findings=pass_number == 0 and current is original)
                 result = codemod.transform_module(current)
                 if pass_number == 0:
                     if current is original:
@@ -292,7 +297,7 @@ def _run_on_original(
 ) -> Codemod:
     """``codemod_class`` run on the file's own tree, for findings with positions in the file as
     it was (when earlier codemods have already rewritten the tree it transforms)."""
-    codemod = codemod_class(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
+    codemod = engine_class(codemod_class)(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
     configure(codemod, text)
     codemod.transform_module(original)
     return codemod
@@ -309,20 +314,22 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
     cache: dict[str, Suppressions] = {}
     has_directives = may_hold_our_noqa(text)  # rewrites add no comments: the original's tell
 
-    def configure(codemod: Codemod, code: str) -> None:
-        codemod.device_expression = options.device_expression
-        codemod.source_code = code
+    def configure(codemod: Codemod, code: str, *, keeps_findings: bool = True) -> None:
         if has_directives:
             if code not in cache:
                 cache[code] = parse_suppressions(code)
-            codemod.suppressions = cache[code]
+            suppressions = cache[code]
         else:
-            codemod.suppressions = NO_SUPPRESSIONS
-        if stage1 is not None:
-            settled = stage1.settle(code, [type(codemod)])
-            if settled is not None:
-                codemod.statements_with_sites = settled.sites[codemod.code]
-                codemod.stage1_classes = settled.classes
+            suppressions = NO_SUPPRESSIONS
+        settled = stage1.settle(code, [type(codemod)]) if stage1 is not None else None
+        codemod.configure(  # type: ignore[attr-defined]
+            code,
+            suppressions=suppressions,
+            device_expression=options.device_expression,
+            keeps_findings=keeps_findings,
+            sites=settled.sites[codemod.code] if settled is not None else None,
+            classes=settled.classes if settled is not None else None,
+        )
 
     return configure
 

@@ -1,0 +1,235 @@
+"""Name and scope questions answered without libcst's scope analysis of the whole file.
+
+:class:`FastNameAnswers` overrides the name questions of
+:class:`~torchfix_device.codemod.Codemod` (whose answers come from libcst's metadata of the
+whole module) with answers from CPython's ``symtable`` and the file's imports
+(:mod:`torchfix_device.fast_names`), from a scope analysis of the function being visited alone,
+and from the module's skeleton (:mod:`torchfix_device.scopes`). Where those cannot tell, it asks
+the base class. With ``CHECK_FAST_NAMES`` every shortcut is checked against the base's answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from torchfix_device import _cst, fast_names, scopes
+from torchfix_device.fast_names import CHECK_FAST_NAMES
+
+if TYPE_CHECKING:
+    from torchfix_device.engine.shared import SharedWrapper
+
+
+class FastNameAnswers:
+    """The name-answering half of the engine's codemod subclass (see the module docstring)."""
+
+    shared: "SharedWrapper | None"
+    _memos: "SharedWrapper"
+    source_code: str | None = None
+    """The code of the tree about to be transformed (saves rendering it)."""
+
+    # -- what the base class asks libcst, answered faster ------------------------------------
+    def qualified_names(
+        self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None, in_module_scope: bool = False
+    ) -> set[str]:
+        fast = self._fast_names()
+        if ending_in is not None and fast is not None and not fast.may_end_in(node, ending_in):
+            if CHECK_FAST_NAMES:
+                wrong = [q for q in super().qualified_names(node) if q.rpartition(".")[2] in ending_in]  # type: ignore[misc]
+                assert not wrong, f"{_cst.code_of(node)!r} has names {wrong} ending in {sorted(ending_in)}"
+            return set()
+        answer = fast.qualified_names(node) if fast is not None else None
+        if answer is None and fast is not None:
+            answer = self._qualified_names_by_scope(node, fast, in_module_scope)
+        if answer is not None and not CHECK_FAST_NAMES:
+            return answer
+        exact = super().qualified_names(node)  # type: ignore[misc]
+        if answer is None:
+            return exact
+        if not fast.agrees(answer, exact, node):  # type: ignore[union-attr]
+            raise AssertionError(f"fast qualified names {sorted(answer)} != libcst's {sorted(exact)} for {_cst.code_of(node)!r}")
+        return answer
+
+    def bindings_visible_at(self, name: str, node: cst.CSTNode) -> set[Any]:
+        local = self._bindings_from_functions(name, node)
+        if local is None:
+            local = self._bindings_past_functions(name, node)
+        if local is not None and not CHECK_FAST_NAMES:
+            return local
+        whole = super().bindings_visible_at(name, node)  # type: ignore[misc]
+        if local is not None:
+            assert {(type(a), id(a.node)) for a in local} == {(type(a), id(a.node)) for a in whole}, name
+        return whole
+
+    def scopes_of_function_alone(self, function: cst.FunctionDef) -> Any:
+        return self._memos.function_scopes.get(function, lambda: scopes.scopes_of_function_alone(function))
+
+    def local_scope_of(self, target: cst.Name) -> Any:
+        function = self.function_stack[-1] if self.function_stack else None  # type: ignore[attr-defined]
+        found = self.scopes_of_function_alone(function) if function is not None else None
+        scope = found.get(target) if found is not None else None
+        if scope is None or getattr(scope, "node", None) is not function:
+            return super().local_scope_of(target)  # type: ignore[misc]
+        if CHECK_FAST_NAMES:
+            whole = super().local_scope_of(target)  # type: ignore[misc]
+            assert whole is not None
+
+            def binding(s: Any) -> set[Any]:
+                return {(id(a.node), frozenset(id(r.node) for r in a.references)) for a in s.assignments[target.value]}
+
+            assert binding(scope) == binding(whole), target.value
+        return scope
+
+    def parent_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        found = self._statement_parents().get(id(node))
+        if found is None or CHECK_FAST_NAMES:
+            whole = super().parent_of(node)  # type: ignore[misc]
+            assert found is None or found is whole
+            return whole
+        return found
+
+    def import_reads(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:
+        fast = self._reads_of_only_binding(imp)
+        if fast is not None and not CHECK_FAST_NAMES:
+            return fast
+        exact = super().import_reads(imp)  # type: ignore[misc]
+        if fast is not None:
+            assert exact is not None and {id(u) for u in fast} == {id(u) for u in exact}, _cst.code_of(imp)
+        return exact
+
+    def spelt_nowhere(self, name: str) -> bool:
+        fast = self._fast_names()
+        return fast is not None and name not in fast.symbols
+
+    def free_at_module_level(self, name: str) -> bool:
+        if self.spelt_nowhere(name):
+            return True  # nothing binds it, nothing reads it
+        fast = self._fast_names()
+        told = fast.free_at_module_level(name) if fast is not None else None
+        if told is not None and not CHECK_FAST_NAMES:
+            return told
+        exact = super().free_at_module_level(name)  # type: ignore[misc]
+        assert told is None or told == exact, (name, told, exact)
+        return exact
+
+    # -- how ---------------------------------------------------------------------------------
+    def _fast_names(self) -> "fast_names.FastNames | None":
+        wrapper = self.context.wrapper  # type: ignore[attr-defined]
+        if self.shared is None or wrapper is None:
+            return None
+        return self.shared.names_for(wrapper, self.source_code)
+
+    def _statement_parents(self) -> dict[int, cst.CSTNode]:
+        """Node ``id`` → parent, for the nodes of the top-level statement being visited."""
+        statement = self.current_statement  # type: ignore[attr-defined]
+        if statement is None:
+            return {}
+        known = self.__dict__.setdefault("_parents_by_statement", {})
+        if id(statement) not in known:
+            found: dict[int, cst.CSTNode] = {id(statement): self.visited_module}  # type: ignore[attr-defined]
+            for parent in _cst.walk(statement):
+                for child in _cst.children(parent):
+                    found[id(child)] = parent
+            known[id(statement)] = found
+        return known[id(statement)]
+
+    def _reads_of_only_binding(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:
+        """The reads of the names ``imp`` binds, where ``symtable`` shows that this import at
+        module level is their only binding anywhere (then every read is of it); None otherwise."""
+        fast = self._fast_names()
+        if fast is None or isinstance(imp.names, cst.ImportStar):
+            return None
+        uses: list[cst.CSTNode] = []
+        for alias in imp.names:
+            bound = _cst.dotted_name(alias.asname.name) if alias.asname else _cst.dotted_name(alias.name)
+            if bound is None or not fast.bound_by_one_import_only(bound):
+                return None
+            reads = _cst.name_reads(self.visited_module, bound)  # type: ignore[attr-defined]
+            if reads is None:
+                return None
+            uses.extend(reads)
+        return uses
+
+    def _resolution_in_function(self, name: str, node: cst.CSTNode) -> tuple[str, set[Any]] | None:
+        """Where ``name`` read at ``node`` resolves, from the analysis of the outermost function
+        being visited alone (:func:`~torchfix_device.scopes.resolution_in_function`); None
+        outside functions or where that analysis cannot tell."""
+        function_stack = self.function_stack  # type: ignore[attr-defined]
+        if not function_stack:
+            return None
+        function = function_stack[0]
+        fast = self._fast_names()
+        if fast is not None and not fast.bound_in_blocks(name) and name not in self._names_in(function):
+            # Nothing in the function spells it, so nothing there binds it; nor does a class
+            # body (where a decorator or default of the function would read it).
+            return scopes.MODULE, set()
+        return scopes.resolution_in_function(self.scopes_of_function_alone(function), node, name)
+
+    def _names_in(self, function: cst.FunctionDef) -> frozenset[str]:
+        """Every identifier spelt as a name in ``function`` (parameters, targets, reads)."""
+        return self._memos.function_names.get(function, lambda: frozenset(_cst.all_names(function)))
+
+    def _module_skeleton(self) -> scopes.ModuleSkeleton:
+        module = self.visited_module  # type: ignore[attr-defined]
+        return self._memos.skeletons.get(module, lambda: scopes.ModuleSkeleton(module))
+
+    def _qualified_names_by_scope(
+        self, node: cst.CSTNode, fast: "fast_names.FastNames", in_module_scope: bool
+    ) -> set[str] | None:
+        """The qualified names of ``node`` where ``FastNames`` alone cannot tell (its first name
+        is bound at module level and inside some function or class too), from where that name
+        resolves: at module level for code in the module's own scope (``in_module_scope``, or
+        visited outside any class or function, no lambda or comprehension binding the name);
+        in a function, a local of a function around ``node`` (no module's object) where one
+        binds it, else the module-level binding's."""
+        spelt = get_full_name_for_node(node)
+        root = spelt.partition(".")[0] if spelt is not None else None
+        if root is None or not fast.may_resolve_at_module_level(root):
+            return None
+        if in_module_scope or not (self.function_stack or self.class_stack):  # type: ignore[attr-defined]
+            return None if fast.bound_in_blocks(root) else fast.module_level_names(node)
+        where = self._resolution_in_function(root, node)
+        if where is None:
+            return None
+        kind, found = where
+        if kind == scopes.MODULE:
+            return fast.module_level_names(node)
+        if fast.locals_named_like_modules:
+            return None
+        if all(scopes.is_plain_assignment(a) for a in found):
+            return set()
+        if all(isinstance(a, scopes.ImportAssignment) for a in found):
+            return fast_names.names_from(sorted(found, key=lambda a: a.name), spelt)  # type: ignore[arg-type]
+        return None
+
+    def _bindings_from_functions(self, name: str, node: cst.CSTNode) -> set[Any] | None:
+        """The bindings of ``name`` visible at ``node`` without a scope analysis of the whole
+        file, where ``symtable`` shows that only functions bind ``name``: none at module level
+        or in a class body, else a scope analysis of the outermost function being visited
+        alone. None when that cannot be told so."""
+        fast = self._fast_names()
+        function_stack = self.function_stack  # type: ignore[attr-defined]
+        if fast is None or not fast.bound_in_functions_only(name):
+            return None
+        if not function_stack or name not in self._names_in(function_stack[0]):
+            return set()  # no function around binds it
+        if any(f.name.value == name for f in function_stack):
+            return None  # the outermost one's name would be bound in the module made of it
+        found = self.scopes_of_function_alone(function_stack[0])
+        scope = found.get(node) if found is not None else None
+        return None if scope is None else set(scope[name])
+
+    def _bindings_past_functions(self, name: str, node: cst.CSTNode) -> set[Any] | None:
+        """The bindings of ``name`` visible at ``node`` in a function, where something at module
+        level or in a class body binds it too: those of a function around ``node`` that binds
+        it, else the module's own (from the module's skeleton). None when that cannot be told so."""
+        fast = self._fast_names()
+        if fast is None or not fast.may_resolve_at_module_level(name):
+            return None
+        where = self._resolution_in_function(name, node)
+        if where is None:
+            return None
+        kind, found = where
+        return found if kind == scopes.LOCAL else self._module_skeleton().bindings(name)
