@@ -98,8 +98,7 @@ class Codemod(VisitorBasedCodemodCommand):
         cls.DESCRIPTION = f"{cls.code} {cls.name}: {cls.summary}"  # `python -m libcst.tool list`
 
     @staticmethod
-    def add_args(arg_parser: argparse.ArgumentParser) -> None:
-        """Options of ``python -m libcst.tool codemod``, passed to ``__init__``."""
+    def add_args(arg_parser: argparse.ArgumentParser) -> None:  # `python -m libcst.tool codemod`
         arg_parser.add_argument("--unsafe-fixes", action="store_true", default=False, help="Also apply fixes marked unsafe.")
 
     def __init__(self, context: CodemodContext, unsafe_fixes: bool = False) -> None:
@@ -107,14 +106,12 @@ class Codemod(VisitorBasedCodemodCommand):
         self.unsafe_fixes = unsafe_fixes
         self.findings: list[Finding] = []
         self.suppressed_findings: list[Finding] = []
-        self.checkpoint_notes: list[str] = []
-        """Lines for the run's output about ``state_dict`` keys this rewrite adds."""
+        self.checkpoint_notes: list[str] = []  # for the run's output: state_dict keys a rewrite adds
         self.class_stack: list[cst.ClassDef] = []
         self.function_stack: list[cst.FunctionDef] = []
         self._metadata_cache: dict[Any, Any] = {}
 
-    def _init_libcst(self, context: CodemodContext) -> None:
-        """libcst's own initialisation of the command (the engine's subclass does it faster)."""
+    def _init_libcst(self, context: CodemodContext) -> None:  # the engine's subclass does it faster
         super().__init__(context)
 
     @classmethod
@@ -211,8 +208,7 @@ class Codemod(VisitorBasedCodemodCommand):
                 self.warn(f"{position.line}:{position.column + 1} {self.code} {message}")
         return apply and not suppressed
 
-    def _has_noqa(self) -> bool:
-        """The tree holds a ``# noqa`` comment that can suppress this codemod's findings."""
+    def _has_noqa(self) -> bool:  # a `# noqa` comment that can suppress this codemod's findings
         return self.suppressions is not None and self.suppressions.may_suppress(self.code)
 
     def is_suppressed(self, node: cst.CSTNode) -> bool:
@@ -241,15 +237,13 @@ class Codemod(VisitorBasedCodemodCommand):
         scope = self.scope_of(node)
         return set(scope[name]) if scope is not None else set()
 
-    def scope_of(self, node: cst.CSTNode) -> Any:
-        """libcst's scope of ``node`` (None where it has none)."""
+    def scope_of(self, node: cst.CSTNode) -> Any:  # libcst's scope of ``node``, or None
         try:
             return self.get_metadata(ScopeProvider, node, None)
         except KeyError:
             return None
 
-    def local_scope_of(self, target: cst.Name) -> Any:
-        """The scope of ``target``, a name bound in the function being visited."""
+    def local_scope_of(self, target: cst.Name) -> Any:  # ``target``: bound in the function visited
         return self.scope_of(target)
 
     def scopes_of_function_alone(self, function: cst.FunctionDef) -> Any:
@@ -258,8 +252,7 @@ class Codemod(VisitorBasedCodemodCommand):
         ``nonlocal``. Exact for the names the function and what is inside it bind."""
         return scopes.scopes_of_function_alone(function)
 
-    def parent_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The node ``node`` stands in (None for the module)."""
+    def parent_of(self, node: cst.CSTNode) -> cst.CSTNode | None:  # None for the module
         return self.get_metadata(ParentNodeProvider, node, None)
 
     def import_reads(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:

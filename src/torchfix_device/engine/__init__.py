@@ -4,6 +4,14 @@ Stage 1 (:mod:`torchfix_device.candidates`, the stdlib ``ast``) decides which co
 a file at all; libcst parses only files where one can, and every later pass runs only the
 codemods with a candidate in the tree they would get. This is the only part of a run that
 imports libcst: the runner calls it for files without a cached result.
+
+The speed machinery lives in this package and nowhere else; a codemod never sees it:
+
+- ``visiting.py``: the subclass of each codemod class the engine runs (``engine_class``), with
+  hook dispatch, statement skipping and one ``configure`` call for the run's settings;
+- ``statements.py``: which statements a codemod visits, positions one statement at a time;
+- ``names.py``: name and scope questions answered without the whole file's scope analysis;
+- ``shared.py``: the metadata wrapper and memos shared by the codemods run on one file.
 """
 
 from __future__ import annotations
