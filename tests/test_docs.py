@@ -26,7 +26,6 @@ REGENERATE = "run `python scripts/generate_docs.py` and commit the result"
 def _generator():
     spec = importlib.util.spec_from_file_location("generate_docs", ROOT / "scripts" / "generate_docs.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("generate_docs", module)
     spec.loader.exec_module(module)
     return module
 
