@@ -288,10 +288,11 @@ def test_scopes_and_methods_found_in_one_pass_match_climbing_the_parents(monkeyp
 
     import libcst
 
+    from torchfix_device.codemods._layer_containers import ContainerFinder
     from torchfix_device.engine import transform_unfiltered
 
     checked = []
-    real = UnregisteredLayerContainer._analyse_class
+    real = ContainerFinder.find
 
     def climb(codemod, node):
         """The innermost function (None when a lambda comes first) and the outermost one above
@@ -308,13 +309,14 @@ def test_scopes_and_methods_found_in_one_pass_match_climbing_the_parents(monkeyp
         return innermost, outermost
 
     def checking(self, cls):
-        real(self, cls)
+        found = real(self, cls)
         for node_id, parent in self._parents.items():
             node = next(n for n in _cst_children(parent) if id(n) == node_id)
             assert (self._scope_of(node), self._method_of(node)) == climb(self, node)
             checked.append(node_id)
+        return found
 
-    monkeypatch.setattr(UnregisteredLayerContainer, "_analyse_class", checking)
+    monkeypatch.setattr(ContainerFinder, "find", checking)
     extra = (
         "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        f = lambda x: [y for y in x]\n        def g():\n            def h():\n                self.a = []\n"
