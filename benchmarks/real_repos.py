@@ -240,6 +240,70 @@ def score_site(row: dict[str, str], region: str | None, before_line: str) -> boo
     return not any(token in region for token in tokens)
 
 
+# ----------------------------------------------------------------------------- human oracle
+
+
+def git_show(git_dir: Path, commit: str, path: str) -> str | None:
+    proc = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], capture_output=True)
+    return proc.stdout.decode("utf-8", errors="replace") if proc.returncode == 0 else None
+
+
+def oracle_report(mirror_root: Path, repo: dict[str, str], workdir: Path, env: dict[str, str]) -> list[str]:
+    """Compare ``apply --unsafe-fixes`` on the parent of the maintainers' port-to-0.4 commit with it.
+
+    Shares are over lines of the parent's ``*.py`` files: "theirs we change too" = of the lines the
+    maintainers changed, how many we change; "ours they made too" = of the lines we change, how
+    many they changed. Line level only: whether both changed a line *the same way* is not checked.
+    """
+    git_dir = mirror_root / repo_dir_name(repo["repo"]) / "repo"
+    full = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "rev-parse", repo["oracle_commit"]], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    parent = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "rev-parse", f"{full}^"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    before_root = workdir / "oracle" / repo_dir_name(repo["repo"])
+    if before_root.exists():
+        shutil.rmtree(before_root)
+    extract(mirror_root, repo["repo"], parent, before_root / "before")
+    shutil.copytree(before_root / "before", before_root / "ours")
+    run = run_tool(["apply", "--no-cache", "--unsafe-fixes", "ours"], before_root, env, "oracle apply")
+    changed = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "diff", "--name-only", parent, full, "--", "*.py"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()
+    theirs_total = theirs_hit = ours_total = ours_hit = 0
+    per_file: list[str] = []
+    for path in sorted(p.relative_to(before_root / "before") for p in (before_root / "before").rglob("*.py")):
+        before = (before_root / "before" / path).read_text(encoding="utf-8", errors="replace")
+        ours_after = (before_root / "ours" / path).read_text(encoding="utf-8", errors="replace")
+        theirs_after = git_show(git_dir, full, str(path)) if str(path) in changed else before
+        if theirs_after is None:  # deleted by the maintainers
+            continue
+        ours = set(changed_regions(before, ours_after))
+        theirs = set(changed_regions(before, theirs_after))
+        if not ours and not theirs:
+            continue
+        theirs_total += len(theirs)
+        theirs_hit += len(theirs & ours)
+        ours_total += len(ours)
+        ours_hit += len(ours & theirs)
+        per_file.append(f"| `{path}` | {len(theirs)} | {len(ours)} | {len(theirs & ours)} |")
+    share = lambda a, b: f"{100 * a / b:.0f}%" if b else "–"
+    out = [
+        f"### {repo['repo']}: maintainers' {full[:10]} ({repo['oracle_note']}) vs the tool on its parent {parent[:10]}",
+        "",
+        f"- their changed lines we change too: {theirs_hit} / {theirs_total} ({share(theirs_hit, theirs_total)})",
+        f"- our changed lines they changed too: {ours_hit} / {ours_total} ({share(ours_hit, ours_total)})",
+        f"- tool run: exit {run.returncode}" + (f", crash: {run.crash_lines}" if run.crash_lines else ""),
+        "",
+        "| file | lines they changed | lines we changed | both |",
+        "|---|---:|---:|---:|",
+        *per_file,
+    ]
+    return out
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -253,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--views", type=Path, help="only write the labelling views here and stop")
     parser.add_argument("--only", action="append", help="only this repo (owner/name), repeatable")
     parser.add_argument("--markdown", type=Path, help="also write the report as Markdown here")
+    parser.add_argument("--oracle", action="append", default=[],
+                        help="also compare with this repo's own port-to-0.4 commit (owner/name), repeatable")
     args = parser.parse_args(argv)
 
     with args.repos.open(newline="", encoding="utf-8") as handle:
@@ -299,6 +365,13 @@ def main(argv: list[str] | None = None) -> int:
     wanted = {r["repo"] for r in repos}
     manifest = [row for row in manifest if row["repo"] in wanted]
     report = build_report(args, repos, file_counts, manifest, orig_root, outputs, runs)
+    by_name = {r["repo"]: r for r in repos}
+    oracle_lines: list[str] = []
+    for name in args.oracle:
+        if name in by_name and by_name[name]["oracle_commit"]:
+            oracle_lines += ["", *oracle_report(args.mirror_root, by_name[name], workdir, env)]
+    if oracle_lines:
+        report += "\n## Human oracle (maintainers' port-to-0.4 commits)\n" + "\n".join(oracle_lines) + "\n"
     print(report)
     if args.markdown:
         args.markdown.write_text(report, encoding="utf-8")
@@ -338,6 +411,7 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs) -
         per: dict[str, Counter] = defaultdict(Counter)
         broken_keeps: list[str] = []
         missed: Counter = Counter()
+        missed_rows: list[str] = []
         for row in manifest:
             rel = f"{repo_dir_name(row['repo'])}/{row['path']}"
             if not (orig_root / rel).is_file():
@@ -356,6 +430,10 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs) -
                 c[row["expected"] + "_ok"] += 1
             elif row["expected"] == "fix":
                 missed[row["idiom"]] += 1
+                missed_rows.append(
+                    f"- {row['repo']} `{row['path']}:{line_no}` ({row['idiom']}): `{before_line.strip()[:120]}`"
+                    + (f" → `{region.strip()[:120]}`" if region is not None else " (unchanged)")
+                )
             else:
                 broken_keeps.append(
                     f"- {row['repo']} `{row['path']}:{line_no}` ({row['idiom']}; {row['note']}): "
@@ -380,6 +458,12 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs) -
                           f"{tot['keep'] - tot['keep_ok']} keep sites changed")
         add("")
         add("Missed fix sites by idiom: " + (", ".join(f"{k} {v}" for k, v in missed.most_common()) or "none"))
+        add("")
+        add(f"<details><summary>Missed fix sites ({sum(missed.values())})</summary>")
+        add("")
+        lines.extend(missed_rows)
+        add("")
+        add("</details>")
         add("")
         add(f"Keep sites that were changed ({len(broken_keeps)}):" if broken_keeps else "Keep sites that were changed: none")
         lines.extend(broken_keeps)
@@ -406,6 +490,8 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs) -
     for run in runs:
         summary = [l for l in run.stderr.splitlines() if "scanned" in l][-1:] or [f"exit {run.returncode}"]
         add(f"- {run.name}: exit {run.returncode}; {summary[0].strip()}")
+        for failed in (l for l in run.stderr.splitlines() if l.startswith("failed:")):
+            add(f"  - {failed.strip()[:200]}")
         for c in run.crash_lines:
             crashes += 1
             add(f"  - CRASH: {c}")
