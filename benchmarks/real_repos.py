@@ -480,7 +480,7 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs) -
         new = sum("(**new**)" in f for f in failures)
         headline[mode] += f", {new} outputs fail to compile that compiled before ({len(failures)} fail in all)"
         add("")
-        add(f"Outputs that fail to compile: {len(failures)} ({new} new; the rest failed as input too, e.g. Python 2 files)")
+        add(f"Outputs that fail to compile: {len(failures)} ({new} new; the rest failed as input too)")
         lines.extend(failures)
 
     add("")
