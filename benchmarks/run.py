@@ -181,7 +181,7 @@ def torchfix_device_executable() -> list[str]:
 
 def python_files(root: Path) -> list[Path]:
     sys.path.insert(0, str(HERE.parent / "src"))
-    from torchfix_device.runner import collect_files
+    from torchfix_device.file_selection import collect_files
 
     files, _ = collect_files([root])
     return files
@@ -194,7 +194,7 @@ def kept_files(files: list[Path]) -> tuple[list[Path], list[Path]]:
     from torchfix_device.catalog import all_codemods
     from torchfix_device.fileio import SourceError, read_source
     from torchfix_device.engine import active_codemods
-    from torchfix_device.runner import MAX_FILE_BYTES
+    from torchfix_device.file_selection import MAX_FILE_BYTES
 
     prefiltered, kept = [], []
     for path in files:

@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import Iterator
 
 from torchfix_device.catalog import all_codemods
-from torchfix_device.runner import FileResult, run
+from torchfix_device.results import FileResult
+from torchfix_device.runner import run
 
 BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 

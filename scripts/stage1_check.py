@@ -22,7 +22,7 @@ from torchfix_device.candidates import candidate_codemods, parse_facts
 from torchfix_device.catalog import select_codemods
 from torchfix_device.fileio import SourceError, read_source
 from torchfix_device.engine import active_codemods, transform_unfiltered
-from torchfix_device.runner import collect_files
+from torchfix_device.file_selection import collect_files
 
 
 def left_out_but_acting(text: str, codemods) -> list[str]:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from torchfix_device import runner
+from torchfix_device import engine
 from torchfix_device.catalog import all_codemods
 from torchfix_device.fileio import TEMP_SUFFIX, WriteError, atomic_replace, read_source
-from torchfix_device.runner import process_file
+from torchfix_device.job import process_file
 
 LEGACY = (
     'import torch\nimport torch.nn.functional as F\n\nstate = torch.load("ckpt.pt")  # résumé\n'
@@ -264,14 +264,14 @@ def test_file_edited_during_the_run_is_kept(tmp_path: Path, monkeypatch: pytest.
     path = tmp_path / "m.py"
     path.write_text(LEGACY)
     users_version = LEGACY + "# edited in the editor meanwhile\n"
-    real_transform = runner.transform_source
+    real_transform = engine.transform_source
 
     def transform_while_user_saves(*args, **kwargs):
         output = real_transform(*args, **kwargs)
         path.write_text(users_version)
         return output
 
-    monkeypatch.setattr(runner, "transform_source", transform_while_user_saves)
+    monkeypatch.setattr(engine, "transform_source", transform_while_user_saves)
     result = process_file(path, all_codemods(), write=True)
     assert result.status == "failed"
     assert "changed on disk" in (result.error or "")

@@ -1,4 +1,4 @@
-"""The command-line contract (DESIGN.md / README), through the installed console script.
+"""The command-line contract (the README's Usage section), through the installed console script.
 
 Every test runs ``torchfix-device`` in a subprocess, the way users and scripts do: stdout and
 stderr are pipes, so nothing here may carry colour.

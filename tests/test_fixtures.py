@@ -18,7 +18,7 @@ import pytest
 from torchfix_device.codemod import DOC_SECTIONS
 
 from torchfix_device.catalog import all_codemods
-from torchfix_device.runner import transform_source
+from torchfix_device.engine import transform_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CODEMODS = {c.__module__.rsplit(".", 1)[-1]: c for c in all_codemods()}

@@ -1,5 +1,6 @@
 """``torchfix-device apply --diff . > fix.patch && git apply fix.patch`` works, and gives exactly
-what ``torchfix-device apply`` writes in place (DESIGN.md: the --diff contract)."""
+what ``torchfix-device apply`` writes in place (the ``--diff`` contract in the README's Usage
+section: a plain unified diff with ``a/`` ``b/`` prefixes that ``git apply`` takes)."""
 
 from __future__ import annotations
 

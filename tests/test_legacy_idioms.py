@@ -9,7 +9,7 @@ import pytest
 
 from torchfix_device.codemods.legacy_loss_reduction_args import LegacyLossReductionArgs, legacy_reduction
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
-from torchfix_device.runner import transform_source
+from torchfix_device.engine import transform_source
 
 torch = pytest.importorskip("torch")
 

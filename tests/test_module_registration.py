@@ -14,7 +14,7 @@ from torchfix_device.codemods import unregistered_layer_container as tfd004
 from torchfix_device.codemods._registration import DICT_CONTAINER_ATTRS, NN_MODULE_ATTRS
 from torchfix_device.codemods.tensor_attribute_not_buffer import TensorAttributeNotBuffer
 from torchfix_device.codemods.unregistered_layer_container import UnregisteredLayerContainer
-from torchfix_device.runner import transform_source
+from torchfix_device.engine import transform_source
 
 torch = pytest.importorskip("torch")
 nn = torch.nn

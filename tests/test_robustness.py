@@ -21,11 +21,13 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from conftest import console_script, run_cli
-from torchfix_device import report, runner
+from torchfix_device import engine, report
 from torchfix_device.codemod import Codemod
 from torchfix_device.catalog import REGISTRY, all_codemods
 from torchfix_device.fileio import TEMP_SUFFIX
-from torchfix_device.runner import MAX_FILE_BYTES, run, transform_source
+from torchfix_device.engine import transform_source
+from torchfix_device.file_selection import MAX_FILE_BYTES
+from torchfix_device.runner import run
 
 LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\n'
 FIXED = (
@@ -192,14 +194,14 @@ def test_file_changed_while_the_run_works_on_it_keeps_the_newer_version(
     path = tmp_path / "m.py"
     path.write_text(LEGACY)
     newer = LEGACY + "# edited by the user while the tool ran\n"
-    real_transform = runner.transform_source
+    real_transform = engine.transform_source
 
     def transform_then_user_saves(text, codemods, **kwargs):
         output = real_transform(text, codemods, **kwargs)
         path.write_text(newer)  # between our read and our write
         return output
 
-    monkeypatch.setattr(runner, "transform_source", transform_then_user_saves)
+    monkeypatch.setattr(engine, "transform_source", transform_then_user_saves)
     monkeypatch.chdir(tmp_path)
     [result] = run([Path("m.py")], all_codemods(), write=True)
     assert result.status == "failed"

@@ -18,7 +18,7 @@ from torchfix_device.catalog import lookup
 from torchfix_device.engine import Stage1Memo, _codemod_configurer
 from torchfix_device.engine.visiting import engine_class
 from torchfix_device.options import DEFAULT_OPTIONS
-from torchfix_device.runner import collecting_cycles_after
+from torchfix_device.job import collecting_cycles_after
 
 LEGACY = (
     "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"

@@ -12,8 +12,8 @@ Where the cache lives: ``.torchfix_device_cache/`` next to the nearest ``pyproje
 the first path given (the file the settings are read from), with a ``.gitignore`` holding ``*``
 inside it; without a ``pyproject.toml``, in ``$XDG_CACHE_HOME/torchfix-device`` (by default
 ``~/.cache/torchfix-device``), so no folder appears in arbitrary directories. Every entry is one
-small JSON file written atomically, so parallel workers share the cache safely. A cache that
-cannot be read or written is silently skipped.
+small JSON file written atomically (:func:`~torchfix_device.fileio.atomic_write`), so parallel
+workers share the cache safely. A cache that cannot be read or written is silently skipped.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
@@ -31,12 +30,15 @@ from torchfix_device import __version__
 from torchfix_device.finding import Finding
 from torchfix_device.config import find_pyproject
 from torchfix_device.file_selection import Marks
+from torchfix_device.fileio import atomic_write
 
 if TYPE_CHECKING:
     from torchfix_device.catalog import CodemodRef
     from torchfix_device.codemod import Codemod
 
 CACHE_DIR_NAME = ".torchfix_device_cache"
+ENTRY_MODE = 0o600
+"""Entries are readable by their owner only."""
 
 
 class CachedResult(NamedTuple):
@@ -146,16 +148,7 @@ class ResultCache:
             "marks": [marks.generated_line, marks.skip_file],
         }
         try:
-            entry.parent.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+            entry.parent.mkdir(exist_ok=True)  # not the cache folder itself: deleted, it stays so
+            atomic_write(entry, json.dumps(data).encode("utf-8"), ENTRY_MODE)
         except OSError:
-            return
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle)
-            os.replace(tmp, entry)
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            pass

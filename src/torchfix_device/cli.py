@@ -19,7 +19,8 @@ from torchfix_device.migration_report import ReportError, write_report
 from torchfix_device.options import RunOptions
 from torchfix_device.output_tree import output_dir_problem, write_output_tree
 from torchfix_device.progress import file_progress
-from torchfix_device.runner import Interrupted, run
+from torchfix_device.results import Interrupted
+from torchfix_device.runner import run
 from torchfix_device.stdin_mode import STDIN, is_stdin, output_bytes, process_stdin
 from torchfix_device.cache import ResultCache, default_cache_folder
 from torchfix_device.parallel import default_jobs

@@ -1,11 +1,17 @@
-"""Which files a run leaves out beyond the fixed skip list: files git ignores, files marked
-``@generated`` and files marked ``# torchfix-device: skip-file``.
+"""Which files a run processes: the Python files under the paths given, less what it leaves out.
 
+* Found: ``.py``, ``.pyi`` and ``.ipynb`` files named on the command line, and ``.py`` and
+  ``.ipynb`` files under the folders named, walked in sorted order without following symbolic
+  links, past the folders in :data:`SKIP_DIRS`, virtual environments and ``--exclude``
+  patterns (:func:`find_files`). A path that is not such a file or a folder holding one gets a
+  ``failed`` or ``skipped`` result saying why.
 * ``.gitignore``: inside a git work tree, ``git check-ignore`` decides (so nested
   ``.gitignore`` files, ``.git/info/exclude`` and the global excludes file all count, and a
   tracked file is never ignored). A file named on the command line is always processed.
-* ``@generated``: only in a comment (read with :mod:`tokenize`); the word inside a string, as in
-  a code generator's template, does not mark the file.
+* Per file: a file over :data:`MAX_FILE_BYTES` (before it is read), and (:func:`skip_reason`)
+  a file marked ``@generated`` -- only in a comment (read with :mod:`tokenize`); the word
+  inside a string, as in a code generator's template, does not mark the file -- or marked
+  ``# torchfix-device: skip-file``.
 """
 
 from __future__ import annotations
@@ -19,8 +25,101 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from torchfix_device.options import RunOptions
+from torchfix_device.results import FileResult
 from torchfix_device.suppressions import may_hold_directives, parse_suppressions
 
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", "__pycache__", "build", "dist", "site-packages", ".tox", ".nox",
+        ".venv", "venv", ".eggs", "node_modules", ".mypy_cache", ".pytest_cache",
+        ".torchfix_device_cache",
+    }
+)
+MAX_FILE_BYTES = 1_000_000
+"""Files larger than this are skipped with a message. libcst's Python-level passes handle roughly
+0.1-0.5 MB of source a minute, so a bigger file (generated code, data tables) would stall the
+whole run for many minutes."""
+
+
+# -- finding files ------------------------------------------------------------------------------
+def find_files(
+    paths: Sequence[Path], exclude: Iterable[str] = (), *, respect_gitignore: bool = False
+) -> tuple[list[Path], list[FileResult]]:
+    """The files a run processes (sorted by :func:`display_path`) and the results of the paths
+    and files it does not: :func:`collect_files`, less what git ignores when
+    ``respect_gitignore``."""
+    files, problems = collect_files(paths, exclude)
+    if respect_gitignore:
+        files, ignored = drop_gitignored(files, paths)
+        problems += [FileResult(p, display_path(p), "skipped", error="ignored by .gitignore", skip_kind=".gitignore") for p in ignored]
+    return files, problems
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the current directory when it is below it (POSIX separators)."""
+    try:
+        return Path(os.path.relpath(path)).as_posix() if not _outside_cwd(path) else path.as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _outside_cwd(path: Path) -> bool:
+    return os.path.relpath(path.absolute()).startswith("..")
+
+
+def collect_files(paths: Sequence[Path], exclude: Iterable[str] = ()) -> tuple[list[Path], list[FileResult]]:
+    """Python files under ``paths`` (sorted, de-duplicated) and results for paths that are not."""
+    exclude = tuple(exclude)
+    found: dict[Path, Path] = {}
+    problems: list[FileResult] = []
+    for given in paths:
+        if given.is_symlink() and not given.is_dir():
+            broken = "" if given.exists() else " (broken or looping link)"
+            problems.append(FileResult(given, display_path(given), "skipped", error=f"symbolic link{broken}: not followed, never written through"))
+        elif given.is_file():
+            if given.suffix not in (".py", ".pyi", ".ipynb"):
+                problems.append(FileResult(given, display_path(given), "failed", error="not a Python file (.py); skipped"))
+            else:
+                found.setdefault(given.resolve(), given)
+        elif given.is_dir():
+            walked = 0  # counted, not compared with len(found): `m.py pkg` finds pkg/m.py twice
+            for path in _walk_python_files(given, exclude, problems):
+                found.setdefault(path.resolve(), path)
+                walked += 1
+            if not walked:
+                problems.append(FileResult(given, display_path(given), "failed", error="no Python files found in this folder"))
+        else:
+            problems.append(FileResult(given, display_path(given), "failed", error="no such file or folder"))
+    files = sorted(found.values(), key=lambda p: display_path(p))
+    return files, problems
+
+
+def _walk_python_files(root: Path, exclude: tuple[str, ...], problems: list[FileResult]) -> Iterable[Path]:
+    def on_error(exc: OSError) -> None:
+        where = Path(exc.filename) if exc.filename else root
+        problems.append(FileResult(where, display_path(where), "failed", error=f"cannot read folder: {exc.strerror}"))
+
+    for folder, dirs, files in os.walk(root, onerror=on_error):
+        base = Path(folder)
+        dirs[:] = sorted(
+            d for d in dirs
+            if d not in SKIP_DIRS
+            and not (base / d).is_symlink()
+            and not (base / d / "pyvenv.cfg").exists()
+            and not _excluded(base / d, exclude)
+        )
+        for name in sorted(files):
+            path = base / name
+            if name.endswith((".py", ".ipynb")) and not path.is_symlink() and not _excluded(path, exclude):
+                yield path
+
+
+def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
+    posix = path.as_posix()
+    return any(path.match(p) or Path(posix).match(p.rstrip("/") + "/**") or p.rstrip("/") in path.parts for p in patterns)
+
+
+# -- skipping a file by its content -------------------------------------------------------------
 GENERATED_MARK = "@generated"
 SKIP_FILE_MESSAGE = "marked `# torchfix-device: skip-file`; skipped"
 

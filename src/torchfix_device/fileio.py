@@ -1,4 +1,4 @@
-"""Reading source files byte-faithfully and replacing them atomically.
+"""Reading source files byte-faithfully, and the one atomic writer (temp file, fsync, rename).
 
 A file is decoded with its PEP 263 coding cookie (UTF-8 by default), a UTF-8 BOM is remembered,
 line endings are left inside the text untouched, and the rewrite is encoded back the same way.
@@ -79,12 +79,11 @@ class WriteError(Exception):
 
 
 def atomic_replace(path: Path, data: bytes, expected_old: bytes) -> None:
-    """Replace ``path`` with ``data`` through a temp file in the same folder and a rename.
+    """Replace the source file ``path`` with ``data`` (through :func:`atomic_write`).
 
     The file mode is kept. If the file on disk no longer holds ``expected_old`` (changed or
-    deleted while we worked), nothing is written and :class:`WriteError` is raised. A Ctrl-C
-    during the write takes effect once the file is either replaced or untouched (and the temp
-    file gone).
+    deleted while we worked), nothing is written and :class:`WriteError` is raised; a read-only
+    file is refused the same way. Temp files a killed run left for ``path`` are removed first.
     """
     try:
         st = os.stat(path)
@@ -93,8 +92,30 @@ def atomic_replace(path: Path, data: bytes, expected_old: bytes) -> None:
     if not st.st_mode & stat.S_IWUSR:
         raise WriteError("file is read-only; left unchanged")
     remove_stale_temp_files(path)
+    atomic_write(path, data, stat.S_IMODE(st.st_mode), expected_old=expected_old)
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None, *, expected_old: bytes | None = None) -> None:
+    """Write ``data`` to ``path`` (new or replaced; its folder is created if missing) through a
+    temp file in the same folder, synced to disk (fsync), then renamed into place: a reader, or
+    the file after a crash, holds the old content or the new one, never a mix. The one writer
+    of the package: source files, cache entries, ``--output-dir`` copies and reports.
+
+    ``mode``: the file's permission bits (by default those of a new file under the umask).
+    ``expected_old``: the bytes ``path`` must still hold just before the rename; otherwise
+    nothing is written and :class:`WriteError` says why. A Ctrl-C during the write takes effect
+    once the file is either replaced or untouched (and the temp file gone). Raises ``OSError``
+    when the folder or the file cannot be written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
     with _sigint_deferred():
-        _write_through_temp_file(path, data, expected_old, stat.S_IMODE(st.st_mode))
+        _write_through_temp_file(path, data, mode if mode is not None else 0o666 & ~_current_umask(), expected_old)
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @contextmanager
@@ -119,7 +140,7 @@ def _sigint_deferred() -> Iterator[None]:
             signal.raise_signal(signal.SIGINT)
 
 
-def _write_through_temp_file(path: Path, data: bytes, expected_old: bytes, mode: int) -> None:
+def _write_through_temp_file(path: Path, data: bytes, mode: int, expected_old: bytes | None) -> None:
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -127,17 +148,18 @@ def _write_through_temp_file(path: Path, data: bytes, expected_old: bytes, mode:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp_name, mode)
-        try:
-            current = path.read_bytes()
-        except FileNotFoundError:
-            raise WriteError("file was deleted during the run; not recreated") from None
-        if current != expected_old:
-            raise WriteError("file changed on disk during the run; the newer version was kept")
+        if expected_old is not None:
+            try:
+                current = path.read_bytes()
+            except FileNotFoundError:
+                raise WriteError("file was deleted during the run; not recreated") from None
+            if current != expected_old:
+                raise WriteError("file changed on disk during the run; the newer version was kept")
         os.replace(tmp_name, path)
     except BaseException:
         try:
             os.unlink(tmp_name)
-        except FileNotFoundError:
+        except OSError:
             pass
         raise
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 from torchfix_device import __version__
 from torchfix_device.finding import Finding
 from torchfix_device.report import finding_lines
-from torchfix_device.runner import FileResult
+from torchfix_device.results import FileResult
 
 if TYPE_CHECKING:
     from torchfix_device.catalog import CodemodRef

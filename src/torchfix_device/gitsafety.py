@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 if TYPE_CHECKING:
-    from torchfix_device.runner import FileResult
+    from torchfix_device.results import FileResult
 
 DIRTY_MESSAGE = (
     "has uncommitted changes or is not tracked by git, so git could not give it back after "
@@ -101,7 +101,7 @@ def not_protected_message(outside: Sequence[Path]) -> str:
 
 def write_unless_dirty(results: Sequence["FileResult"], state: GitState) -> None:
     """Write the changed results of a dry run, refusing the files git cannot restore."""
-    from torchfix_device.runner import write_result
+    from torchfix_device.job import write_result
 
     for result in results:
         if result.status != "changed":

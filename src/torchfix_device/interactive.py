@@ -25,7 +25,9 @@ from torchfix_device import report
 from torchfix_device.catalog import CodemodRef
 from torchfix_device.codemod import FIX_FILTER, Codemod, Finding
 from torchfix_device.options import RunOptions
-from torchfix_device.runner import FileResult, InternalError, transform_source, write_result
+from torchfix_device.engine import transform_source
+from torchfix_device.job import write_result
+from torchfix_device.results import FileResult, InternalError
 
 KEYS_HELP = """\
 y - apply this rewrite

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from torchfix_device import __version__
 from torchfix_device.finding import Finding
-from torchfix_device.output_tree import atomic_write
-from torchfix_device.runner import FileResult
+from torchfix_device.fileio import atomic_write
+from torchfix_device.results import FileResult
 
 if TYPE_CHECKING:
     from torchfix_device.catalog import CodemodRef

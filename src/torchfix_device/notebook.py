@@ -9,6 +9,9 @@ placeholder line before parsing and swapped back afterwards, byte for byte. Plac
 imports read as the leading import block. Cells under a cell magic whose body is not Python
 (``%%bash``, ``%%writefile``, ...) are left alone. Outputs, metadata, markdown cells and every
 cell without a fix keep their content.
+
+This module is the notebook format and the cell mapping; reading a notebook from disk, the
+result and the write are the per-file job's (:func:`torchfix_device.job.process_notebook`).
 """
 
 from __future__ import annotations
@@ -17,17 +20,18 @@ import dataclasses
 import difflib
 import re
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
 
-from torchfix_device.catalog import CodemodRef
-from torchfix_device.codemod import Codemod, Finding
-from torchfix_device.fileio import SourceFile
-from torchfix_device.options import RunOptions
 from torchfix_device.engine import parse_error_message, transform_source
-from torchfix_device.runner import FileResult, InternalError, display_path, failure_result, write_result
+from torchfix_device.finding import Finding
+from torchfix_device.results import FileResult, InternalError, TransformOutput
+
+if TYPE_CHECKING:
+    from torchfix_device.catalog import CodemodRef
+    from torchfix_device.codemod import Codemod
+    from torchfix_device.options import RunOptions
 
 MAGIC = "__torchfix_device_magic_{}__"
 BOUNDARY = "__torchfix_device_cell_{}__"
@@ -37,7 +41,7 @@ _HELP = re.compile(r"^\s*(\?{1,2}[\w.]+|[\w.]+\?{1,2})\s*$")
 
 
 class NotebookError(Exception):
-    pass
+    """Not a readable notebook, or a syntax error in a code cell (the message names the cell)."""
 
 
 @dataclass
@@ -164,23 +168,17 @@ def write_notebook(nb, like: str) -> str:
     return text + "\n" if like.endswith("\n") and not text.endswith("\n") else text
 
 
-def process_notebook(
-    path: Path, codemods: Sequence["CodemodRef | type[Codemod]"], *, write: bool, unsafe_fixes: bool = False,
-    options: "RunOptions | None" = None,
-) -> FileResult:
-    """Read, transform and (when ``write``) atomically replace one notebook. Never raises."""
-    shown = display_path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return FileResult(path, shown, "failed", error=f"cannot read: {exc.strerror or exc}")
-    try:
-        nb = read_notebook(raw)
-    except NotebookError as exc:
-        return FileResult(path, shown, "failed", error=str(exc))
-    source = SourceFile(path=path, raw=raw, text=raw.decode("utf-8"), encoding="utf-8", bom=False)
-    if not is_python_notebook(nb):
-        return FileResult(path, shown, "skipped", error="not a Python notebook (its kernel language is not Python)", source=source)
+def transform_notebook(
+    nb, text: str, codemods: Sequence["CodemodRef | type[Codemod]"], *, unsafe_fixes: bool = False,
+    filename: str | None = None, options: "RunOptions | None" = None,
+) -> TransformOutput:
+    """Rewrite the code cells of ``nb`` (read from ``text``, changed in place) together.
+
+    The output's text is the notebook's new text, ``text`` itself when no cell changes; its
+    findings name their cell (``Finding.cell``) and the line within it. Raises
+    :class:`NotebookError` naming the cell and line of a syntax error, and what
+    :func:`~torchfix_device.engine.transform_source` raises for a codemod bug.
+    """
     counter = [0]
     cells = [
         cell
@@ -189,12 +187,11 @@ def process_notebook(
         for cell in [_protect(index, nb_cell.get("source", ""), counter)]
         if cell is not None
     ]
-    result = FileResult(path, shown, "unchanged", source=source)
     if not cells:
-        return result
+        return TransformOutput(text, [], [])
     joined = _join(cells)
     try:
-        output = transform_source(joined, codemods, unsafe_fixes=unsafe_fixes, filename=str(path), options=options)
+        output = transform_source(joined, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
         new_cells = _split(cells, output.text) if output.text != joined else {}
         rewritten = {index: _restore(cell, new_cells[cell.index]) for index, cell in ((c.index, c) for c in cells) if index in new_cells}
     except cst.ParserSyntaxError as exc:
@@ -202,24 +199,15 @@ def process_notebook(
         line = int(message.split()[1].split(":")[0])
         cell, cell_line = _cell_at(cells, line)
         detail = message.split(": ", 1)[1]
-        return FileResult(path, shown, "failed", error=f"cell {cell.index}: line {cell_line}: {detail}", source=source)
-    except Exception as exc:  # a codemod bug must not stop the other files
-        return failure_result(exc, path, shown, source)
-    result.findings = sorted(_in_cells(cells, output.findings), key=lambda f: (f.cell or 0, f.line, f.column, f.code))
-    result.notes = output.notes
+        raise NotebookError(f"cell {cell.index}: line {cell_line}: {detail}") from None
+    findings = sorted(_in_cells(cells, output.findings), key=lambda f: (f.cell or 0, f.line, f.column, f.code))
     changed = False
     for nb_cell_index, nb_cell in enumerate(nb.get("cells", []), start=1):
         new = rewritten.get(nb_cell_index)
         if new is not None and new != nb_cell.get("source", ""):
             nb_cell["source"] = new
             changed = True
-    if not changed:
-        return result
-    result.status = "changed"
-    result.new_text = write_notebook(nb, source.text)
-    if write:
-        write_result(result)
-    return result
+    return TransformOutput(write_notebook(nb, text) if changed else text, findings, output.notes)
 
 
 def _in_cells(cells: Sequence[_Cell], findings: Sequence[Finding]) -> list[Finding]:

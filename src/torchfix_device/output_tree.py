@@ -3,18 +3,19 @@ left untouched, for reviewing a migration side by side (``diff -r src DIR/src``)
 
 Every Python file the run selected is copied, changed or not (a file that failed or was skipped
 is copied as it is), at its path relative to the current directory (a path outside it keeps
-its absolute path below DIR). Files keep their mode; each copy is written atomically.
+its absolute path below DIR). Files keep their mode; each copy is written atomically
+(:func:`~torchfix_device.fileio.atomic_write`: temp file, fsync, rename).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path, PurePath
 from typing import Sequence
 
-from torchfix_device.runner import FileResult
+from torchfix_device.fileio import atomic_write
+from torchfix_device.results import FileResult
 
 
 class OutputDirError(Exception):
@@ -42,29 +43,6 @@ def relative_destination(path: Path) -> PurePath:
     if not relative.startswith(".."):
         return PurePath(relative)
     return PurePath(*absolute.parts[1:])  # outside the current directory: the absolute path, rooted in DIR
-
-
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` (new or replaced) through a temp file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode if mode is not None else 0o666 & ~_current_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _copy_bytes(result: FileResult) -> bytes | None:

@@ -17,7 +17,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from torchfix_device.runner import FileResult, process_file
+from torchfix_device.job import process_file
+from torchfix_device.results import FileResult
 
 if TYPE_CHECKING:
     from torchfix_device.catalog import CodemodRef

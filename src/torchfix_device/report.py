@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING, Sequence
 from rich.console import Console
 from rich.markup import escape
 
-from torchfix_device.runner import FileResult
+from torchfix_device.results import FileResult
 
 if TYPE_CHECKING:
     from rich.table import Table

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, BinaryIO, Sequence
 
 from torchfix_device.fileio import SourceError, decode_source
 from torchfix_device.options import RunOptions
-from torchfix_device.runner import FileResult, process_file
+from torchfix_device.job import process_file
+from torchfix_device.results import FileResult
 
 if TYPE_CHECKING:
     from torchfix_device.catalog import CodemodRef

@@ -3,7 +3,8 @@
 Stage 1 (:mod:`torchfix_device.candidates`, the stdlib ``ast``) decides which codemods can match
 a file at all; libcst parses only files where one can, and every later pass runs only the
 codemods with a candidate in the tree they would get. This is the only part of a run that
-imports libcst: the runner calls it for files without a cached result.
+imports libcst: the per-file job (:mod:`torchfix_device.job`) calls it for files without a
+cached result.
 
 The speed machinery lives in this package and nowhere else; a codemod never sees it:
 
@@ -39,7 +40,7 @@ from torchfix_device.engine.visiting import engine_class
 from torchfix_device.fast_names import CHECK_FAST_NAMES
 from torchfix_device.finding import Finding
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
-from torchfix_device.runner import InternalError, TransformOutput
+from torchfix_device.results import InternalError, TransformOutput
 from torchfix_device.suppressions import NO_SUPPRESSIONS, Suppressions, may_hold_our_noqa, parse_suppressions
 
 if TYPE_CHECKING:

@@ -213,7 +213,8 @@ def rewrite_model(spec: ModelSpec) -> tuple[str | None, list[str], str | None]:
     import libcst
 
     from torchfix_device.catalog import all_codemods
-    from torchfix_device.runner import InternalError, transform_source
+    from torchfix_device.engine import transform_source
+    from torchfix_device.results import InternalError
 
     text = spec.path.read_text(encoding="utf-8")
     try:

@@ -1,0 +1,63 @@
+"""What a run produces: one :class:`FileResult` per file, the engine's :class:`TransformOutput`,
+and the exceptions that carry results or name a codemod bug.
+
+Plain data, no libcst: the runner, the per-file job, the engine, the notebook support and every
+output format read these, so they sit below all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from torchfix_device.fileio import SourceFile
+from torchfix_device.finding import Finding
+
+Status = Literal["changed", "unchanged", "failed", "skipped"]
+
+
+@dataclass
+class FileResult:
+    path: Path
+    display: str
+    status: Status
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    """For ``failed``/``skipped``: the reason, starting with ``line N:`` where there is one."""
+    source: SourceFile | None = None
+    new_text: str | None = None
+    notes: list[str] = field(default_factory=list)
+    suppressed: list[Finding] = field(default_factory=list)
+    """Findings silenced by a ``# noqa`` comment: neither reported nor rewritten."""
+    skip_kind: str | None = None
+    """For ``skipped``: a short tag the summary groups by (``@generated``, ``skip-file``, ...)."""
+    unused_suppressions: list = field(default_factory=list)
+    """``UnusedSuppression`` items, filled when the run is asked to judge suppressions."""
+
+
+@dataclass(frozen=True)
+class TransformOutput:
+    text: str
+    findings: list[Finding]
+    notes: list[str]
+    suppressed: tuple[Finding, ...] = ()
+
+
+class InternalError(Exception):
+    """A codemod produced code that does not compile (a bug in the codemod, not the input)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`torchfix_device.runner.run`: the results of the files finished
+    before it.
+
+    The file being processed at that moment is either unchanged or fully rewritten (writes are
+    atomic renames); it is not among ``results``.
+    """
+
+    def __init__(self, results: list[FileResult], done: int, total: int) -> None:
+        super().__init__(f"interrupted after {done} of {total} files")
+        self.results = results
+        self.done = done
+        self.total = total
