@@ -1,5 +1,6 @@
 """The shape of the package, read from its source with ``ast``: its modules import each other in
-layers (no cycle, counting the imports inside functions) and none is over 500 lines.
+layers (no cycle, counting the imports inside functions), none is over 500 lines, and one module
+writes files atomically.
 
 The import graph has an edge ``a -> b`` for every ``import b`` / ``from b import x`` in module
 ``a`` that names a module of the package, wherever it stands: at module level or inside a
@@ -213,3 +214,19 @@ def test_no_module_is_over_500_lines() -> None:
     assert len(checked) > 10
     over = {name: lines for name, lines in sorted(checked.items()) if lines > MAX_LINES}
     assert not over, f"modules over {MAX_LINES} lines: {over}"
+
+
+RENAMING_INTO_PLACE = {("os", "replace"), ("os", "rename"), ("tempfile", "mkstemp"), ("tempfile", "NamedTemporaryFile")}
+
+
+def test_one_atomic_writer() -> None:
+    """Only ``fileio`` makes temp files and renames them into place: source files, cache
+    entries, ``--output-dir`` copies and reports all go through ``fileio.atomic_write``
+    (fsync, mode, temp-file cleanup, Ctrl-C held until the file is whole)."""
+    writers = set()
+    for name, path in module_files().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                if (node.value.id, node.attr) in RENAMING_INTO_PLACE:
+                    writers.add(name)
+    assert writers == {f"{PACKAGE}.fileio"}

@@ -149,6 +149,8 @@ class ResultCache:
         }
         try:
             entry.parent.mkdir(exist_ok=True)  # not the cache folder itself: deleted, it stays so
-            atomic_write(entry, json.dumps(data).encode("utf-8"), ENTRY_MODE)
+            # not synced to disk: a cold run writes an entry per file, and an entry a crash
+            # loses or tears is only a miss (read errors are one)
+            atomic_write(entry, json.dumps(data).encode("utf-8"), ENTRY_MODE, durable=False)
         except OSError:
             pass
