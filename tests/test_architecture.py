@@ -16,8 +16,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = "torchfix_device"
 SOURCE = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 MAX_LINES = 500
@@ -200,11 +198,6 @@ def test_the_package_imports_in_layers() -> None:
     assert not found, "import cycles (imports inside functions count):\n" + _format_cycles(found)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="codemods/unregistered_layer_container.py (1,120 lines) is being split by another change of "
-    "issue 24; remove this marker once it is merged",
-)
 def test_no_module_is_over_500_lines() -> None:
     sizes = {
         path.relative_to(SOURCE).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
