@@ -18,6 +18,7 @@ workers share the cache safely. A cache that cannot be read or written is silent
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -88,6 +89,15 @@ class ResultCache:
         settings = json.dumps({"unsafe": unsafe_fixes, "device_expression": device_expression})
         self._salt = f"{tool_fingerprint()}|{codes}|{settings}|".encode()
         self._usable = self._prepare()
+
+    def for_classes(self, own_move_classes: frozenset[str]) -> "ResultCache":
+        """This cache with entries keyed by the run's classes that move themselves too (a
+        class gaining a ``cuda()`` in one file changes what is safe in the others)."""
+        if not own_move_classes:
+            return self
+        salted = copy.copy(self)
+        salted._salt = self._salt + ",".join(sorted(own_move_classes)).encode() + b"|"
+        return salted
 
     def _prepare(self) -> bool:
         try:

@@ -81,9 +81,10 @@ class Codemod(VisitorBasedCodemodCommand):
     """The value of an inserted device binding (None for the default)."""
     keeps_findings: bool = True
     """False for a run whose findings are thrown away (a run on a rewritten tree)."""
+    own_move_classes: frozenset[str] = frozenset()
+    """Classes of the other files of the run that define their own ``cuda()``/``to()``."""
 
-    METADATA_DEPENDENCIES = ()
-    """Nothing is resolved up front: :meth:`get_metadata` resolves a provider when first asked."""
+    METADATA_DEPENDENCIES = ()  # :meth:`get_metadata` resolves a provider when first asked
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -115,8 +116,7 @@ class Codemod(VisitorBasedCodemodCommand):
         super().__init__(context)
 
     @classmethod
-    def may_change(cls, unsafe_fixes: bool) -> bool:
-        """False when every fix is unsafe and unsafe fixes are off: the codemod only reports."""
+    def may_change(cls, unsafe_fixes: bool) -> bool:  # False: every fix unsafe and not applied
         return cls.safe or unsafe_fixes
 
     # -- stage 1: where this codemod can act, decided with the stdlib ``ast`` ---------------

@@ -20,6 +20,9 @@ class RunOptions:
     """Inside a git work tree, leave out files that ``.gitignore`` ignores."""
     report_unused_suppressions: bool = False
     """Also judge ``# torchfix-device: skip-file`` (the file is then analysed, never written)."""
+    own_move_classes: frozenset[str] = frozenset()
+    """Classes of the run's files that define their own ``cuda()``/``to()``
+    (:mod:`torchfix_device.project_classes`), filled in by the runner."""
 
 
 DEFAULT_OPTIONS = RunOptions()

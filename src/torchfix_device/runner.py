@@ -24,12 +24,14 @@ so far. It imports no libcst: a run answered from the cache never loads libcst o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from torchfix_device.file_selection import display_path, find_files
 from torchfix_device.job import process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
+from torchfix_device.project_classes import classes_with_own_moves
 from torchfix_device.results import FileResult, Interrupted
 
 if TYPE_CHECKING:
@@ -65,6 +67,10 @@ def run(
     results: list[FileResult] = []
     try:
         files, problems = find_files(paths, exclude, respect_gitignore=(options or DEFAULT_OPTIONS).respect_gitignore)
+        own = classes_with_own_moves(files)  # over every file, before sharding: one answer for all shards
+        if own:
+            options = replace(options or DEFAULT_OPTIONS, own_move_classes=own)
+            cache = cache.for_classes(own) if cache is not None else None
         if shard is not None:
             files = shard.select(files, display_path)
         if progress is not None:

@@ -7,6 +7,7 @@ import libcst.matchers as m
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.codemods._receivers import OWN, moves_itself
 from torchfix_device.candidates import FileFacts
 from torchfix_device.device_source import NoDevice
 
@@ -114,6 +115,16 @@ class CudaCall(Codemod):
             self._declined.add(id(original_node))
             self.report(original_node, "`self.cuda()`: the object moves itself; let its caller choose the device", fixable=False)
             return updated_node
+        doubt = moves_itself(self, receiver)
+        if doubt is not None and doubt[0] == OWN:
+            self._declined.add(id(original_node))
+            shown = _cst.code_of(receiver)
+            self.report(
+                original_node,
+                f"`{shown}` may be a `{doubt[1]}`, which defines its own `cuda()`: `.to()` is another method (move it by hand)",
+                fixable=False,
+            )
+            return updated_node
         explicit = [a for a in original_node.args if a.keyword is None or a.keyword.value == "device"]
         if explicit or _cst.has_star_args(original_node):
             self._declined.add(id(original_node))
@@ -125,7 +136,10 @@ class CudaCall(Codemod):
             self._declined.add(id(original_node))
             self.report(original_node, f"`.cuda()`: {device.reason}", fixable=False)
             return updated_node
-        if not self.report(original_node, f"`.cuda()` hard-codes CUDA: use `.to({device.code})`"):
+        message = f"`.cuda()` hard-codes CUDA: use `.to({device.code})`"
+        if doubt is not None:
+            message += f" (unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{_cst.code_of(receiver)}` is)"
+        if not self.report(original_node, message, safe=False if doubt is not None else None):
             return updated_node
         self._rewritten.add(id(original_node))
         return _to_device_call(updated_node, device.code)

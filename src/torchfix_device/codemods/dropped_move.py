@@ -8,6 +8,7 @@ from libcst.metadata import Assignment, PositionProvider
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.codemods._receivers import OWN, moves_itself
 from torchfix_device.candidates import FileFacts
 from torchfix_device.device_source import DEVICE_NAME
 
@@ -116,6 +117,15 @@ class DroppedMove(Codemod):
         if isinstance(receiver, cst.Name):
             if receiver.value in ("self", "cls") or self._is_module(receiver):
                 return updated_node
+            doubt = moves_itself(self, receiver)
+            if doubt is not None and doubt[0] == OWN:
+                self.report(
+                    original_node,
+                    f"`{receiver.value}` may be a `{doubt[1]}`, which defines its own `{method}()`: it need not "
+                    "return the object, so assigning the result back could replace it (move it by hand)",
+                    fixable=False,
+                )
+                return updated_node
             if self._is_loop_variable_not_used_later(receiver.value, original_node):
                 self.report(
                     original_node,
@@ -124,7 +134,10 @@ class DroppedMove(Codemod):
                     fixable=False,
                 )
                 return updated_node
-            if self.report(original_node, f"result of `{receiver.value}.{method}(...)` is dropped: assign it back"):
+            message = f"result of `{receiver.value}.{method}(...)` is dropped: assign it back"
+            if doubt is not None:
+                message += f" (unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{receiver.value}` is)"
+            if self.report(original_node, message, safe=False if doubt is not None else None):
                 return cst.Assign(
                     targets=[cst.AssignTarget(target=receiver)],
                     value=updated_node.value,

@@ -82,14 +82,16 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         keeps_findings: bool,
         sites: "StatementSites | None" = None,
         classes: "dict[int, ClassOutline] | None" = None,
+        own_move_classes: frozenset[str] = frozenset(),
     ) -> None:
         """What the engine tells a codemod before a transform: the code of the tree (saves
-        rendering it), its ``noqa`` comments, the run's device expression, whether its findings
-        are kept, and stage 1's sites and class outlines for that code."""
+        rendering it), its ``noqa`` comments, the run's device expression and classes that move
+        themselves, whether its findings are kept, and stage 1's sites and class outlines."""
         self.source_code = code
         self.suppressions = suppressions
         self.device_expression = device_expression
         self.keeps_findings = keeps_findings
+        self.own_move_classes = own_move_classes
         if sites is not None:
             self.statements_with_sites = sites
         if classes is not None:

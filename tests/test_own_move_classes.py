@@ -1,0 +1,125 @@
+"""Issue 21, item 4: a project class with its own ``cuda()``/``to()`` (a rollout storage, a
+replay buffer) is not moved with ``.to(device)`` or reassigned: in the same file, across the files
+of a run, and through the cache. The programs are executed before and after the tool ran."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchfix_device.catalog import all_codemods
+from torchfix_device.engine import transform_source
+from torchfix_device.project_classes import classes_with_own_moves
+
+STORAGE = '''import torch
+
+
+class RolloutStorage(object):
+    def __init__(self, steps):
+        self.obs = torch.zeros(steps, 4)
+        self.moved = False
+
+    def cuda(self):
+        self.moved = True
+'''
+
+TRAIN = '''import torch
+from storage import RolloutStorage
+
+
+def train():
+    rollouts = RolloutStorage(3)
+    rollouts.cuda()
+    model = torch.nn.Linear(4, 2)
+    model.cuda()
+    return rollouts, model
+
+
+if __name__ == "__main__":
+    rollouts, model = train()
+    print(type(rollouts).__name__, rollouts.moved, next(model.parameters()).device.type)
+'''
+
+PRELUDE = (
+    "import torch\n"
+    "torch.Tensor.cuda = lambda self, *a, **k: self\n"  # no GPU here: record nothing, keep the object
+    "torch.nn.Module.cuda = lambda self, *a, **k: self\n"
+    "import runpy, sys\nsys.path.insert(0, '.')\nrunpy.run_path('train.py', run_name='__main__')\n"
+)
+
+
+def _project(root: Path) -> Path:
+    root.mkdir()
+    (root / "storage.py").write_text(STORAGE, encoding="utf-8")
+    (root / "train.py").write_text(TRAIN, encoding="utf-8")
+    return root
+
+
+def _observe(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", PRELUDE], cwd=root, capture_output=True, text=True, timeout=300)
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "torchfix_device", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_classes_that_move_themselves_are_collected_over_the_files(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    (root / "plain.py").write_text("class Net:\n    def forward(self, x):\n        return x\n", encoding="utf-8")
+    (root / "broken.py").write_text("def cuda(:\n", encoding="utf-8")
+    assert classes_with_own_moves(sorted(root.glob("*.py"))) == {"RolloutStorage"}
+
+
+def test_a_class_of_another_file_keeps_its_own_cuda_and_the_program_behaves_the_same(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    before = _observe(root)
+    assert before.returncode == 0, before.stderr
+    assert before.stdout.split() == ["RolloutStorage", "True", "cpu"]
+
+    applied = _cli("apply", ".", cwd=root)
+    assert applied.returncode == 0, applied.stderr
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert "    rollouts.cuda()\n" in text  # left as it was, for review
+    assert "model.to(device)" in text  # the torch module is still migrated
+    assert "may be a `RolloutStorage`, which defines its own `cuda()`" in applied.stderr
+
+    after = _observe(root)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout
+
+
+def test_what_the_old_rewrite_did_breaks_the_program(tmp_path: Path) -> None:
+    """The evidence that the rewrite above must not happen: ``rollouts = rollouts.to(device)``
+    on this class raises (it has no ``to``), and ``rollouts = rollouts.cuda()`` makes it None."""
+    root = _project(tmp_path / "p")
+    wrong = TRAIN.replace("    rollouts.cuda()\n", "    rollouts = rollouts.cuda()\n")
+    (root / "train.py").write_text(wrong, encoding="utf-8")
+    out = _observe(root)
+    assert out.returncode != 0 and "AttributeError" in out.stderr
+
+
+def test_a_class_gaining_its_own_cuda_changes_the_cached_answer_for_the_other_files(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    (root / "pyproject.toml").write_text("[tool.torchfix-device]\n", encoding="utf-8")  # the cache lives here
+    (root / "storage.py").write_text(STORAGE.replace("    def cuda(self):\n        self.moved = True\n", ""), encoding="utf-8")
+    first = _cli("check", ".", cwd=root)
+    assert "train.py:7:5 TFD001" in first.stdout and "manual review" not in first.stdout
+    (root / "storage.py").write_text(STORAGE, encoding="utf-8")  # train.py is unchanged
+    second = _cli("check", ".", cwd=root)
+    line = next(l for l in second.stdout.splitlines() if l.startswith("train.py:7:5 TFD001"))
+    assert "may be a `RolloutStorage`" in line and line.endswith("[manual review]"), second.stdout
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_a_receiver_nothing_shows_is_moved_only_as_an_unsafe_fix(unsafe: bool) -> None:
+    code = STORAGE + "\n\ndef place(thing):\n    thing.cuda()\n    return thing\n"
+    out = transform_source(code, all_codemods(), unsafe_fixes=unsafe)
+    moved = "thing = thing.to(device)" in out.text
+    assert moved is unsafe
+    messages = [f.message for f in out.findings if f.line == 14]
+    assert any("unsafe: the run defines `RolloutStorage`" in m for m in messages), messages
