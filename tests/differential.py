@@ -8,6 +8,7 @@ Each execution is a *leg*:
 
 ``cpu``
     ``.cuda()`` on tensors and modules is a recorded move to the CPU (``verify.legacy``'s shim),
+    and so is ``.to()`` of a CUDA device (the CPU plays the GPU a user flag asked for);
     ``torch.cuda.is_available()`` is False: values are real and compared.
 ``gpu``
     a machine where CUDA "is available": ``torch.cuda.is_available()`` is True, and ``meta`` (the
@@ -92,6 +93,10 @@ def compare(before: dict, after: dict) -> list[str]:
         other = after["tensors"].get(name)
         if other != value:
             diffs.append(f"tensor {name}: {value} -> {other}")
+    for name, value in before.get("loaded", {}).items():
+        other = dict(after.get("loaded", {}).get(name) or {}, device=value["device"])
+        if other != value:  # where a loaded state dict lands is the fix's choice; not what it holds
+            diffs.append(f"loaded {name}: {value} -> {after.get('loaded', {}).get(name)}")
     for name, desc in before["modules"].items():
         other = after["modules"].get(name)
         if other is None:
@@ -120,7 +125,7 @@ def _compare_module(name: str, before: dict, after: dict) -> list[str]:
 
 def devices_seen(record: dict) -> set[str]:
     """Every device a tensor, parameter, buffer or output of ``record`` ended up on."""
-    seen = {t["device"] for t in record["tensors"].values()}
+    seen = {t["device"] for t in [*record["tensors"].values(), *record.get("loaded", {}).values()]}
     for desc in record["modules"].values():
         seen |= {s["device"] for s in desc.get("state", {}).values()}
         for out in (desc.get("output") or {}).get("tensors", []):
@@ -166,14 +171,16 @@ def _describe_module(torch, module, inputs, values: bool) -> dict:
 def _install(torch, leg: str) -> None:
     from torchfix_device.verify import legacy
 
-    if leg == "cpu":
-        legacy.install(torch.device("cpu"))
+    if leg == "cpu":  # the CPU plays the GPU the user asked for: .cuda() and .to("cuda") stay on it
+        target = torch.device("cpu")
+        legacy.install(target)
         torch.cuda.is_available = lambda: False
-        return
-    meta = torch.device("meta")
-    legacy.install(meta)
-    torch.cuda.is_available = lambda: True
-    torch.cuda.device_count = lambda: 1
+    else:
+        target = torch.device("meta")
+        legacy.install(target)
+        torch.cuda.is_available = lambda: True
+        torch.cuda.device_count = lambda: 1
+    meta = target
     tensor_to = torch.Tensor.to
 
     def _map(arg):
@@ -190,12 +197,21 @@ def _install(torch, leg: str) -> None:
         return tensor_to(self, *args, **kwargs)
 
     torch.Tensor.to = to
+    load = torch.load
+
+    def load_(*args, **kwargs):  # map_location="cuda" / a CUDA device: the stand-in
+        if "map_location" in kwargs:
+            kwargs["map_location"] = _map(kwargs["map_location"])
+        return load(*args, **kwargs)
+
+    torch.load = load_
 
 
 def _execute(job: dict) -> dict:
     import contextlib
     import io
     import random
+    import tempfile
     import types
 
     import torch
@@ -208,10 +224,12 @@ def _execute(job: dict) -> dict:
     random.seed(0)
     torch.manual_seed(0)
     sys.argv = ["script.py", *job.get("argv", [])]
+    os.chdir(tempfile.mkdtemp(prefix="tfd-diff-"))  # files a script saves stay out of the tree
     module = types.ModuleType(MODULE_NAME)
     module.__file__ = job.get("filename", "script.py")
     sys.modules[MODULE_NAME] = module
-    record: dict = {"error": None, "message": "", "device_error": False, "tensors": {}, "modules": {}}
+    record: dict = {"error": None, "message": "", "device_error": False, "tensors": {}, "modules": {},
+                    "loaded": {}}
     buffer = io.StringIO()
     try:
         code = compile(job["source"], module.__file__, "exec")
@@ -234,6 +252,9 @@ def _execute(job: dict) -> dict:
         with contextlib.redirect_stdout(io.StringIO()):
             if isinstance(value, torch.Tensor):
                 record["tensors"][name] = _describe_tensor(value, values)
+            elif isinstance(value, dict) and value and all(isinstance(v, torch.Tensor) for v in value.values()):
+                for key, tensor in value.items():  # a state dict
+                    record["loaded"][f"{name}[{key!r}]"] = _describe_tensor(tensor, values)
             elif isinstance(value, torch.nn.Module):
                 record["modules"][name] = _describe_module(torch, value, inputs.get(name), values)
             elif (
