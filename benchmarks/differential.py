@@ -1,0 +1,96 @@
+"""Issue 21: the differential generator at scale (``tests/generated.py``, every piece included).
+
+    PYTHONPATH=src python benchmarks/differential.py [--examples 10000] [--seed 0] [--batch 200]
+        [--output benchmarks/RESULTS-differential.md]
+
+Prints: examples, compiled, idempotent, behaviour equal, and the differences by kind (the piece
+kinds of the examples that differ, and the first line of each difference). Known issue-21 pieces
+are included, so until they are fixed the differences are expected; ``--exclude-known`` leaves
+them out (the property test's view).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
+
+import generated  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch", type=int, default=200, help="examples per worker process")
+    parser.add_argument("--exclude-known", action="store_true", help="leave out generated.KNOWN_ISSUE_21")
+    parser.add_argument("--output", type=Path, help="write a Markdown summary here")
+    args = parser.parse_args(argv)
+
+    rng = random.Random(args.seed)
+    counts = Counter()
+    by_kind: Counter = Counter()
+    by_problem: Counter = Counter()
+    start = time.perf_counter()
+    done = 0
+    while done < args.examples:
+        size = min(args.batch, args.examples - done)
+        batch = [generated.draw_example(rng, exclude_known=args.exclude_known) for _ in range(size)]
+        for result in generated.check_examples(batch):
+            counts["examples"] += 1
+            counts["compiled"] += result["compiled"]
+            counts["idempotent"] += result["compiled"] and result["idempotent"]
+            found = generated.problems(result)
+            behaviour = [p for p in found if p != "second run changes the output"]
+            counts["behaviour equal"] += result["compiled"] and not behaviour
+            if found:
+                for kind in sorted({k for k, _ in result["example"]}):
+                    by_kind[kind] += 1
+                for problem in {p.split(":")[0].rsplit(" ", 1)[0] if p.startswith("[") else p.split(":")[0] for p in found}:
+                    by_problem[problem] += 1
+        done += size
+        print(f"{done}/{args.examples} examples, {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    seconds = time.perf_counter() - start
+
+    lines = [f"{key}: {counts[key]}" for key in ("examples", "compiled", "idempotent", "behaviour equal")]
+    lines.append(f"seconds: {seconds:.1f}")
+    lines.append("examples with a difference, by piece kind they contain:")
+    lines += [f"  {kind}: {n}" + (" (known issue 21)" if kind in generated.KNOWN_ISSUE_21 else "")
+              for kind, n in by_kind.most_common()]
+    lines.append("differences by kind (leg and observable):")
+    lines += [f"  {problem}: {n}" for problem, n in by_problem.most_common()]
+    print("\n".join(lines))
+    if args.output:
+        md = [
+            "# Differential generator (issue 21)",
+            "",
+            f"`python benchmarks/differential.py --examples {args.examples} --seed {args.seed}"
+            + (" --exclude-known" if args.exclude_known else "") + "`",
+            "",
+            "| measure | count |", "|---|---|",
+            *[f"| {key} | {counts[key]} |" for key in ("examples", "compiled", "idempotent", "behaviour equal")],
+            f"| seconds | {seconds:.1f} |",
+            "",
+            "## Examples with a difference, by piece kind",
+            "",
+            "| piece | examples | known issue 21 |", "|---|---|---|",
+            *[f"| {kind} | {n} | {generated.KNOWN_ISSUE_21.get(kind, '')} |" for kind, n in by_kind.most_common()],
+            "",
+            "## Differences by kind",
+            "",
+            "| difference | examples |", "|---|---|",
+            *[f"| `{problem}` | {n} |" for problem, n in by_problem.most_common()],
+            "",
+        ]
+        args.output.write_text("\n".join(md), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

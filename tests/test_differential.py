@@ -1,0 +1,103 @@
+"""Issue 21, the proof harness: every safe fixture rewrite is executed before and after.
+
+For every ``tests/fixtures/<codemod>/<case>.in.py`` of a SAFE codemod and every ``.noop.py``,
+the original and the tool's safe output (every codemod, safe fixes only) run in fresh processes
+(see ``tests/differential.py``) on the ``cpu`` leg (``.cuda()`` a recorded move to the CPU) and
+the ``gpu`` leg (CUDA "available", ``meta`` playing the GPU); what a user can observe must be
+equal. A fixture whose original cannot run as it is (an undefined ``args``, ``model``…) is
+reported as not executable (skipped with the reason), never counted as a pass.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from differential import compare, not_executable, rewrite, run_sources
+from torchfix_device.catalog import all_codemods
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SAFE = {c.__module__.rsplit(".", 1)[-1]: c.safe for c in all_codemods()}
+LEGS = ("cpu", "gpu")
+
+KNOWN_DIFFERENCES: dict[str, str] = {}
+"""fixture id -> issue 21 reason: a wrong SAFE rewrite found on today's code (strict xfail)."""
+
+
+def _fixtures() -> list[Path]:
+    paths = []
+    for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name in SAFE):
+        if SAFE[folder.name]:
+            paths += sorted(folder.glob("*.in.py"))
+        paths += sorted(folder.glob("*.noop.py"))
+    return paths
+
+
+PATHS = _fixtures()
+
+
+def _id(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+@lru_cache(maxsize=1)
+def _results() -> dict[str, dict]:
+    """Run every fixture, before and after, on both legs, in one worker (forks per run)."""
+    jobs, keys = [], []
+    for path in PATHS:
+        before = path.read_text(encoding="utf-8")
+        after = rewrite(before, str(path))
+        for leg in LEGS:
+            for side, source in (("before", before), ("after", after)):
+                jobs.append({"source": source, "leg": leg, "filename": str(path)})
+                keys.append((_id(path), leg, side))
+    records = run_sources(jobs)
+    results: dict[str, dict] = {}
+    for (fixture, leg, side), record in zip(keys, records):
+        results.setdefault(fixture, {}).setdefault(leg, {})[side] = record
+    return results
+
+
+def summary() -> dict[str, list[str]]:
+    """Fixture ids by outcome: equal, different, not executable (for the report)."""
+    out: dict[str, list[str]] = {"equal": [], "different": [], "not executable": []}
+    for fixture, legs in _results().items():
+        if not_executable(legs["cpu"]["before"]):
+            out["not executable"].append(f"{fixture} ({legs['cpu']['before']['error']})")
+        elif any(compare(legs[leg]["before"], legs[leg]["after"]) for leg in LEGS):
+            out["different"].append(fixture)
+        else:
+            out["equal"].append(fixture)
+    return out
+
+
+def _params():
+    for path in PATHS:
+        marks = []
+        if _id(path) in KNOWN_DIFFERENCES:
+            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_DIFFERENCES[_id(path)]))
+        yield pytest.param(path, id=_id(path), marks=marks)
+
+
+def test_there_are_fixtures_to_prove() -> None:
+    assert len(PATHS) > 40
+    assert any(not not_executable(legs["cpu"]["before"]) for legs in _results().values())
+
+
+@pytest.mark.parametrize("path", list(_params()))
+def test_safe_rewrite_keeps_behaviour(path: Path) -> None:
+    legs = _results()[_id(path)]
+    if not_executable(legs["cpu"]["before"]):
+        pytest.skip(f"not executable as it is: {legs['cpu']['before']['error']}: {legs['cpu']['before']['message'][:120]}")
+    diffs = {leg: compare(legs[leg]["before"], legs[leg]["after"]) for leg in LEGS}
+    assert diffs == {leg: [] for leg in LEGS}
+
+
+def test_harness_sees_a_difference() -> None:
+    """The harness itself: a rewrite that drops a user's flag is caught (not a vacuous pass)."""
+    before = "import torch\nflag = False\nx = torch.ones(2)\nif flag:\n    x = x.cuda()\nprint(x.device)\n"
+    after = "import torch\nflag = False\nx = torch.ones(2)\nx = x.to('cuda')\nprint(x.device)\n"
+    records = run_sources([{"source": s, "leg": "gpu"} for s in (before, after)])
+    assert compare(*records)
