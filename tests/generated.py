@@ -142,7 +142,6 @@ KNOWN_ISSUE_21: dict[str, str] = {
     "module_move": "issue 21 #1: `if flag: m.cuda()` loses the user's flag (--no-cuda moves m to the GPU)",
     "module_assign_move": "issue 21 #1: `if flag: m = m.cuda()` loses the user's flag",
     "torch_load": "issue 21 #1: `torch.load(p)` gets map_location=device from is_available(): --no-cuda loads onto the GPU",
-    "trap_own_cuda": "issue 21 #4: a user class whose cuda() returns None gets `s = s.to(device)`: AttributeError",
     "trap_guarded_dataparallel": "issue 21 #2: a guarded nn.DataParallel(...).cuda() loses its guard (keys gain `module.`)",
 }
 """Trap kinds the tool gets wrong today (issue 21): excluded from the property test with
