@@ -110,7 +110,7 @@ class TorchLoadOfWholeModel(Codemod):
     @staticmethod
     def _weights_only_is_defaulted(call: cst.Call) -> bool:
         """True when the call leaves ``weights_only`` to torch's default (True since 2.6)."""
-        if any(arg.star == "**" for arg in call.args):
+        if any(arg.star for arg in call.args):  # forwarded arguments may already choose
             return False
         if _cst.keyword_arg(call, "weights_only") is not None or _cst.keyword_arg(call, "pickle_module") is not None:
             return False
@@ -157,20 +157,29 @@ class TorchLoadOfWholeModel(Codemod):
             return []
         start = self._line_of(target)
         later_bindings = [
-            self._line_of(a.node)
+            (self._line_of(a.node), a.node)
             for a in scope.assignments[target.value]
             if isinstance(a, Assignment) and a.node is not target and self._line_of(a.node) > start
         ]
-        end = min(later_bindings, default=None)
+        end, rebinding = min(later_bindings, key=lambda found: found[0], default=(None, None))
+        # `model = model.to(device)`: the read on the right comes before the new binding
+        before_rebinding = self._read_by_rebinding(rebinding) if rebinding is not None else set()
         uses = []
         for assignment in scope.assignments[target.value]:
             if assignment.node is not target:
                 continue
             for access in assignment.references:
                 line = self._line_of(access.node)
-                if isinstance(access.node, cst.Name) and line >= start and (end is None or line < end):
+                if isinstance(access.node, cst.Name) and line >= start and (end is None or line < end or id(access.node) in before_rebinding):
                     uses.append(access.node)
         return uses
+
+    def _read_by_rebinding(self, target: cst.CSTNode) -> set[int]:
+        """``id`` of every node in the value of the plain assignment that binds ``target``."""
+        assign = self.parent_of(self.parent_of(target) or target)
+        if not isinstance(assign, cst.Assign):
+            return set()
+        return {id(n) for n in _cst.walk(assign.value)}
 
     def _line_of(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line

@@ -75,6 +75,13 @@ class TorchLoadWithoutMapLocation(Codemod):
             return updated_node
         if len(_cst.positional_args(original_node)) >= 2 or any(a.star == "**" for a in original_node.args):
             return updated_node
+        if any(a.star == "*" for a in original_node.args):
+            self.report(
+                original_node,
+                "`torch.load` forwards `*args`, which may already choose a location: add `map_location=` by hand if they do not",
+                fixable=False,
+            )
+            return updated_node
         device = self.device_source.for_site(original_node)
         if isinstance(device, NoDevice):
             self.report(original_node, f"`torch.load` without `map_location`: {device.reason}", fixable=False)

@@ -1,0 +1,77 @@
+"""Issue 21: safe rewrites that must not change what the program does, and fixes that must not be
+lost when several codemods rewrite the same code. The programs are executed where it matters."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchfix_device.catalog import all_codemods
+from torchfix_device.engine import transform_source
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+INPUTS = sorted(FIXTURES.glob("*/*.in.py")) + sorted(FIXTURES.glob("*/*.noop.py"))
+COMBINED = """import torch
+
+model = torch.load("model.pt")
+model.cuda()
+model.eval()
+"""
+
+
+def _new_words(before: str, after: str) -> set[str]:
+    """The identifiers and keywords ``after`` spells and ``before`` does not."""
+    return set(re.findall(r"\w+", after)) - set(re.findall(r"\w+", before))
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_fix_a_summary_counts_is_in_the_output(path: Path, unsafe: bool) -> None:
+    """For each codemod the run counts a fix of, that codemod alone changes the file, and every
+    word its fix brings that the file did not spell (``weights_only``, ``item``, ``ModuleList``)
+    is in the run's output too: another codemod's rewrite of the same code must not drop it."""
+    text = path.read_text(encoding="utf-8")
+    codemods = all_codemods()
+    out = transform_source(text, codemods, unsafe_fixes=unsafe)
+    fixed = sorted({f.code for f in out.findings if f.fixed})
+    checked = 0
+    for codemod in codemods:
+        if codemod.code not in fixed:
+            continue
+        alone = transform_source(text, [codemod], unsafe_fixes=unsafe).text
+        assert alone != text, f"{codemod.code} counts a fix it does not make alone"
+        checked += 1
+        missing = _new_words(text, alone) - set(re.findall(r"\w+", out.text))
+        assert not missing, f"{codemod.code}'s fix brings {sorted(missing)}, missing from the output"
+    assert checked == len(fixed)
+
+
+def test_a_loaded_model_moved_and_reassigned_keeps_every_counted_fix() -> None:
+    out = transform_source(COMBINED, all_codemods(), unsafe_fixes=True)
+    assert {f.code for f in out.findings if f.fixed} >= {"TFD001", "TFD002", "TFD005", "TFD015"}
+    assert 'torch.load("model.pt", map_location=device, weights_only=False)' in out.text
+    assert "model = model.to(device)" in out.text
+
+
+def test_forwarded_load_arguments_are_left_alone_and_would_have_raised(tmp_path: Path) -> None:
+    """``torch.load(path, *args)`` may get its location from ``args``: the old rewrite's
+    ``map_location=device`` on top raises ``TypeError`` (multiple values), executed here."""
+    code = (
+        "import torch\n\ndef load(path, *args):\n    return torch.load(path, *args)\n\n"
+        "torch.save({'w': torch.ones(2)}, 'w.pt')\nprint(sorted(load('w.pt', 'cpu')))\n"
+    )
+    out = transform_source(code, all_codemods())
+    assert out.text == code
+    assert any(f.code == "TFD005" and not f.fixed and "forwards `*args`" in f.message for f in out.findings)
+    old_rewrite = code.replace("torch.load(path, *args)", "torch.load(path, *args, map_location='cpu')")
+    for source, ok in ((out.text, True), (old_rewrite, False)):
+        script = tmp_path / "load.py"
+        script.write_text(source, encoding="utf-8")
+        run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert (run.returncode == 0) is ok, run.stderr
+        if not ok:
+            assert "TypeError" in run.stderr and "map_location" in run.stderr
