@@ -75,3 +75,30 @@ def test_forwarded_load_arguments_are_left_alone_and_would_have_raised(tmp_path:
         assert (run.returncode == 0) is ok, run.stderr
         if not ok:
             assert "TypeError" in run.stderr and "map_location" in run.stderr
+
+
+TORCHSCRIPT = (FIXTURES / "cuda_call" / "torchscript.in.py").read_text(encoding="utf-8")
+
+
+def test_a_move_inside_torchscript_takes_a_tensor_argument_and_still_compiles(tmp_path: Path) -> None:
+    """The rewrite must be importable (TorchScript compiles at import) and compute the same; the
+    old rewrite's module-level ``device`` does not compile inside a scripted function."""
+    out = transform_source(TORCHSCRIPT, all_codemods())
+    assert "torch.randn(3).to(x.device)" in out.text and "torch.ones(3).to(x.device)" in out.text
+    assert any(f.code == "TFD001" and not f.fixed and "inside TorchScript" in f.message for f in out.findings)
+    check = "\nprint(add_noise(torch.zeros(3)).shape, Scaler()(torch.ones(3)).tolist())\n"
+    # TorchScript runs .cuda() natively (no patching it here): on this CPU machine "before" is the
+    # same program with the moves made to the CPU
+    before = TORCHSCRIPT.replace(".cuda()", ".cpu()")
+    old = TORCHSCRIPT.replace("import torch\n", 'import torch\n\ndevice = torch.device("cpu")\n', 1).replace(
+        "torch.randn(3).cuda()", "torch.randn(3).to(device)"
+    )
+    results = {}
+    for name, source in (("before", before), ("after", out.text), ("old rewrite", old)):
+        script = tmp_path / f"{name.replace(' ', '_')}.py"
+        script.write_text(source + check, encoding="utf-8")
+        results[name] = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert results["before"].returncode == 0, results["before"].stderr
+    assert results["after"].returncode == 0, results["after"].stderr
+    assert results["after"].stdout == results["before"].stdout
+    assert results["old rewrite"].returncode != 0 and "device" in results["old rewrite"].stderr

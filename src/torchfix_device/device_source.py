@@ -24,7 +24,7 @@ import libcst.matchers as m
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import Assignment, PositionProvider, ScopeProvider
 
-from torchfix_device import _cst
+from torchfix_device import _cst, torchscript
 from torchfix_device.device_expression import device_expression_node, uses_torch
 
 if TYPE_CHECKING:
@@ -96,6 +96,12 @@ class DeviceSource:
 
     def for_site(self, node: cst.CSTNode, *, allow_global: bool = True) -> DeviceExpr | NoDevice:
         """The device to use at ``node`` (an original node of the tree being visited)."""
+        scripted = torchscript.scripted_function(self.codemod)
+        if scripted is not None:  # TorchScript cannot read a module-level binding
+            tensor = torchscript.tensor_argument(scripted)
+            if tensor is None:
+                return NoDevice("inside TorchScript, which cannot read a module-level device, and no tensor argument to take it from")
+            return DeviceExpr(f"{tensor}.device")
         cls = self.enclosing_module_class()
         if cls is not None:
             return self._module_device(cls)
