@@ -221,11 +221,20 @@ class CudaCall(Codemod):
         return _guard_kind(test) == "tensor"
 
     def _is_move(self, stmt: cst.BaseSmallStatement) -> bool:
-        """``x.cuda()``, ``x = x.to(d)``, ``a, b = a.cuda(), b.cuda()``."""
-        if not isinstance(stmt, (cst.Expr, cst.Assign)):
+        """A move of an existing value and nothing else: ``x.cuda()``, ``x = x.to(d)``,
+        ``a, b = a.cuda(), b.cuda()``. Not ``model = nn.DataParallel(model).cuda()`` nor
+        ``x = y.cuda()``: those do more than move, so their guard stays."""
+        if isinstance(stmt, cst.Expr):
+            return _moved_value(stmt.value) is not None
+        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
             return False
-        values = stmt.value.elements if isinstance(stmt.value, cst.Tuple) else [stmt.value]
-        return all(_is_move_call(v.value if isinstance(v, cst.BaseElement) else v) for v in values)
+        target = stmt.targets[0].target
+        if isinstance(stmt.value, cst.Tuple) and isinstance(target, cst.Tuple):
+            pairs = list(zip(target.elements, stmt.value.elements))
+            if len(target.elements) != len(stmt.value.elements):
+                return False
+            return all(_moves_onto(t.value, v.value) for t, v in pairs)
+        return _moves_onto(target, stmt.value)
 
     def _all_cuda_calls_rewritten(self, body: cst.BaseSuite) -> bool:
         calls = [n for n in _cst.walk(body) if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda")))]
@@ -252,6 +261,20 @@ def _guard_kind(test: cst.BaseExpression) -> str | None:
 
 def _is_move_call(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and m.matches(node.func, m.Attribute(attr=m.Name("cuda") | m.Name("to")))
+
+
+def _moved_value(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The receiver of ``r.cuda()``/``r.to(...)`` when it is a plain name or attribute chain."""
+    if not _is_move_call(node):
+        return None
+    receiver = cst.ensure_type(cst.ensure_type(node, cst.Call).func, cst.Attribute).value
+    return receiver if _cst.dotted_name(receiver) is not None else None
+
+
+def _moves_onto(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """``x = x.cuda()``: the value moved is the one assigned to."""
+    moved = _moved_value(value)
+    return moved is not None and _cst.dotted_name(moved) == _cst.dotted_name(target)
 
 
 def _contains_move(node: cst.CSTNode) -> bool:
