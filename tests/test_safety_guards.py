@@ -257,3 +257,17 @@ def test_integer_device_parameter_is_not_reused(monkeypatch) -> None:
         namespace["evaluate"](model, x)
         seen.append((moves.device_of(model), moves.device_of(x)))
     assert seen[0] == seen[1] == ("cuda", "cuda")
+
+
+def test_is_cuda_guard_whose_tensor_is_rebound_keeps_its_guard(monkeypatch) -> None:
+    source = "import torch\n\ndef f(boxes, v):\n    if boxes.is_cuda:\n        boxes = boxes.cpu()\n        v = v.cuda()\n    return v\n"
+    after = _rewrite(source)
+    assert "boxes.device" not in after and "if boxes.is_cuda:" in after
+    for on_cuda in (False, True):
+        seen = []
+        for text in (source, after):
+            namespace, moves = _run(text, monkeypatch, cuda_available=True)
+            boxes = _FakeBoxes(on_cuda)
+            boxes.cpu = lambda: _FakeBoxes(False)
+            seen.append(moves.device_of(namespace["f"](boxes, torch.ones(2))))
+        assert seen[0] == seen[1]

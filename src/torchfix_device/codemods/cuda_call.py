@@ -143,7 +143,10 @@ class CudaCall(Codemod):
         found: dict[int, str] = {}
         for node in _cst.walk(module):
             if isinstance(node, (cst.If, cst.IfExp)) and _guard_kind(node.test) == "tensor":
-                device = f"{_cst.code_of(cst.ensure_type(node.test, cst.Attribute).value)}.device"
+                tensor = cst.ensure_type(node.test, cst.Attribute).value
+                if _rebinds(node.body, tensor):
+                    continue  # `t.device` may no longer be the device that was tested
+                device = f"{_cst.code_of(tensor)}.device"
                 for n in _cst.walk(node.body):
                     if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda"))):
                         found.setdefault(id(n), device)
@@ -257,6 +260,30 @@ def _guard_kind(test: cst.BaseExpression) -> str | None:
     if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
         return "tensor"
     return "flag" if any(w in dotted.lower() for w in ("cuda", "gpu")) else None
+
+
+def _rebinds(body: cst.CSTNode, tensor: cst.BaseExpression) -> bool:
+    """``body`` assigns to ``tensor`` (or to a name it is read through), other than by
+    ``t = t.cuda()``, which keeps the device ``t.is_cuda`` tested."""
+    name = _cst.dotted_name(tensor)
+    if name is None:
+        return True
+    for n in _cst.walk(body):
+        targets: list[cst.BaseExpression] = []
+        if isinstance(n, cst.Assign):
+            targets = [t.target for t in n.targets]
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign)):
+            targets = [n.target]
+        for target in targets:
+            for t in (target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]):
+                bound = _cst.dotted_name(t.value if isinstance(t, cst.BaseElement) else t)
+                if bound is None or not (name == bound or name.startswith(bound + ".")):
+                    continue
+                if isinstance(n, cst.Assign) and len(targets) == 1 and _moves_onto(target, n.value) \
+                        and m.matches(n.value, m.Call(func=m.Attribute(attr=m.Name("cuda")), args=[])):
+                    continue
+                return True
+    return False
 
 
 def _is_move_call(node: cst.BaseExpression) -> bool:
