@@ -198,7 +198,7 @@ class DeviceSource:
                     return param.name.value
         if method.name.value == "forward":
             first = _cst.first_positional_param(method)
-            if first is not None and first.annotation is None:
+            if first is not None and first.annotation is None and not _not_a_tensor(first, method):
                 return first.name.value
         return None
 
@@ -336,7 +336,7 @@ class DeviceSource:
             return False
         target = assignment.node
         if isinstance(target, cst.Param):
-            return True
+            return self._is_device_param(target)
         value = self.assigned_values().get(id(target))
         if value is None or not self._looks_like_device(value):
             return False
@@ -348,6 +348,15 @@ class DeviceSource:
             except KeyError:
                 return False
             return bound_at < used_at
+        return True
+
+    def _is_device_param(self, param: cst.Param) -> bool:
+        """A ``device`` argument, unless its default or annotation says it is something else
+        (``device=0``, ``device=None``, ``device: int``): a device is never a bare integer."""
+        if param.default is not None and not self._looks_like_device(param.default):
+            return False
+        if param.annotation is not None:
+            return _cst.dotted_name(param.annotation.annotation) not in NOT_DEVICE_ANNOTATIONS
         return True
 
     def _looks_like_device(self, value: cst.BaseExpression) -> bool:
@@ -401,6 +410,41 @@ def is_torch_module_class(qualified: str) -> bool:
         and parts[2] not in NOT_MODULE_NAMESPACES and parts[-1] not in NOT_MODULE_CLASSES
         and parts[-1][:1].isupper()
     )
+
+
+NOT_DEVICE_ANNOTATIONS = {"int", "bool", "float", "None"}
+SIZE_NAMES = {"n", "size", "dim", "training", "length", "count", "steps", "batch", "bsz", "bs", "seq_len"}
+SIZE_PREFIXES = ("n_", "num_", "max_", "is_", "use_")
+SIZE_SUFFIXES = ("_size", "_dim", "_len", "_length", "_count", "_steps", "_num")
+SIZE_USES = {
+    "zeros", "ones", "empty", "randn", "rand", "randint", "randperm", "full", "arange", "range",
+    "eye", "linspace", "logspace", "new_zeros", "new_ones", "new_empty", "new_full", "view",
+    "reshape", "expand", "repeat", "FloatTensor", "LongTensor", "Tensor", "ByteTensor",
+}
+
+
+def _not_a_tensor(param: cst.Param, method: cst.FunctionDef) -> bool:
+    """``param`` is a size, a count or a flag, by its name (``batch_size``, ``n_*``,
+    ``num_*``, ``dim``, ``training``), its default, or its use in the body (a size given to a
+    factory or a shape method, ``range(param)``, an ``if param:`` test)."""
+    name = param.name.value
+    lowered = name.lower()
+    if param.default is not None:
+        return True
+    if lowered in SIZE_NAMES or lowered.startswith(SIZE_PREFIXES) or lowered.endswith(SIZE_SUFFIXES):
+        return True
+    for node in _cst.walk(method.body):
+        if isinstance(node, cst.Call):
+            called = _cst.dotted_name(node.func) or ""
+            if called.rsplit(".", 1)[-1] in SIZE_USES and any(
+                m.matches(a.value, m.Name(name)) or m.matches(a.value, m.Tuple()) and
+                any(m.matches(e.value, m.Name(name)) for e in cst.ensure_type(a.value, cst.Tuple).elements)
+                for a in node.args
+            ):
+                return True
+        elif isinstance(node, (cst.If, cst.While, cst.IfExp)) and m.matches(node.test, m.Name(name)):
+            return True
+    return False
 
 
 def _self_method_calls(node: cst.CSTNode) -> set[str]:

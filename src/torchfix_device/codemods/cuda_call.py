@@ -9,7 +9,7 @@ from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
 from torchfix_device.codemods._receivers import OWN, moves_itself
 from torchfix_device.candidates import FileFacts
-from torchfix_device.device_source import NoDevice
+from torchfix_device.device_source import DeviceExpr, NoDevice
 
 NOT_TORCH_PREFIXES = ("numba", "cupy", "pycuda", "jax", "tensorflow", "cudf", "mxnet", "chainer")
 MOVE_METHODS = {"cuda", "to"}
@@ -30,9 +30,11 @@ class CudaCall(Codemod):
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` inserted once after
     the imports (with a free name when `device` is already bound to something else).
 
-    A guard that only existed to call `.cuda()` — `if use_cuda: x = x.cuda()`,
-    `if torch.cuda.is_available(): model.cuda()`, `x.cuda() if args.cuda else x` — is dropped
-    when its body is nothing but moves and it has no `else`: the device expression now decides.
+    A guard that only existed to call `.cuda()` — `if torch.cuda.is_available(): model.cuda()`,
+    `x.cuda() if torch.cuda.is_available() else x` — is dropped when its body is nothing but
+    moves of existing values and it has no `else`: the device expression asks the same
+    question. A guard on a tensor's device (`if boxes.is_cuda: v = v.cuda()`) is dropped the
+    same way and its moves take that tensor's device: `v = v.to(boxes.device)`.
 
     ## Why is this bad?
     `.cuda()` hard-codes one kind of hardware: the code crashes on a CPU-only machine, an Apple
@@ -64,15 +66,17 @@ class CudaCall(Codemod):
     - `x.cuda` without a call, the `torch.cuda.*` namespace (`torch.cuda.is_available()`,
       `torch.cuda.synchronize()`), and objects that are not torch (numba's `cuda`, cupy, pycuda,
       a class's own `cuda` method called on `self`).
-    - Guards with an `else`, or whose body does more than move tensors: only the calls inside
-      are rewritten. A user flag (`if args.cuda:`) must keep one meaning in a file, so when one
+    - A user's flag (`if args.cuda:`, `if use_gpu:`, `x.cuda() if use_cuda else x`) stays: only
+      the calls inside are rewritten, so `--no-cuda` still means the CPU.
+    - Guards with an `else`, or whose body does more than move existing values
+      (`if args.multi_gpu: model = nn.DataParallel(model).cuda()`, `x = y.cuda()`): only the
+      calls inside are rewritten. A condition must keep one meaning in a file, so when one
       guard on it has to stay, every guard on the same condition stays.
 
     ## Fix safety
     Safe. On a machine with CUDA the chosen device is the current CUDA device, as `.cuda()`
-    was; elsewhere the code now runs on the CPU instead of raising. Dropping a `use_cuda` guard
-    means a CUDA machine uses its GPU even when the flag was off: the flag is no longer
-    consulted, which the review of the diff shows.
+    was; elsewhere the code now runs on the CPU instead of raising. A user's flag keeps its
+    meaning: the guards on it stay.
     """
 
     code = "TFD001"
@@ -103,6 +107,7 @@ class CudaCall(Codemod):
         self._rewritten: set[int] = set()
         self._declined: set[int] = set()
         self._kept_conditions = self._conditions_of_guards_that_stay(node)
+        self._guard_devices = self._devices_from_guards(node)
         return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -131,7 +136,8 @@ class CudaCall(Codemod):
             shown = _cst.code_of(original_node)
             self.report(original_node, f"`{shown}` names a device explicitly: choose a device expression by hand", fixable=False)
             return updated_node
-        device = self.device_source.for_site(original_node)
+        guarded = self._guard_devices.get(id(original_node))
+        device = DeviceExpr(guarded) if guarded is not None else self.device_source.for_site(original_node)
         if isinstance(device, NoDevice):
             self._declined.add(id(original_node))
             self.report(original_node, f"`.cuda()`: {device.reason}", fixable=False)
@@ -145,6 +151,21 @@ class CudaCall(Codemod):
         return _to_device_call(updated_node, device.code)
 
     # -- guards -----------------------------------------------------------------------------
+    def _devices_from_guards(self, module: cst.Module) -> dict[int, str]:
+        """``.cuda()`` calls guarded by a tensor's device (``if boxes.is_cuda:``, ``x.cuda() if
+        t.is_cuda else x``) → that tensor's device (``boxes.device``)."""
+        found: dict[int, str] = {}
+        for node in _cst.walk(module):
+            if isinstance(node, (cst.If, cst.IfExp)) and _guard_kind(node.test) == "tensor":
+                tensor = cst.ensure_type(node.test, cst.Attribute).value
+                if _rebinds(node.body, tensor):
+                    continue  # `t.device` may no longer be the device that was tested
+                device = f"{_cst.code_of(tensor)}.device"
+                for n in _cst.walk(node.body):
+                    if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda"))):
+                        found.setdefault(id(n), device)
+        return found
+
     def _conditions_of_guards_that_stay(self, module: cst.Module) -> set[str]:
         """Conditions (as code) of CUDA guards around moves that cannot all be dropped.
 
@@ -207,18 +228,30 @@ class CudaCall(Codemod):
         return updated_node.body.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
 
     def _is_cuda_condition(self, test: cst.BaseExpression) -> bool:
+        """A guard that may go once its moves are rewritten: ``torch.cuda.is_available()``
+        (the device expression asks the same question) or ``t.is_cuda`` (the moves take
+        ``t.device``). A user's flag (``args.cuda``, ``use_gpu``) is never one: dropping it would
+        make ``--no-cuda`` train on the GPU."""
         if isinstance(test, cst.Call):
             name = _cst.dotted_name(test.func) or ""
             return name.endswith("is_available") and "torch.cuda.is_available" in self.qualified_names(test.func, ending_in=IS_AVAILABLE)
-        dotted = _cst.dotted_name(test)
-        return dotted is not None and any(w in dotted.lower() for w in ("cuda", "gpu"))
+        return _guard_kind(test) == "tensor"
 
     def _is_move(self, stmt: cst.BaseSmallStatement) -> bool:
-        """``x.cuda()``, ``x = x.to(d)``, ``a, b = a.cuda(), b.cuda()``."""
-        if not isinstance(stmt, (cst.Expr, cst.Assign)):
+        """A move of an existing value and nothing else: ``x.cuda()``, ``x = x.to(d)``,
+        ``a, b = a.cuda(), b.cuda()``. Not ``model = nn.DataParallel(model).cuda()`` nor
+        ``x = y.cuda()``: those do more than move, so their guard stays."""
+        if isinstance(stmt, cst.Expr):
+            return _moved_value(stmt.value) is not None
+        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
             return False
-        values = stmt.value.elements if isinstance(stmt.value, cst.Tuple) else [stmt.value]
-        return all(_is_move_call(v.value if isinstance(v, cst.BaseElement) else v) for v in values)
+        target = stmt.targets[0].target
+        if isinstance(stmt.value, cst.Tuple) and isinstance(target, cst.Tuple):
+            pairs = list(zip(target.elements, stmt.value.elements))
+            if len(target.elements) != len(stmt.value.elements):
+                return False
+            return all(_moves_onto(t.value, v.value) for t, v in pairs)
+        return _moves_onto(target, stmt.value)
 
     def _all_cuda_calls_rewritten(self, body: cst.BaseSuite) -> bool:
         calls = [n for n in _cst.walk(body) if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda")))]
@@ -233,8 +266,56 @@ class CudaCall(Codemod):
         return False
 
 
+def _guard_kind(test: cst.BaseExpression) -> str | None:
+    """``tensor`` for ``t.is_cuda``, ``flag`` for a user flag such as ``args.cuda``/``use_gpu``."""
+    dotted = _cst.dotted_name(test)
+    if dotted is None:
+        return None
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return "tensor"
+    return "flag" if any(w in dotted.lower() for w in ("cuda", "gpu")) else None
+
+
+def _rebinds(body: cst.CSTNode, tensor: cst.BaseExpression) -> bool:
+    """``body`` assigns to ``tensor`` (or to a name it is read through), other than by
+    ``t = t.cuda()``, which keeps the device ``t.is_cuda`` tested."""
+    name = _cst.dotted_name(tensor)
+    if name is None:
+        return True
+    for n in _cst.walk(body):
+        targets: list[cst.BaseExpression] = []
+        if isinstance(n, cst.Assign):
+            targets = [t.target for t in n.targets]
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign)):
+            targets = [n.target]
+        for target in targets:
+            for t in (target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]):
+                bound = _cst.dotted_name(t.value if isinstance(t, cst.BaseElement) else t)
+                if bound is None or not (name == bound or name.startswith(bound + ".")):
+                    continue
+                if isinstance(n, cst.Assign) and len(targets) == 1 and _moves_onto(target, n.value) \
+                        and m.matches(n.value, m.Call(func=m.Attribute(attr=m.Name("cuda")), args=[])):
+                    continue
+                return True
+    return False
+
+
 def _is_move_call(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and m.matches(node.func, m.Attribute(attr=m.Name("cuda") | m.Name("to")))
+
+
+def _moved_value(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The receiver of ``r.cuda()``/``r.to(...)`` when it is a plain name or attribute chain."""
+    if not _is_move_call(node):
+        return None
+    receiver = cst.ensure_type(cst.ensure_type(node, cst.Call).func, cst.Attribute).value
+    return receiver if _cst.dotted_name(receiver) is not None else None
+
+
+def _moves_onto(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """``x = x.cuda()``: the value moved is the one assigned to."""
+    moved = _moved_value(value)
+    return moved is not None and _cst.dotted_name(moved) == _cst.dotted_name(target)
 
 
 def _contains_move(node: cst.CSTNode) -> bool:

@@ -29,7 +29,8 @@ class FactoryWithoutDevice(Codemod):
     or `init_hidden` included), and rewrites legacy constructors there
     (`torch.FloatTensor(n)` → `torch.empty(n, dtype=torch.float32, device=...)`).
 
-    The device is the module's own: the method's tensor argument (`x.device` in `forward(x)`),
+    The device is the module's own: the method's tensor argument (`x.device` in `forward(x)`;
+    never an argument that is a size, a count or a flag, such as `forward(self, batch_size)`),
     else a parameter, buffer or layer created in `__init__` that already exists when the method
     runs (`self.sigma_weight.device`), else `next(self.parameters()).device`.
 
