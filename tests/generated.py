@@ -138,11 +138,7 @@ TRAPS = tuple(k for k in PIECES if k.startswith("trap_"))
 FLAGS = ("args.cuda", "use_cuda")
 
 KNOWN_ISSUE_21: dict[str, str] = {
-    "tensor_move": "issue 21 #1: `if flag: t = t.cuda()` loses the user's flag (--no-cuda moves t to the GPU)",
-    "module_move": "issue 21 #1: `if flag: m.cuda()` loses the user's flag (--no-cuda moves m to the GPU)",
-    "module_assign_move": "issue 21 #1: `if flag: m = m.cuda()` loses the user's flag",
     "torch_load": "issue 21 #1: `torch.load(p)` gets map_location=device from is_available(): --no-cuda loads onto the GPU",
-    "trap_guarded_dataparallel": "issue 21 #2: a guarded nn.DataParallel(...).cuda() loses its guard (keys gain `module.`)",
 }
 """Trap kinds the tool gets wrong today (issue 21): excluded from the property test with
 ``exclude_known``, held by strict-xfail tests. Remove an entry when its fix lands."""
