@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import generated
 from generated import FLAGS, KNOWN_ISSUE_21, PIECES, check_examples, examples, problems
 
-BATCH = 12
+BATCH = 6
 
 
 @lru_cache(maxsize=1)
@@ -34,7 +34,7 @@ def _single_pieces() -> dict[str, list[dict]]:
     return out
 
 
-@settings(max_examples=3, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
+@settings(max_examples=2, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(examples(exclude_known=True), min_size=BATCH, max_size=BATCH))
 def test_generated_scripts_keep_behaviour(batch) -> None:
