@@ -101,3 +101,176 @@ def test_load_without_location_still_gets_one(tmp_path: Path) -> None:
     out = _rewrite(source, "TFD005")
     assert "map_location=" in out.text
     assert _same(_observe(source, PATH=str(path)), _observe(out.text, PATH=str(path)))
+
+
+# -- item 7: `.data[0]` -> `.item()` only on evidence of a scalar -----------------------------
+SETUP = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    out = torch.randn(4, 3)
+    labels = torch.tensor([0, 2, 1, 2])
+    pred = torch.randn(4)
+    target = torch.randn(4)
+    """
+)
+
+SCALAR_PROGRAMS = {
+    "local_criterion": (
+        "criterion = nn.CrossEntropyLoss()\nresult = criterion(out, labels).data[0]\n",
+        "result = F.cross_entropy(out, labels).item()\n",
+    ),
+    "init_criterion": (
+        textwrap.dedent(
+            """
+            class Trainer:
+                def __init__(self):
+                    self.criterion = nn.MSELoss()
+
+                def step(self, pred, target):
+                    return self.criterion(pred, target).data[0]
+
+
+            result = Trainer().step(pred, target)
+            """
+        ),
+        "result = F.mse_loss(pred, target).item()\n",
+    ),
+    "functional": ("result = F.nll_loss(F.log_softmax(out, 1), labels).data[0]\n",
+                   "result = F.nll_loss(F.log_softmax(out, 1), labels).item()\n"),
+    "reductions": ("result = (out * 2).sum().data[0] + out.mean().data[0]\n",
+                   "result = (out * 2).sum().item() + out.mean().item()\n"),
+    "backward": (
+        textwrap.dedent(
+            """
+            w = torch.randn(3, requires_grad=True)
+
+
+            def compute(w):
+                return (out @ w).pow(2).sum()
+
+
+            def step(w):
+                loss = compute(w)
+                loss.backward()
+                return loss.data[0]
+
+
+            result = step(w)
+            """
+        ),
+        "w = torch.randn(3, requires_grad=True)\nresult = (out @ w).pow(2).sum().item()\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCALAR_PROGRAMS))
+def test_data_index_on_a_scalar_becomes_item_and_gives_the_meant_value(case: str) -> None:
+    body, meant = SCALAR_PROGRAMS[case]
+    source = SETUP + body
+    out = _rewrite(source, "TFD006")
+    assert ".data[0]" not in out.text and ".item()" in out.text
+    assert _observe(source) == ("raised", "IndexError")  # torch >= 0.4: 0-dim tensors
+    kind, value = _observe(out.text)
+    meant_kind, meant_value = _observe(SETUP + meant)  # the value, computed the torch 2 way
+    assert kind == meant_kind == "value" and isinstance(value, float)
+    assert value == pytest.approx(meant_value)
+
+
+def test_backward_on_a_one_element_tensor_gives_the_same_number() -> None:
+    """`.backward()` also accepts a 1-element vector, where `.data[0]` still works: the rewrite
+    gives the same number (as a Python float, which is what the legacy code read)."""
+    source = SETUP + textwrap.dedent(
+        """
+        w = torch.randn(3, requires_grad=True)
+        loss = (out @ w).pow(2).sum().reshape(1)
+
+
+        def step(loss):
+            loss.backward()
+            return loss.data[0]
+
+
+        result = step(loss)
+        """
+    )
+    out = _rewrite(source, "TFD006")
+    assert "loss.item()" in out.text
+    before, after = _observe(source), _observe(out.text)
+    assert before[0] == after[0] == "value"
+    assert float(before[1]) == after[1]
+
+
+NOT_SHOWN = {
+    "criterion_of_another_class": textwrap.dedent(
+        """
+        class Trainer:
+            def __init__(self):
+                self.criterion = nn.MSELoss()
+
+
+        class Evaluator:
+            def __init__(self, criterion):
+                self.criterion = criterion
+
+            def score(self, pred, target):
+                return self.criterion(pred, target).data[0]
+
+
+        result = Evaluator(nn.MSELoss(reduction="none")).score(pred, target)
+        """
+    ),
+    "criterion_rebound": textwrap.dedent(
+        """
+        class Switching:
+            def __init__(self):
+                self.criterion = nn.MSELoss()
+
+            def per_sample(self):
+                self.criterion = nn.MSELoss(reduction="none")
+
+            def score(self, pred, target):
+                return self.criterion(pred, target).data[0]
+
+
+        s = Switching()
+        s.per_sample()
+        result = s.score(pred, target)
+        """
+    ),
+    "criterion_parameter": textwrap.dedent(
+        """
+        def build():
+            criterion = nn.CrossEntropyLoss()
+            return criterion
+
+
+        def evaluate(criterion, out, labels):
+            return criterion(out, labels).data[0]
+
+
+        result = evaluate(nn.CrossEntropyLoss(reduction="none"), out, labels)
+        """
+    ),
+    "positional_reduce": "result = nn.MSELoss(None, False)(pred, target).data[0]\n",
+    "functional_positional_reduce": "result = F.mse_loss(pred, target, None, False).data[0]\n",
+    "vector_named_loss": "def f(loss):\n    return loss.data[0]\n\n\nresult = f(pred)\n",
+    "partial_reduction": "result = out.sum(1).data[0]\n",
+    "first_row": "rows = torch.randn(3, 4)\nresult = rows.data[0]\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_SHOWN))
+def test_data_index_without_evidence_is_reported_and_left_alone(case: str) -> None:
+    source = SETUP + NOT_SHOWN[case]
+    out = _rewrite(source, "TFD006")
+    assert out.text == source
+    findings = [f for f in out.findings if f.code == "TFD006"]
+    assert findings and all("cannot tell" in f.message for f in findings)
+    before = _observe(source)
+    assert before[0] == "value"  # real indexing, working today
+    naive = source.replace(".data[0]", ".item()")
+    assert _observe(naive)[0] == "raised"  # what a rewrite by name would have done
