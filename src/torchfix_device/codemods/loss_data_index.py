@@ -32,10 +32,12 @@ DATA_ZERO = m.Subscript(
 class LossDataIndex(Codemod):
     """
     ## What it does
-    Rewrites `x.data[0]` to `x.item()` where `x` is known to be a scalar: the result of a loss
-    (an `nn.*Loss` instance called, an `F.*` loss function), a full reduction (`.sum()`,
-    `.mean()`, `.max()`, ... with no dimension), or a name every assignment of which is one of
-    those.
+    Rewrites `x.data[0]` to `x.item()` where the code shows that `x` is a scalar: the result
+    of a torch loss with its default reduction (`F.cross_entropy(...)`, `F.*_loss(...)`, an
+    `nn.*Loss()` instance bound in scope, or set as `self.x = nn.XLoss()` in this class's
+    `__init__` and assigned nothing else), a full reduction (`.sum()`, `.mean()`, `.max()`, ...
+    with no dimension), a name every assignment of which is one of those, or a name with one
+    binding in its function on which `.backward()` is called with no argument.
 
     ## Why is this bad?
     Before PyTorch 0.4 a loss was a 1-element tensor and `loss.data[0]` read its value. Since 0.4
@@ -57,8 +59,10 @@ class LossDataIndex(Codemod):
     ## Not rewritten
     `images.data[0]` (the first sample of a batch) and `layer.weight.data[0]` are real indexing
     and stay. A loss built with `reduction="none"` or `reduce=False` is not a scalar and stays.
-    Where the code does not show that `x` is a scalar (a function argument, a loop variable, an
-    attribute), the code is left as it is and `check` reports it for manual review.
+    A name is no evidence: a `criterion` parameter, a `self.criterion` of another class or
+    rebound elsewhere, `reduce=False` passed by position, a parameter named `loss`,
+    `x.sum(1).data[0]`. Where the code does not show that `x` is a scalar, it is left as it is
+    and `check` reports it for manual review, naming the evidence that is missing.
 
     ## Fix safety
     Safe: the rewrite is only made where `x` is a 0-dim tensor, on which `x.data[0]` raises
