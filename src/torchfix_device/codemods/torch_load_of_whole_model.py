@@ -61,7 +61,8 @@ class TorchLoadOfWholeModel(Codemod):
     Loads whose result is a state dict or a tensor (`net.load_state_dict(torch.load(p))`,
     `w = torch.load(p); w.to(device)`), results only returned or passed to another function
     (no evidence here what they are), calls that already pass `weights_only`, pass
-    `pickle_module` (torch then defaults to `weights_only=False` itself) or `**kwargs`, and every
+    `pickle_module` (torch then defaults to `weights_only=False` itself) or forward `*args` or
+    `**kwargs` (the caller's choice: `def load(*a, **k): return torch.load(*a, **k)`), and every
     other `load` (`torch.jit.load`, `pickle.load`). A name rebound later is followed only up to
     its next binding.
 
@@ -110,8 +111,8 @@ class TorchLoadOfWholeModel(Codemod):
     @staticmethod
     def _weights_only_is_defaulted(call: cst.Call) -> bool:
         """True when the call leaves ``weights_only`` to torch's default (True since 2.6)."""
-        if any(arg.star for arg in call.args):  # forwarded arguments may already choose
-            return False
+        if _cst.has_star_args(call):
+            return False  # forwarded `*args`/`**kwargs` may hold `weights_only` or `pickle_module`
         if _cst.keyword_arg(call, "weights_only") is not None or _cst.keyword_arg(call, "pickle_module") is not None:
             return False
         return len(_cst.positional_args(call)) < 3  # the third positional is `pickle_module`
@@ -188,10 +189,10 @@ class TorchLoadOfWholeModel(Codemod):
 # -- stage 1 ---------------------------------------------------------------------------------
 def _weights_only_defaulted(call: ast.Call) -> bool:
     """The codemod's own test: ``weights_only`` left to torch's default."""
-    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
     return (
         all(k.arg is not None for k in call.keywords) and not has_keyword(call, "weights_only")
-        and not has_keyword(call, "pickle_module") and len(positional) < 3
+        and not has_keyword(call, "pickle_module") and len(call.args) < 3
+        and not any(isinstance(a, ast.Starred) for a in call.args)
     )
 
 

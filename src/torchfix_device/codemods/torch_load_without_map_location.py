@@ -44,7 +44,7 @@ class TorchLoadWithoutMapLocation(Codemod):
 
     ## Not rewritten
     Calls that already pass `map_location` (by keyword or as the second positional argument) or
-    pass `**kwargs` (which may hold it); every other `load` (`np.load`, `pickle.load`,
+    forward `*args` or `**kwargs` (which may hold it: `def load(*a, **k): return torch.load(*a, **k)`); every other `load` (`np.load`, `pickle.load`,
     `json.load`, `yaml.load`, a method called `load`); calls inside `__init__`, static methods or
     nested functions of an `nn.Module`, where no module device exists yet — those are reported.
 
@@ -73,15 +73,8 @@ class TorchLoadWithoutMapLocation(Codemod):
             return updated_node
         if _cst.keyword_arg(original_node, "map_location") is not None:
             return updated_node
-        if len(_cst.positional_args(original_node)) >= 2 or any(a.star == "**" for a in original_node.args):
-            return updated_node
-        if any(a.star == "*" for a in original_node.args):
-            self.report(
-                original_node,
-                "`torch.load` forwards `*args`, which may already choose a location: add `map_location=` by hand if they do not",
-                fixable=False,
-            )
-            return updated_node
+        if len(_cst.positional_args(original_node)) >= 2 or _cst.has_star_args(original_node):
+            return updated_node  # a location chosen positionally, or forwarded `*args`/`**kwargs`
         device = self.device_source.for_site(original_node)
         if isinstance(device, NoDevice):
             self.report(original_node, f"`torch.load` without `map_location`: {device.reason}", fixable=False)
@@ -97,6 +90,8 @@ def torch_load_possible(f: FileFacts) -> bool:
 
 
 def _load_without_map_location(call: ast.Call) -> bool:
-    """The codemod's own test: no ``map_location=``, fewer than two positional arguments, no ``**``."""
-    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
-    return not has_keyword(call, "map_location") and len(positional) < 2 and all(k.arg is not None for k in call.keywords)
+    """The codemod's own test: no ``map_location=``, fewer than two positional arguments, no ``*``/``**``."""
+    return (
+        not has_keyword(call, "map_location") and len(call.args) < 2
+        and not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg is not None for k in call.keywords)
+    )
