@@ -205,7 +205,7 @@ class VariableWrapper(Codemod):
 
     # -- the rewrite ----------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if not (self.qualified_names(original_node.func, ending_in=VARIABLE_NAME) & VARIABLE):
+        if not self._is_variable(original_node.func):
             return updated_node
         problem = _unsupported(original_node)
         if problem:
@@ -262,6 +262,12 @@ class VariableWrapper(Codemod):
 
     def _only_statement(self, node: cst.SimpleStatementLine) -> bool:
         return id(node) in self._only_statements
+
+    def _is_variable(self, func: cst.BaseExpression) -> bool:
+        """``func`` is ``torch.autograd.Variable`` whatever binding reaches it: a name that may
+        also be a lambda, a class or a parameter of that spelling is not."""
+        qualified = self.qualified_names(func, ending_in=VARIABLE_NAME)
+        return bool(qualified) and qualified <= VARIABLE
 
     # -- evidence ---------------------------------------------------------------------------
     def _is_fresh(self, expr: cst.BaseExpression) -> bool:
