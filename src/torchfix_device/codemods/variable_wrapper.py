@@ -48,9 +48,17 @@ class VariableWrapper(Codemod):
     `Variable(torch.from_numpy(a).float(), requires_grad=True)` →
     `torch.from_numpy(a).float().requires_grad_()`, and `volatile=True/False` (which has had no
     effect since PyTorch 0.4) is dropped. `Variable(a + b).cuda()` becomes `(a + b).cuda()`.
+    `Variable(h.data)` → `h.detach()`; `Variable(torch.Tensor([1.0]), requires_grad=True)` (a
+    list of float literals) → `torch.tensor([1.0], requires_grad=True)`.
+    `isinstance(x, Variable)` → `isinstance(x, torch.Tensor)`, and `type(h) == Variable` /
+    `type(h) is Variable` → `isinstance(h, torch.Tensor)` (`!=` / `is not` → `not isinstance(...)`),
+    adding `import torch` where it is missing.
+    `Variable` counts only where every binding that reaches the name is
+    `torch.autograd.Variable`: a module-level `Variable = lambda ...`, a class or a parameter
+    named `Variable`, or a rebinding after the import leave it alone.
     The `Variable` import is removed once the name it binds appears nowhere else (docstrings
-    aside), and so is a line `x = Variable(x)` that would become `x = x` (kept when a comment is
-    attached to it or it is its block's only statement).
+    aside), and so is a line `x = Variable(x)` (or `a, b = Variable(a), Variable(b)`) that would
+    become `x = x` (kept when a comment is attached to it or it is its block's only statement).
 
     ## Why is this bad?
     Since PyTorch 0.4 `Variable` and `Tensor` are the same class. `Variable(x)` is a deprecated
@@ -65,6 +73,9 @@ class VariableWrapper(Codemod):
     noise = Variable(torch.randn(batch, dim))
     w = Variable(torch.zeros(dim, 1), requires_grad=True)
     state = Variable(torch.from_numpy(obs).float().unsqueeze(0), volatile=True)
+    hidden = Variable(h.data)
+    if type(hidden) == Variable:  # always False since PyTorch 0.4
+        ...
     ```
 
     ## Use instead
@@ -72,18 +83,29 @@ class VariableWrapper(Codemod):
     noise = torch.randn(batch, dim)
     w = torch.zeros(dim, 1, requires_grad=True)
     state = torch.from_numpy(obs).float().unsqueeze(0)  # under `with torch.no_grad():`
+    hidden = h.detach()
+    if isinstance(hidden, torch.Tensor):
+        ...
     ```
 
     ## Not rewritten
     Calls with `*args`/`**kwargs`, `data=` by keyword, more than one positional argument, other
     keywords, or a `volatile=` that is not a literal `True`/`False`: reported for manual review.
-    `Variable` used as a value (`isinstance(x, Variable)`) is left alone.
+    `Variable` used as another value (`issubclass(T, Variable)`, a tuple in `isinstance`) is left
+    alone, and so is a `Variable` that may be anything else (a name also bound to a lambda, a
+    class or a parameter) or that comes from a star import (`from torch.autograd import *`: what
+    it binds is not known, so it is not guessed).
 
     ## Fix safety
     Safe where the wrapped expression is provably a fresh tensor that does not require grad (a
     factory call such as `torch.randn`/`torch.zeros`/`torch.from_numpy`, a legacy constructor
     given sizes or a list, `x.data`, `x.detach()`, conversions and reshapes of those, or one of
     those times a number): there the `.detach()` that `Variable` does is a no-op.
+    `Variable(h.data)` → `h.detach()` gives the same values and storage without grad.
+    `torch.tensor([...floats])` takes the default dtype as `torch.Tensor([...])` does.
+    `isinstance(x, Variable)` is `isinstance(x, torch.Tensor)` on PyTorch ≥ 0.4. The
+    `type(h) == Variable` rewrite changes behaviour on purpose: the comparison is always False
+    today (a bug), and the rewrite takes the branch that was meant.
     Unsafe for anything else (`Variable(inputs)` → `inputs`,
     `Variable(w, requires_grad=True)` → `w.requires_grad_()`): if `inputs` already requires grad,
     `Variable` cut it from the graph and the rewrite does not, and `requires_grad_()` now marks
@@ -359,9 +381,8 @@ class VariableWrapper(Codemod):
         if self.qualified_names(expr.func) != {"torch.Tensor"}:
             return False
         value = expr.args[0].value
-        return isinstance(value, cst.List) and bool(value.elements) and all(
-            _is_float(e.value) for e in value.elements if isinstance(e, cst.Element)
-        ) and all(isinstance(e, cst.Element) for e in value.elements)
+        elements = value.elements if isinstance(value, cst.List) else ()
+        return bool(elements) and all(isinstance(e, cst.Element) and _is_float(e.value) for e in elements)
 
     def _is_variable(self, func: cst.BaseExpression) -> bool:
         """``func`` is ``torch.autograd.Variable`` whatever binding reaches it: a name that may
