@@ -4,10 +4,11 @@ from collections import Counter
 
 import libcst as cst
 import libcst.matchers as m
+from libcst.codemod.visitors import AddImportsVisitor
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
-from torchfix_device.candidates import FileFacts, calls_to
+from torchfix_device.candidates import FileFacts
 from torchfix_device.import_edits import remove_import_aliases
 
 VARIABLE = {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
@@ -47,9 +48,17 @@ class VariableWrapper(Codemod):
     `Variable(torch.from_numpy(a).float(), requires_grad=True)` →
     `torch.from_numpy(a).float().requires_grad_()`, and `volatile=True/False` (which has had no
     effect since PyTorch 0.4) is dropped. `Variable(a + b).cuda()` becomes `(a + b).cuda()`.
+    `Variable(h.data)` → `h.detach()`; `Variable(torch.Tensor([1.0]), requires_grad=True)` (a
+    list of float literals) → `torch.tensor([1.0], requires_grad=True)`.
+    `isinstance(x, Variable)` → `isinstance(x, torch.Tensor)`, and `type(h) == Variable` /
+    `type(h) is Variable` → `isinstance(h, torch.Tensor)` (`!=` / `is not` → `not isinstance(...)`),
+    adding `import torch` where it is missing.
+    `Variable` counts only where every binding that reaches the name is
+    `torch.autograd.Variable`: a module-level `Variable = lambda ...`, a class or a parameter
+    named `Variable`, or a rebinding after the import leave it alone.
     The `Variable` import is removed once the name it binds appears nowhere else (docstrings
-    aside), and so is a line `x = Variable(x)` that would become `x = x` (kept when a comment is
-    attached to it or it is its block's only statement).
+    aside), and so is a line `x = Variable(x)` (or `a, b = Variable(a), Variable(b)`) that would
+    become `x = x` (kept when a comment is attached to it or it is its block's only statement).
 
     ## Why is this bad?
     Since PyTorch 0.4 `Variable` and `Tensor` are the same class. `Variable(x)` is a deprecated
@@ -64,6 +73,9 @@ class VariableWrapper(Codemod):
     noise = Variable(torch.randn(batch, dim))
     w = Variable(torch.zeros(dim, 1), requires_grad=True)
     state = Variable(torch.from_numpy(obs).float().unsqueeze(0), volatile=True)
+    hidden = Variable(h.data)
+    if type(hidden) == Variable:  # always False since PyTorch 0.4
+        ...
     ```
 
     ## Use instead
@@ -71,18 +83,29 @@ class VariableWrapper(Codemod):
     noise = torch.randn(batch, dim)
     w = torch.zeros(dim, 1, requires_grad=True)
     state = torch.from_numpy(obs).float().unsqueeze(0)  # under `with torch.no_grad():`
+    hidden = h.detach()
+    if isinstance(hidden, torch.Tensor):
+        ...
     ```
 
     ## Not rewritten
     Calls with `*args`/`**kwargs`, `data=` by keyword, more than one positional argument, other
     keywords, or a `volatile=` that is not a literal `True`/`False`: reported for manual review.
-    `Variable` used as a value (`isinstance(x, Variable)`) is left alone.
+    `Variable` used as another value (`issubclass(T, Variable)`, a tuple in `isinstance`) is left
+    alone, and so is a `Variable` that may be anything else (a name also bound to a lambda, a
+    class or a parameter) or that comes from a star import (`from torch.autograd import *`: what
+    it binds is not known, so it is not guessed).
 
     ## Fix safety
     Safe where the wrapped expression is provably a fresh tensor that does not require grad (a
     factory call such as `torch.randn`/`torch.zeros`/`torch.from_numpy`, a legacy constructor
     given sizes or a list, `x.data`, `x.detach()`, conversions and reshapes of those, or one of
     those times a number): there the `.detach()` that `Variable` does is a no-op.
+    `Variable(h.data)` → `h.detach()` gives the same values and storage without grad.
+    `torch.tensor([...floats])` takes the default dtype as `torch.Tensor([...])` does.
+    `isinstance(x, Variable)` is `isinstance(x, torch.Tensor)` on PyTorch ≥ 0.4. The
+    `type(h) == Variable` rewrite changes behaviour on purpose: the comparison is always False
+    today (a bug), and the rewrite takes the branch that was meant.
     Unsafe for anything else (`Variable(inputs)` → `inputs`,
     `Variable(w, requires_grad=True)` → `w.requires_grad_()`): if `inputs` already requires grad,
     `Variable` cut it from the graph and the rewrite does not, and `requires_grad_()` now marks
@@ -99,11 +122,15 @@ class VariableWrapper(Codemod):
     @classmethod
     def may_match(cls, facts: FileFacts) -> bool:
         """A call that may be ``torch.autograd.Variable(...)``."""
-        return facts.torch_imported and "Variable" in facts.names and next(calls_to(facts, VARIABLE), None) is not None
+        # ``isinstance(x, Variable)`` and ``type(x) == Variable`` use ``Variable`` as a value, not
+        # a call: the name spelt with a torch import is all that is needed.
+        return facts.torch_imported and "Variable" in facts.names
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self._tight: set[int] = set()
+        self._bool_operands: set[int] = set()
+        """``id`` of the operands of ``and``/``or``, where ``not x`` needs no parentheses."""
         self._only_statements: set[int] = set()
         self._rewrote = False
         self._imports: dict[cst.ImportAlias, tuple[cst.ImportFrom, str, str | None]] = {}
@@ -199,13 +226,22 @@ class VariableWrapper(Codemod):
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         self._tight.update((id(node.left), id(node.right)))
+        self._bool_operands.update((id(node.left), id(node.right)))
 
     def visit_Await(self, node: cst.Await) -> None:
         self._tight.add(id(node.expression))
 
     # -- the rewrite ----------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if not (self.qualified_names(original_node.func, ending_in=VARIABLE_NAME) & VARIABLE):
+        if self._is_isinstance_variable(original_node):
+            if not self.report(original_node.args[1].value, "`isinstance(x, Variable)`: `Variable` is `torch.Tensor` since PyTorch 0.4: use `torch.Tensor`"):
+                return updated_node
+            self._count_removed(original_node.args[1].value)
+            self._rewrote = True
+            args = list(updated_node.args)
+            args[1] = args[1].with_changes(value=self._torch_tensor())
+            return updated_node.with_changes(args=args)
+        if not self._is_variable(original_node.func):
             return updated_node
         problem = _unsupported(original_node)
         if problem:
@@ -215,11 +251,23 @@ class VariableWrapper(Codemod):
         requires = _cst.keyword_arg(updated_node, "requires_grad")
         volatile = _cst.keyword_arg(original_node, "volatile")
         requires_value = None if requires is None or m.matches(requires.value, m.Name("False")) else requires.value
-        fresh = self._is_fresh(original_node.args[0].value)
+        fresh = self._is_fresh(original_node.args[0].value) or self._float_list_tensor(original_node.args[0].value)
 
-        if requires_value is None:
-            new: cst.BaseExpression = data
+        data_of = _data_receiver(data) if _data_receiver(original_node.args[0].value) is not None else None
+        if requires_value is None and data_of is not None:
+            new: cst.BaseExpression = cst.Call(func=cst.Attribute(value=_atom(data_of), attr=cst.Name("detach")))
+            shown = "`.detach()`"
+        elif requires_value is None:
+            new = data
             shown = "the tensor itself"
+        elif self._float_list_tensor(original_node.args[0].value):
+            literal = cst.ensure_type(data, cst.Call)
+            new = _cst.add_keyword_arg(
+                literal.with_changes(func=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("tensor"))),
+                "requires_grad", requires_value,
+            )
+            AddImportsVisitor.add_needed_import(self.context, "torch")
+            shown = "`torch.tensor(..., requires_grad=...)`"
         elif fresh and self._factory_taking_requires_grad(original_node.args[0].value):
             new = _cst.add_keyword_arg(cst.ensure_type(data, cst.Call), "requires_grad", requires_value)
             shown = "`requires_grad=` on the factory call"
@@ -262,6 +310,85 @@ class VariableWrapper(Codemod):
 
     def _only_statement(self, node: cst.SimpleStatementLine) -> bool:
         return id(node) in self._only_statements
+
+    def _count_removed(self, expr: cst.BaseExpression) -> None:
+        if isinstance(expr, cst.Name):
+            self._removed_names[expr.value] += 1
+
+    def _torch_tensor(self) -> cst.Attribute:
+        """``torch.Tensor``, with ``import torch`` added where the module lacks it."""
+        AddImportsVisitor.add_needed_import(self.context, "torch")
+        return cst.Attribute(value=cst.Name("torch"), attr=cst.Name("Tensor"))
+
+    def _is_isinstance_variable(self, call: cst.Call) -> bool:
+        """``isinstance(x, Variable)``: the builtin, two plain positional arguments."""
+        return (
+            isinstance(call.func, cst.Name)
+            and call.func.value == "isinstance"
+            and self.qualified_names(call.func) == {"builtins.isinstance"}
+            and len(call.args) == 2
+            and all(a.keyword is None and not a.star for a in call.args)
+            and self._is_variable(call.args[1].value)
+        )
+
+    def _type_of(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``h`` for ``type(h)`` (the builtin, one plain argument)."""
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "type"):
+            return None
+        if self.qualified_names(expr.func) != {"builtins.type"} or len(expr.args) != 1:
+            return None
+        arg = expr.args[0]
+        return arg.value if arg.keyword is None and not arg.star else None
+
+    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
+        """``type(h) == Variable`` / ``type(h) is Variable`` (always False since PyTorch 0.4)
+        → ``isinstance(h, torch.Tensor)``; ``!=`` / ``is not`` → ``not isinstance(...)``."""
+        if len(original_node.comparisons) != 1:
+            return updated_node
+        target = original_node.comparisons[0]
+        operator = target.operator
+        negated = isinstance(operator, (cst.NotEqual, cst.IsNot))
+        if not isinstance(operator, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
+            return updated_node
+        if not (self._type_of(original_node.left) is not None and self._is_variable(target.comparator)):
+            return updated_node
+        message = (
+            "`type(x) == Variable` is always False since PyTorch 0.4 (`Variable` is no tensor's type):"
+            " use `isinstance(x, torch.Tensor)`"
+        )
+        if not self.report(original_node, message):
+            return updated_node
+        self._count_removed(target.comparator)
+        self._rewrote = True
+        subject = self._type_of(cst.ensure_type(updated_node.left, cst.BaseExpression))
+        assert subject is not None
+        new: cst.BaseExpression = cst.Call(
+            func=cst.Name("isinstance"), args=[cst.Arg(subject, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(self._torch_tensor())]
+        )
+        if negated:
+            new = cst.UnaryOperation(operator=cst.Not(), expression=new)
+            if id(original_node) in self._tight and id(original_node) not in self._bool_operands:
+                new = _atom(new, force=True)
+        if updated_node.lpar:
+            new = new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
+        return new
+
+    def _float_list_tensor(self, expr: cst.BaseExpression) -> bool:
+        """``torch.Tensor([1.0, -2.5])``: a flat list of float literals, which ``torch.tensor``
+        gives the same default floating dtype."""
+        if not (isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None and not expr.args[0].star):
+            return False
+        if self.qualified_names(expr.func) != {"torch.Tensor"}:
+            return False
+        value = expr.args[0].value
+        elements = value.elements if isinstance(value, cst.List) else ()
+        return bool(elements) and all(isinstance(e, cst.Element) and _is_float(e.value) for e in elements)
+
+    def _is_variable(self, func: cst.BaseExpression) -> bool:
+        """``func`` is ``torch.autograd.Variable`` whatever binding reaches it: a name that may
+        also be a lambda, a class or a parameter of that spelling is not."""
+        qualified = self.qualified_names(func, ending_in=VARIABLE_NAME)
+        return bool(qualified) and qualified <= VARIABLE
 
     # -- evidence ---------------------------------------------------------------------------
     def _is_fresh(self, expr: cst.BaseExpression) -> bool:
@@ -319,23 +446,45 @@ def _unsupported(call: cst.Call) -> str | None:
 
 
 def _is_self_assignment(line: cst.SimpleStatementLine) -> bool:
-    """``x = x`` alone on its line."""
+    """``x = x`` or ``a, b = a, b`` alone on its line."""
     if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign):
         return False
     assign = line.body[0]
-    return (
-        len(assign.targets) == 1
-        and isinstance(assign.targets[0].target, cst.Name)
-        and isinstance(assign.value, cst.Name)
-        and not assign.value.lpar
-        and assign.value.value == assign.targets[0].target.value
+    return len(assign.targets) == 1 and _names(assign.targets[0].target) is not None and (
+        _names(assign.targets[0].target) == _names(assign.value)
     )
+
+
+def _names(expr: cst.BaseExpression) -> list[str] | None:
+    """``["x"]`` for ``x``, ``["a", "b"]`` for ``a, b`` (no parentheses, no starred element)."""
+    if expr.lpar:
+        return None
+    if isinstance(expr, cst.Name):
+        return [expr.value]
+    if isinstance(expr, cst.Tuple) and expr.elements and all(
+        isinstance(e, cst.Element) and isinstance(e.value, cst.Name) and not e.value.lpar for e in expr.elements
+    ):
+        return [cst.ensure_type(e.value, cst.Name).value for e in expr.elements]
+    return None
 
 
 def _has_comment(line: cst.SimpleStatementLine) -> bool:
     return line.trailing_whitespace.comment is not None or any(
         empty.comment is not None for empty in line.leading_lines
     )
+
+
+def _data_receiver(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``h`` for ``h.data``."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data" and not expr.lpar:
+        return expr.value
+    return None
+
+
+def _is_float(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return _is_float(expr.expression)
+    return isinstance(expr, cst.Float)
 
 
 def _is_number(expr: cst.BaseExpression) -> bool:
