@@ -16,7 +16,7 @@ import torch.nn as nn
 
 from torchfix_device.codemods.cuda_call import CudaCall
 from torchfix_device.codemods.factory_without_device import FactoryWithoutDevice
-from torchfix_device.runner import transform_source
+from torchfix_device.engine import transform_source
 
 _TENSOR_TO, _MODULE_TO = torch.Tensor.to, nn.Module.to
 
