@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import ast
 import warnings
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
 MOVE_METHODS = ("cuda", "to")
-_MARKERS = (b"def cuda", b"def to")
+_MARKERS = (b"def cuda(", b"def to(")
+TEXT_MARKERS = ("def cuda(", "def to(")
 
 
 def classes_with_own_moves(paths: Iterable[Path]) -> frozenset[str]:
@@ -35,17 +37,18 @@ def classes_with_own_moves(paths: Iterable[Path]) -> frozenset[str]:
     return frozenset(found)
 
 
-def classes_in(source: str | bytes) -> set[str]:
+@lru_cache(maxsize=64)
+def classes_in(source: str | bytes) -> frozenset[str]:
     """Names of the classes of ``source`` that define a method ``cuda`` or ``to``."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    return {
+        return frozenset()
+    return frozenset(
         node.name
         for node in ast.walk(tree)
         if isinstance(node, ast.ClassDef)
         and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in MOVE_METHODS for s in node.body)
-    }
+    )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchfix_device import _cst
-from torchfix_device.project_classes import classes_in
+from torchfix_device.project_classes import TEXT_MARKERS, classes_in
 
 if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
@@ -52,7 +52,7 @@ def _local_classes(codemod: "Codemod") -> frozenset[str]:
     known = getattr(codemod, "_own_move_local", None)
     if known is None or known[0] is not module:
         code = getattr(codemod, "source_code", None)
-        names = frozenset(classes_in(code)) if code is not None and ("def cuda" in code or "def to" in code) else frozenset()
+        names = classes_in(code) if code is not None and any(m in code for m in TEXT_MARKERS) else frozenset()
         known = (module, names)
         codemod._own_move_local = known  # type: ignore[attr-defined]
     return known[1]
