@@ -123,3 +123,44 @@ def test_a_receiver_nothing_shows_is_moved_only_as_an_unsafe_fix(unsafe: bool) -
     assert moved is unsafe
     messages = [f.message for f in out.findings if f.line == 14]
     assert any("unsafe: the run defines `RolloutStorage`" in m for m in messages), messages
+
+
+SCAN_CASES = {
+    "method": "class A:\n    def cuda(self):\n        pass\n",
+    "spaced": "class A(Base):\n    def  to (self, *a):\n        return self\n",
+    "async_and_decorated": "class A:\n    @staticmethod\n\n    # note\n    async def to(self):\n        pass\n",
+    "nested_function_is_not_a_method": "class A:\n    def f(self):\n        def cuda():\n            pass\n",
+    "module_function": "def cuda(x):\n    return x\n",
+    "under_an_if_in_the_body": "class A:\n    if True:\n        def cuda(self):\n            pass\n",
+    "docstring_at_column_0": 'class A:\n    """doc\ntext at column 0\n    """\n    def cuda(self):\n        pass\n',
+    "continuation_at_column_0": "class A:\n    x = f(\n1)\n    def to(self):\n        pass\n",
+    "multi_line_header": "class A(\n    Base,\n):\n    def cuda(self):\n        pass\n",
+    "two_classes": "class A:\n    def total(self):\n        pass\nclass B:\n    def to(self):\n        pass\n",
+    "nested_class": "def f():\n    class Inner:\n        def cuda(self):\n            pass\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCAN_CASES))
+def test_the_line_scan_finds_every_class_the_parse_finds(name: str) -> None:
+    """``classes_in`` scans lines instead of parsing; where a line does not tell, it parses. It
+    must never miss a class CPython's ``ast`` sees defining ``cuda``/``to`` in its body."""
+    from torchfix_device.project_classes import _parsed_classes, classes_in
+
+    source = SCAN_CASES[name]
+    parsed = _parsed_classes(source)
+    scanned = classes_in(source)
+    assert parsed <= scanned, (parsed, scanned)
+    assert scanned - parsed <= {"A"}, scanned  # a string line may only add a class
+
+
+def test_the_line_scan_agrees_with_the_parse_on_every_fixture() -> None:
+    from torchfix_device.project_classes import TEXT_MARKERS, _parsed_classes, classes_in
+
+    compared = 0
+    for path in sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.py")):
+        source = path.read_text(encoding="utf-8", errors="replace")
+        if not any(marker in source for marker in TEXT_MARKERS):
+            continue
+        assert _parsed_classes(source) <= classes_in(source), path
+        compared += 1
+    assert compared > 0
