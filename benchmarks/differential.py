@@ -1,7 +1,7 @@
 """Issue 21: the differential generator at scale (``tests/generated.py``, every piece included).
 
     PYTHONPATH=src python benchmarks/differential.py [--examples 10000] [--seed 0] [--batch 200]
-        [--output benchmarks/RESULTS-differential.md]
+        [--jobs 2] [--output benchmarks/RESULTS-differential.md]
 
 Prints: examples, compiled, idempotent, behaviour equal, and the differences by kind (the piece
 kinds of the examples that differ, and the first line of each difference). Known issue-21 pieces
@@ -12,10 +12,12 @@ them out (the property test's view).
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", type=int, default=200, help="examples per worker process")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="batches checked at once, each in its own process (default: cores)")
     parser.add_argument("--exclude-known", action="store_true", help="leave out generated.KNOWN_ISSUE_21")
     parser.add_argument("--output", type=Path, help="write a Markdown summary here")
     args = parser.parse_args(argv)
@@ -37,25 +41,31 @@ def main(argv: list[str] | None = None) -> int:
     counts = Counter()
     by_kind: Counter = Counter()
     by_problem: Counter = Counter()
+    examples_shown: list = []
     start = time.perf_counter()
+    batches = []  # drawn up front, in order, so the examples depend on --seed alone
+    while sum(map(len, batches)) < args.examples:
+        size = min(args.batch, args.examples - sum(map(len, batches)))
+        batches.append([generated.draw_example(rng, exclude_known=args.exclude_known) for _ in range(size)])
     done = 0
-    while done < args.examples:
-        size = min(args.batch, args.examples - done)
-        batch = [generated.draw_example(rng, exclude_known=args.exclude_known) for _ in range(size)]
-        for result in generated.check_examples(batch):
-            counts["examples"] += 1
-            counts["compiled"] += result["compiled"]
-            counts["idempotent"] += result["compiled"] and result["idempotent"]
-            found = generated.problems(result)
-            behaviour = [p for p in found if p != "second run changes the output"]
-            counts["behaviour equal"] += result["compiled"] and not behaviour
-            if found:
-                for kind in sorted({k for k, _ in result["example"]}):
-                    by_kind[kind] += 1
-                for problem in {p.split(":")[0].rsplit(" ", 1)[0] if p.startswith("[") else p.split(":")[0] for p in found}:
-                    by_problem[problem] += 1
-        done += size
-        print(f"{done}/{args.examples} examples, {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for results in pool.map(generated.check_examples, batches):
+            for result in results:
+                counts["examples"] += 1
+                counts["compiled"] += result["compiled"]
+                counts["idempotent"] += result["compiled"] and result["idempotent"]
+                found = generated.problems(result)
+                behaviour = [p for p in found if p != "second run changes the output"]
+                counts["behaviour equal"] += result["compiled"] and not behaviour
+                if found:
+                    for kind in sorted({k for k, _ in result["example"]}):
+                        by_kind[kind] += 1
+                    for problem in {p.split(":")[0].rsplit(" ", 1)[0] if p.startswith("[") else p.split(":")[0] for p in found}:
+                        by_problem[problem] += 1
+                    if len(examples_shown) < 5:
+                        examples_shown.append((result["example"], found[:3]))
+            done += len(results)
+            print(f"{done}/{args.examples} examples, {time.perf_counter() - start:.0f} s", file=sys.stderr)
     seconds = time.perf_counter() - start
 
     lines = [f"{key}: {counts[key]}" for key in ("examples", "compiled", "idempotent", "behaviour equal")]
@@ -65,12 +75,14 @@ def main(argv: list[str] | None = None) -> int:
               for kind, n in by_kind.most_common()]
     lines.append("differences by kind (leg and observable):")
     lines += [f"  {problem}: {n}" for problem, n in by_problem.most_common()]
+    lines.append("first examples with a difference:")
+    lines += [f"  {example}: {found}" for example, found in examples_shown]
     print("\n".join(lines))
     if args.output:
         md = [
             "# Differential generator (issue 21)",
             "",
-            f"`python benchmarks/differential.py --examples {args.examples} --seed {args.seed}"
+            f"`python benchmarks/differential.py --examples {args.examples} --seed {args.seed} --jobs {args.jobs}"
             + (" --exclude-known" if args.exclude_known else "") + "`",
             "",
             "| measure | count |", "|---|---|",
