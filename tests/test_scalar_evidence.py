@@ -354,3 +354,65 @@ def test_non_scalars_stay(case: str) -> None:
     assert not (isinstance(today[0], str) and today[0] == "raised")  # real indexing, working today
     naive = source.replace(".data.numpy()[0]", ".item()").replace(".data[0]", ".item()")
     assert _run(naive)[0] == "raised"  # what a rewrite without evidence would have done
+
+
+def test_every_site_is_decided_as_the_findings_say() -> None:
+    """A site whose evidence is another site's ``.data[0]`` (``num_correct += correct.data[0]``)
+    is decided the same on the original (whose findings the run reports) and on the tree a
+    later pass sees, where that site reads ``correct.item()``: a line changes exactly where a
+    finding says it is fixed."""
+    source = SETUP + textwrap.dedent(
+        """
+        def accuracy(batches):
+            running_acc = 0.0
+            for pred, label in batches:
+                num_correct = torch.sum(pred == label)
+                running_acc += num_correct.data[0]
+            num_correct = 0.0
+            for pred, label in batches:
+                correct = torch.sum(pred == label)
+                num_correct += correct.data[0]
+            return running_acc, num_correct
+
+
+        result = accuracy([(torch.tensor([1, 2]), torch.tensor([1, 3]))] * 2)
+        """
+    )
+    out = _rewrite(source)
+    changed = {i + 1 for i, (a, b) in enumerate(zip(source.splitlines(), out.text.splitlines())) if a != b}
+    fixed = {f.line for f in out.findings if f.fixed}
+    assert changed == fixed == {source.splitlines().index("        running_acc += num_correct.data[0]") + 1,
+                                source.splitlines().index("        num_correct += correct.data[0]") + 1}
+    assert _run(out.text)[0] == _run(source, legacy=True)[0] == (2, 2)
+
+
+PASSED = textwrap.dedent(
+    """
+    def validate(batches, criterion):
+        return [criterion(p, t).data[0] for p, t in batches]
+
+
+    def main():
+        criterion = nn.MSELoss()
+        return validate([(pred, target)] * 2, criterion)
+
+
+    """
+)
+
+
+def test_loss_passed_to_a_parameter_by_every_call_is_an_unsafe_fix() -> None:
+    """Every call in the file passes a loss: the rewrite gives the number the legacy code read.
+    A call from elsewhere may pass a per-element loss, whose ``.data[0]`` works today and whose
+    ``.item()`` raises: so the fix waits for --unsafe-fixes."""
+    source = SETUP + PASSED + "result = main()\n"
+    assert _rewrite(source).text == source
+    out = _rewrite(source, unsafe=True)
+    assert "criterion(p, t).item()" in out.text
+    assert _run(source) == ("raised", "IndexError")
+    legacy, after = _run(source, legacy=True)[0], _run(out.text)[0]
+    assert len(after) == 2 and after == legacy and all(type(v) is float for v in after)
+    elsewhere = "result = validate([(pred, target)], nn.MSELoss(reduction='none'))\n"
+    today = _run(SETUP + PASSED + elsewhere)[0]
+    assert isinstance(today[0], torch.Tensor)  # the first element, working today
+    assert _run(out.text.replace("result = main()\n", elsewhere)) == ("raised", "RuntimeError")

@@ -23,7 +23,7 @@ import libcst as cst
 from libcst.metadata import Assignment, FunctionScope, GlobalScope, PositionProvider
 
 from torchfix_device import _cst
-from torchfix_device.codemods._scalar_evidence import ARITHMETIC, ScalarEvidence, Size
+from torchfix_device.codemods._scalar_evidence import ARITHMETIC, ScalarEvidence, Size, zero_index
 
 if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
@@ -89,7 +89,7 @@ def _plan_one(
     accesses = {id(a.node): a.node for assignment in assignments for a in assignment.references}
     for node in accesses.values():
         parent = codemod.parent_of(node)
-        if isinstance(parent, cst.Subscript) and parent.value is node and _is_zero_index(parent):
+        if isinstance(parent, cst.Subscript) and parent.value is node and zero_index(parent):
             found.reads.append(parent)
         elif id(node) not in self_reads and found.problem is None:
             found.problem = f"`{name}` is also used as it is ({_describe(codemod, node)}), where a number would not do what the tensor does"
@@ -172,13 +172,6 @@ def _is_number_literal(value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, (cst.Minus, cst.Plus)):
         value = value.expression
     return isinstance(value, (cst.Integer, cst.Float))
-
-
-def _is_zero_index(subscript: cst.Subscript) -> bool:
-    if len(subscript.slice) != 1:
-        return False
-    index = subscript.slice[0].slice
-    return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
 
 
 def _describe(codemod: "Codemod", node: cst.CSTNode) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 import libcst.matchers as m
+from libcst.metadata import Assignment
 
 from torchfix_device import _cst
 
@@ -35,6 +36,12 @@ REDUCTION_POSITION = {"huber_loss": 2, "HuberLoss": 0, "CTCLoss": 1}
 """Losses whose ``reduction`` can be passed at a position the general rules allow."""
 NOT_SCALAR_LOSSES = frozenset({"AdaptiveLogSoftmaxWithLoss", "LinearCrossEntropyLoss"})
 """``nn.*Loss`` classes whose call does not return one reduced loss."""
+AUGMENTED_ARITHMETIC = (
+    cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.FloorDivideAssign,
+    cst.ModuloAssign, cst.PowerAssign,
+)
+UNKNOWN = object()
+"""A binding whose value says nothing (``x @= y``, ``x |= y``)."""
 MODULE_MOVES = frozenset({"cuda", "to", "cpu", "float", "double", "half", "train", "eval"})
 """``nn.Module`` methods that return the module itself."""
 
@@ -46,6 +53,7 @@ class LossEvidence:
         self.codemod = codemod
         self.module = module
         self._attribute_values: dict[str, list[tuple[cst.Attribute, cst.BaseExpression | None]]] | None = None
+        self._values: dict[int, object] | None = None
 
     def loss_call_reduces(self, function: str, call: cst.Call) -> bool:
         """``F.<function>(...)`` with a scalar reduction: neither ``reduction="none"`` nor
@@ -123,6 +131,78 @@ class LossEvidence:
                     return last
         return "other"
 
+    def visible(self, name: cst.Name) -> list[Assignment]:
+        """The bindings of ``name`` visible where it is read; [] when one is not a plain
+        ``Assignment`` (an import, a builtin) or none is known."""
+        scope = self.codemod.scope_of(name)
+        if scope is None:
+            return []
+        found = list(scope[name.value])
+        if not all(isinstance(a, Assignment) for a in found):
+            return []
+        return found
+
+    def value_of(self, assignment: Assignment) -> object | None:
+        """The value assigned by ``assignment`` (``x = v``, ``x: T = v``, ``x += v``), or
+        :data:`UNKNOWN`, or None (a parameter, a loop variable, an unpacking)."""
+        if self._values is None:
+            values: dict[int, object] = {}
+            for node in _cst.walk_statements(self.module):
+                if isinstance(node, cst.Assign):
+                    for t in node.targets:
+                        if isinstance(t.target, cst.Name):
+                            values[id(t.target)] = node.value
+                        elif _same_length_tuples(t.target, node.value):  # total, shown = 0, []
+                            for name, value in zip(t.target.elements, node.value.elements):  # type: ignore[attr-defined]
+                                if isinstance(name.value, cst.Name):
+                                    values[id(name.value)] = value.value
+                elif isinstance(node, cst.AnnAssign) and node.value is not None and isinstance(node.target, cst.Name):
+                    values[id(node.target)] = node.value
+                elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+                    values[id(node.target)] = node.value if isinstance(node.operator, AUGMENTED_ARITHMETIC) else UNKNOWN
+            self._values = values
+        return self._values.get(id(assignment.node))
+
+    def is_loss_module_name(self, name: cst.Name) -> bool:
+        """Every binding of ``name`` visible here is a loss module (or a move of ``name``)."""
+        values = [self.value_of(a) for a in self.visible(name)]
+        if not values or any(not isinstance(v, cst.BaseExpression) for v in values):
+            return False
+        kinds = [self.callable_kind(v, name.value) for v in values]  # type: ignore[arg-type]
+        return "module" in kinds and all(k in ("module", None) for k in kinds)
+
+    def passed_losses(self, param: cst.Param) -> bool:
+        """``param`` is a parameter of a function of this module whose name is read only to call
+        it, and every call passes it a loss module (``test(loader, model, criterion)`` with
+        ``criterion = nn.CrossEntropyLoss()``). A caller in another file may pass anything."""
+        function = self.codemod.parent_of(self.codemod.parent_of(param))  # Param -> Parameters -> FunctionDef
+        if not isinstance(function, cst.FunctionDef) or function.decorators or param not in function.params.params:
+            return False
+        if not isinstance(self.codemod.parent_of(function), cst.Module):
+            return False
+        position = list(function.params.params).index(param)
+        scope = self.codemod.scope_of(function)
+        bindings = list(scope.assignments[function.name.value]) if scope is not None else []
+        if len(bindings) != 1 or bindings[0].node is not function:
+            return False
+        calls = 0
+        for access in bindings[0].references:
+            call = self.codemod.parent_of(access.node)
+            if not (isinstance(call, cst.Call) and call.func is access.node) or _cst.has_star_args(call):
+                return False
+            passed = _cst.keyword_arg(call, param.name.value)
+            if passed is None:
+                positional = _cst.positional_args(call)
+                passed = positional[position] if position < len(positional) else None
+            value = passed.value if passed is not None else None
+            if isinstance(value, cst.Name) and self.is_loss_module_name(value):
+                calls += 1
+            elif not (isinstance(value, cst.Call) and self.is_loss_constructor(value)):
+                return False
+            else:
+                calls += 1
+        return calls > 0
+
     # -- where a method is -------------------------------------------------------------------
     def method_around(self, node: cst.CSTNode) -> tuple[cst.ClassDef, cst.FunctionDef] | None:
         """The class and method ``node`` (``self.x``) is in, where ``self`` is the method's
@@ -193,3 +273,13 @@ def _attribute_targets(target: cst.BaseExpression) -> Iterator[tuple[cst.Attribu
         for element in target.elements:
             for found, _ in _attribute_targets(element.value):
                 yield found, False
+
+
+def _same_length_tuples(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """``a, b = x, y``: each name gets its own value (no starred element on either side)."""
+    return (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+    )

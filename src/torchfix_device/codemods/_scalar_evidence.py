@@ -27,10 +27,11 @@ import enum
 from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.metadata import Assignment, FunctionScope, GlobalScope
 
 from torchfix_device import _cst
-from torchfix_device.codemods._loss_evidence import LOSS_FUNCTIONS, LossEvidence
+from torchfix_device.codemods._loss_evidence import LOSS_FUNCTIONS, UNKNOWN, LossEvidence
 
 if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
@@ -45,6 +46,9 @@ class Size(enum.IntEnum):
     """A 0-dim tensor on PyTorch >= 0.4."""
     ONE = 2
     """A tensor with exactly one element (0-dim, or a vector of one element)."""
+    LIKELY = 3
+    """A loss where the value comes through a parameter every call in this file passes a loss
+    module to: a caller in another file may pass anything (evidence for an unsafe fix only)."""
 
 
 def combine(a: Size | None, b: Size | None) -> Size | None:
@@ -68,12 +72,6 @@ BINARY = frozenset({"add", "sub", "mul", "div", "pow"})
 """``x.add(y)``, ``torch.add(x, y)``: the broadcast of both."""
 NUMBER_BUILTINS = frozenset({"builtins.len", "builtins.float", "builtins.int"})
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
-AUGMENTED_ARITHMETIC = (
-    cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.FloorDivideAssign,
-    cst.ModuloAssign, cst.PowerAssign,
-)
-_UNKNOWN = object()
-"""A binding whose value says nothing (``x @= y``, ``x |= y``)."""
 
 
 class ScalarEvidence(LossEvidence):
@@ -81,7 +79,6 @@ class ScalarEvidence(LossEvidence):
 
     def __init__(self, codemod: "Codemod", module: cst.Module) -> None:
         super().__init__(codemod, module)
-        self._values: dict[int, object] | None = None
         self._busy: set[tuple[int, str]] = set()
         self._neutral = 0  # how often a value built from itself was taken as neutral
         self._memo: dict[tuple[int, str], Size | None] = {}
@@ -100,6 +97,11 @@ class ScalarEvidence(LossEvidence):
             return combine(self.size(node.body), self.size(node.orelse))
         if isinstance(node, cst.Attribute) and node.attr.value == "data":
             return _tensor(self.size(node.value))
+        if isinstance(node, cst.Subscript) and zero_index(node):
+            # `x.data[0]` / `x.data.numpy()[0]` of a scalar: the number (a later pass sees `x.item()`)
+            data = node.value if m.matches(node.value, m.Attribute(attr=m.Name("data"))) else None
+            subject = data.value if data is not None else numpy_subject(node)  # type: ignore[attr-defined]
+            return Size.NUMBER if subject is not None and _tensor(self.size(subject)) is not None else None
         if isinstance(node, cst.Name):
             return self.name_size(node)
         if isinstance(node, cst.Call):
@@ -167,13 +169,15 @@ class ScalarEvidence(LossEvidence):
         return self._returns_size(method) if method is not None else None
 
     def _named_call(self, func: cst.Name, call: cst.Call, positional: list[cst.Arg]) -> Size | None:
-        assignments = self._visible(func)
+        assignments = self.visible(func)
         if not assignments:
             return None
         if len(assignments) == 1 and isinstance(assignments[0].node, cst.FunctionDef):
             return self._returns_size(assignments[0].node)
+        if len(assignments) == 1 and isinstance(assignments[0].node, cst.Param):
+            return Size.LIKELY if self.passed_losses(assignments[0].node) else None
         values = [self.value_of(a) for a in assignments]
-        if any(v is None or v is _UNKNOWN for v in values):
+        if any(v is None or v is UNKNOWN for v in values):
             return None
         kinds = [self.callable_kind(v, func.value) for v in values]  # type: ignore[arg-type]
         if "other" in kinds or not any(kinds):
@@ -187,7 +191,7 @@ class ScalarEvidence(LossEvidence):
 
     # -- names --------------------------------------------------------------------------------
     def name_size(self, name: cst.Name) -> Size | None:
-        assignments = self._visible(name)
+        assignments = self.visible(name)
         if not assignments:
             return None
         key = (id(assignments[0].scope), name.value)
@@ -202,7 +206,7 @@ class ScalarEvidence(LossEvidence):
             found = self._fold(assignments)
         finally:
             self._busy.discard(key)
-        if _tensor(found) is None and self.one_element_by_backward(name):
+        if (_tensor(found) is None or found is Size.LIKELY) and self.one_element_by_backward(name):
             found = Size.ONE
         if self._neutral == neutral_before or not self._busy:
             self._memo[key] = found
@@ -212,44 +216,12 @@ class ScalarEvidence(LossEvidence):
         found: Size | None = Size.NUMBER
         for assignment in assignments:
             value = self.value_of(assignment)
-            if value is None or value is _UNKNOWN:
+            if value is None or value is UNKNOWN:
                 return None
             found = combine(found, self.size(value))  # type: ignore[arg-type]
             if found is None:
                 return None
         return found
-
-    def _visible(self, name: cst.Name) -> list[Assignment]:
-        """The bindings of ``name`` visible where it is read; [] when one is not a plain
-        ``Assignment`` (an import, a builtin) or none is known."""
-        scope = self.codemod.scope_of(name)
-        if scope is None:
-            return []
-        found = list(scope[name.value])
-        if not all(isinstance(a, Assignment) for a in found):
-            return []
-        return found
-
-    def value_of(self, assignment: Assignment) -> object | None:
-        """The value assigned by ``assignment`` (``x = v``, ``x: T = v``, ``x += v``), or
-        :data:`_UNKNOWN`, or None (a parameter, a loop variable, an unpacking)."""
-        if self._values is None:
-            values: dict[int, object] = {}
-            for node in _cst.walk_statements(self.module):
-                if isinstance(node, cst.Assign):
-                    for t in node.targets:
-                        if isinstance(t.target, cst.Name):
-                            values[id(t.target)] = node.value
-                        elif _same_length_tuples(t.target, node.value):  # total, shown = 0, []
-                            for name, value in zip(t.target.elements, node.value.elements):  # type: ignore[attr-defined]
-                                if isinstance(name.value, cst.Name):
-                                    values[id(name.value)] = value.value
-                elif isinstance(node, cst.AnnAssign) and node.value is not None and isinstance(node.target, cst.Name):
-                    values[id(node.target)] = node.value
-                elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
-                    values[id(node.target)] = node.value if isinstance(node.operator, AUGMENTED_ARITHMETIC) else _UNKNOWN
-            self._values = values
-        return self._values.get(id(assignment.node))
 
     # -- .backward() ------------------------------------------------------------------------
     def one_element_by_backward(self, name: cst.Name) -> bool:
@@ -268,7 +240,7 @@ class ScalarEvidence(LossEvidence):
         return False
 
     def _single_binding(self, name: cst.Name) -> Assignment | None:
-        assignments = self._visible(name)
+        assignments = self.visible(name)
         if len(assignments) != 1 or not isinstance(assignments[0].scope, (FunctionScope, GlobalScope)):
             return None
         return assignments[0]
@@ -382,11 +354,23 @@ def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
             stack.extend(_cst.statement_children(node))
 
 
-def _same_length_tuples(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
-    """``a, b = x, y``: each name gets its own value (no starred element on either side)."""
-    return (
-        isinstance(target, (cst.Tuple, cst.List))
-        and isinstance(value, (cst.Tuple, cst.List))
-        and len(target.elements) == len(value.elements)
-        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
-    )
+def zero_index(node: cst.Subscript) -> bool:
+    if len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
+
+
+def numpy_subject(node: cst.Subscript) -> cst.BaseExpression | None:
+    """``x`` of ``x.data.numpy()[0]``, ``x.data.cpu().numpy()[0]``, ``x.cpu().data.numpy()[0]``."""
+    call = node.value
+    if not (isinstance(call, cst.Call) and not call.args and m.matches(call.func, m.Attribute(attr=m.Name("numpy")))):
+        return None
+    receiver, seen_data = cst.ensure_type(call.func, cst.Attribute).value, False
+    while True:
+        if isinstance(receiver, cst.Call) and not receiver.args and m.matches(receiver.func, m.Attribute(attr=m.Name("cpu"))):
+            receiver = cst.ensure_type(receiver.func, cst.Attribute).value
+        elif isinstance(receiver, cst.Attribute) and receiver.attr.value == "data" and not seen_data:
+            receiver, seen_data = receiver.value, True
+        else:
+            return receiver if seen_data else None

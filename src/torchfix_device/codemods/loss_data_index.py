@@ -11,12 +11,16 @@ from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
 from torchfix_device.candidates import FileFacts
 from torchfix_device.codemods._accumulated_scalars import NOT_SCALAR_ATTRS, Accumulation, plan
-from torchfix_device.codemods._scalar_evidence import ScalarEvidence, Size
+from torchfix_device.codemods._scalar_evidence import ScalarEvidence, Size, numpy_subject, zero_index
 
 DATA = m.Attribute(attr=m.Name("data"))
 SAME_TEXT_CONVERSIONS = frozenset("eEfFgGdiu")
 """``%`` conversions giving the same text for a numpy float32 and the Python float of it (both
 are converted with ``float()``; ``%s``/``%r`` are not)."""
+PASSED_LOSS = (
+    "unsafe: the loss comes through a parameter to which every call in this file passes a torch loss; "
+    "a call from another file may pass something else"
+)
 
 
 class LossDataIndex(Codemod):
@@ -33,7 +37,9 @@ class LossDataIndex(Codemod):
     `.cpu()`, ...); a function or method of the same file every `return` of which is one of
     those; a name every assignment of which is one of those; a name with one binding on which
     `.backward()` is called with no argument, or that such a name is built from by arithmetic
-    (`loss = raw_loss + reg` then `loss.backward()`).
+    (`loss = raw_loss + reg` then `loss.backward()`). As an unsafe fix, also the call of a
+    parameter (`criterion(out, y)` in `def test(loader, model, criterion)`) where every call of
+    the function in this file passes it a torch loss.
 
     Accumulated scalars are one fix over several statements: `total = 0`, then
     `total += loss.data` (or `+= n * criterion(...).data`, `total = total + loss.data`), then
@@ -83,7 +89,8 @@ class LossDataIndex(Codemod):
     today) and the value is not only formatted. An accumulated sum becomes a Python float summed
     in double precision instead of a float32 tensor: the same number up to float32 rounding.
     The accumulation fix is unsafe where the accumulated value is not shown to be a scalar (on a
-    vector, `total[0]` is its first element's sum and `.item()` raises).
+    vector, `total[0]` is its first element's sum and `.item()` raises). A loss shown only by the
+    calls of this file is unsafe: a call from another file may pass a per-element loss.
     """
 
     code = "TFD006"
@@ -127,17 +134,17 @@ class LossDataIndex(Codemod):
             if self._accumulation_fixed(planned):
                 return cst.Name(planned.name, lpar=updated_node.lpar, rpar=updated_node.rpar)
             return updated_node
-        if not _zero_index(original_node):
+        if not zero_index(original_node):
             return updated_node
         value = original_node.value
         if m.matches(value, DATA):
             parent = self.parent_of(original_node)
-            if isinstance(parent, cst.Subscript) and parent.value is original_node and _zero_index(parent):
+            if isinstance(parent, cst.Subscript) and parent.value is original_node and zero_index(parent):
                 return updated_node  # `x.data[0][0]`: decided on the outer index
             return self._index(original_node, updated_node, ".data[0]", cst.ensure_type(value, cst.Attribute).value)
-        if isinstance(value, cst.Subscript) and _zero_index(value) and m.matches(value.value, DATA):
+        if isinstance(value, cst.Subscript) and zero_index(value) and m.matches(value.value, DATA):
             return self._index(original_node, updated_node, ".data[0][0]", cst.ensure_type(value.value, cst.Attribute).value)
-        if _numpy_subject(original_node) is not None:
+        if numpy_subject(original_node) is not None:
             return self._numpy_index(original_node, updated_node)
         return updated_node
 
@@ -147,13 +154,17 @@ class LossDataIndex(Codemod):
             if why is not None:
                 self.report(original, f"`{what}`: {why}; use `.item()` if it is a 0-dim loss", fixable=False)
             return updated
-        if self.report(original, f"`{what}` on a scalar: use `.item()`"):
+        if size is Size.LIKELY:
+            fixed = self.report(original, f"`{what}` on a loss: use `.item()` ({PASSED_LOSS})", safe=False)
+        else:
+            fixed = self.report(original, f"`{what}` on a scalar: use `.item()`")
+        if fixed:
             inner = updated.value if what == ".data[0]" else cst.ensure_type(updated.value, cst.Subscript).value
             return _item(cst.ensure_type(inner, cst.Attribute).value, updated)
         return updated
 
     def _numpy_index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
-        size, why = self._verdict(_numpy_subject(original))  # type: ignore[arg-type]
+        size, why = self._verdict(numpy_subject(original))  # type: ignore[arg-type]
         if size is None:
             if why is not None:
                 self.report(original, f"`.numpy()[0]`: {why}; use `.item()` if it is a 0-dim loss", fixable=False)
@@ -167,7 +178,9 @@ class LossDataIndex(Codemod):
                 fixable=False,
             )
             return updated
-        if size is Size.ZERO_DIM or formats_alike(self, original):
+        if size is Size.LIKELY:
+            fixed = self.report(original, f"`.numpy()[0]` on a loss: use `.item()` ({PASSED_LOSS})", safe=False)
+        elif size is Size.ZERO_DIM or formats_alike(self, original):
             fixed = self.report(original, "`.numpy()[0]` on a scalar: use `.item()`")
         else:
             fixed = self.report(
@@ -177,7 +190,7 @@ class LossDataIndex(Codemod):
                 "numpy float32, which `print` shows with fewer digits than the Python float `.item()` gives)",
                 safe=False,
             )
-        return _item(_numpy_subject(updated), updated) if fixed else updated  # type: ignore[arg-type]
+        return _item(numpy_subject(updated), updated) if fixed else updated  # type: ignore[arg-type]
 
     # -- evidence ---------------------------------------------------------------------------
     def _verdict(self, subject: cst.BaseExpression) -> tuple[Size | None, str | None]:
@@ -188,11 +201,11 @@ class LossDataIndex(Codemod):
         if not isinstance(subject, (cst.Name, cst.Call, cst.Attribute, cst.BinaryOperation, cst.UnaryOperation)):
             return None, None
         size = self.evidence.size(subject)
-        if size in (Size.ZERO_DIM, Size.ONE):
+        if size is not None and size is not Size.NUMBER:
             return size, None
         code = _cst.code_of(subject)
         if isinstance(subject, cst.Name):
-            values = [self.evidence.value_of(a) for a in self.evidence._visible(subject)]
+            values = [self.evidence.value_of(a) for a in self.evidence.visible(subject)]
             what = (
                 "it is not bound by a plain assignment here"
                 if not values or any(not isinstance(v, cst.BaseExpression) for v in values)
@@ -243,32 +256,10 @@ def _item(subject: cst.BaseExpression, replaced: cst.BaseExpression) -> cst.Call
     return cst.Call(func=cst.Attribute(value=subject, attr=cst.Name("item")), lpar=replaced.lpar, rpar=replaced.rpar)
 
 
-def _zero_index(node: cst.Subscript) -> bool:
-    if len(node.slice) != 1:
-        return False
-    index = node.slice[0].slice
-    return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
-
-
 def _ast_zero(index: ast.expr) -> bool:
     if isinstance(index, ast.Tuple) and len(index.elts) == 1:
         index = index.elts[0]
     return isinstance(index, ast.Constant) and type(index.value) is int and index.value == 0
-
-
-def _numpy_subject(node: cst.Subscript) -> cst.BaseExpression | None:
-    """``x`` of ``x.data.numpy()[0]``, ``x.data.cpu().numpy()[0]``, ``x.cpu().data.numpy()[0]``."""
-    call = node.value
-    if not (isinstance(call, cst.Call) and not call.args and m.matches(call.func, m.Attribute(attr=m.Name("numpy")))):
-        return None
-    receiver, seen_data = cst.ensure_type(call.func, cst.Attribute).value, False
-    while True:
-        if isinstance(receiver, cst.Call) and not receiver.args and m.matches(receiver.func, m.Attribute(attr=m.Name("cpu"))):
-            receiver = cst.ensure_type(receiver.func, cst.Attribute).value
-        elif isinstance(receiver, cst.Attribute) and receiver.attr.value == "data" and not seen_data:
-            receiver, seen_data = receiver.value, True
-        else:
-            return receiver if seen_data else None
 
 
 # -- is a numpy number only formatted? ------------------------------------------------------------
