@@ -87,6 +87,9 @@ SETUP = textwrap.dedent(
 ZERO_DIM_PROGRAMS = {
     "torch_reductions": "result = [(torch.max(x) - torch.min(x)).data[0], (-torch.mean(x)).data[0], torch.sum(x).data[0]]\n",
     "dot_and_elementwise": "result = [torch.dot(x[0], x[1]).data[0], F.mse_loss(pred, target).exp().data[0]]\n",
+    "shape_numbers": (
+        "n, c = x.size()\nloss = F.mse_loss(pred, target) * x.size(0) / (n * c * x.shape[1])\nresult = loss.data[0]\n"
+    ),
     "moved_criterion": "criterion = nn.MSELoss()\ncriterion = criterion.cpu()\nresult = criterion(pred, target).data[0]\n",
     "moved_constructor": 'bce = nn.BCELoss().to("cpu")\nresult = bce(pred, target).data[0]\n',
     "bound_functional": "loss_fn = F.smooth_l1_loss\nresult = loss_fn(pred, target).data[0]\n",

@@ -42,6 +42,8 @@ AUGMENTED_ARITHMETIC = (
 )
 UNKNOWN = object()
 """A binding whose value says nothing (``x @= y``, ``x |= y``)."""
+SHAPE_PART = object()
+"""A binding to one part of a tensor's shape (``n, c = x.size()``): a Python int."""
 MODULE_MOVES = frozenset({"cuda", "to", "cpu", "float", "double", "half", "train", "eval"})
 """``nn.Module`` methods that return the module itself."""
 
@@ -156,6 +158,10 @@ class LossEvidence:
                             for name, value in zip(t.target.elements, node.value.elements):  # type: ignore[attr-defined]
                                 if isinstance(name.value, cst.Name):
                                     values[id(name.value)] = value.value
+                        elif isinstance(t.target, (cst.Tuple, cst.List)) and _is_shape(node.value):  # n, c = x.size()
+                            for element in t.target.elements:
+                                if isinstance(element.value, cst.Name) and not isinstance(element, cst.StarredElement):
+                                    values[id(element.value)] = SHAPE_PART
                 elif isinstance(node, cst.AnnAssign) and node.value is not None and isinstance(node.target, cst.Name):
                     values[id(node.target)] = node.value
                 elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
@@ -283,3 +289,8 @@ def _same_length_tuples(target: cst.BaseExpression, value: cst.BaseExpression) -
         and len(target.elements) == len(value.elements)
         and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
     )
+
+
+def _is_shape(value: cst.BaseExpression) -> bool:
+    """``x.size()`` or ``x.shape``."""
+    return m.matches(value, m.Call(func=m.Attribute(attr=m.Name("size")), args=[])) or m.matches(value, m.Attribute(attr=m.Name("shape")))

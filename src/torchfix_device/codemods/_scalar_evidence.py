@@ -31,7 +31,7 @@ import libcst.matchers as m
 from libcst.metadata import Assignment, FunctionScope, GlobalScope
 
 from torchfix_device import _cst
-from torchfix_device.codemods._loss_evidence import LOSS_FUNCTIONS, UNKNOWN, LossEvidence
+from torchfix_device.codemods._loss_evidence import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
 
 if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
@@ -97,6 +97,8 @@ class ScalarEvidence(LossEvidence):
             return combine(self.size(node.body), self.size(node.orelse))
         if isinstance(node, cst.Attribute) and node.attr.value == "data":
             return _tensor(self.size(node.value))
+        if m.matches(node, m.Subscript(value=m.Attribute(attr=m.Name("shape")), slice=[m.SubscriptElement(m.Index(m.Integer()))])):
+            return Size.NUMBER  # `x.shape[1]`
         if isinstance(node, cst.Subscript) and zero_index(node):
             # `x.data[0]` / `x.data.numpy()[0]` of a scalar: the number (a later pass sees `x.item()`)
             data = node.value if m.matches(node.value, m.Attribute(attr=m.Name("data"))) else None
@@ -155,8 +157,8 @@ class ScalarEvidence(LossEvidence):
             return Size.ZERO_DIM
         if name == "dot" and only_positional and len(positional) == 1:
             return Size.ZERO_DIM
-        if name == "item" and not call.args:
-            return Size.NUMBER
+        if (name in ("item", "numel", "nelement", "dim") and not call.args) or (name == "size" and len(positional) == 1 == len(call.args)):
+            return Size.NUMBER  # a Python number (`x.size(0)`, not `x.size()`)
         if name == "squeeze" and not call.args:
             return Size.ZERO_DIM if _tensor(self.size(receiver)) is not None else None
         if name in SAME_SHAPE_METHODS and (name != "type" or call.args):
@@ -177,7 +179,7 @@ class ScalarEvidence(LossEvidence):
         if len(assignments) == 1 and isinstance(assignments[0].node, cst.Param):
             return Size.LIKELY if self.passed_losses(assignments[0].node) else None
         values = [self.value_of(a) for a in assignments]
-        if any(v is None or v is UNKNOWN for v in values):
+        if not all(isinstance(v, cst.BaseExpression) for v in values):
             return None
         kinds = [self.callable_kind(v, func.value) for v in values]  # type: ignore[arg-type]
         if "other" in kinds or not any(kinds):
@@ -216,9 +218,11 @@ class ScalarEvidence(LossEvidence):
         found: Size | None = Size.NUMBER
         for assignment in assignments:
             value = self.value_of(assignment)
-            if value is None or value is UNKNOWN:
+            if value is SHAPE_PART:
+                continue  # `_, c, h, w = x.size()`: a number
+            if not isinstance(value, cst.BaseExpression):
                 return None
-            found = combine(found, self.size(value))  # type: ignore[arg-type]
+            found = combine(found, self.size(value))
             if found is None:
                 return None
         return found
