@@ -292,7 +292,8 @@ def _format_call_alike(call: cst.Call, arg: cst.Arg) -> bool:
     text = func.value.evaluated_value  # type: ignore[attr-defined]
     if not isinstance(text, str) or arg.star or _cst.has_star_args(call):
         return False
-    key: int | str = arg.keyword.value if arg.keyword is not None else _cst.positional_args(call).index(arg)
+    positional = _cst.positional_args(call)
+    key: int | str = arg.keyword.value if arg.keyword is not None else next(i for i, a in enumerate(positional) if a is arg)
     auto, used = 0, False
     try:
         fields = list(string.Formatter().parse(text))
