@@ -70,7 +70,8 @@ class LossDataIndex(Codemod):
     ## Not rewritten
     `images.data[0]` (the first sample of a batch), `layer.weight.data[0]` and
     `grads.data.numpy()[0]` are real indexing and stay. A loss built with `reduction="none"` or
-    `reduce=False` is not a scalar and stays. A name is no evidence: a `criterion` parameter, a
+    `reduce=False` is not a scalar and stays. A name is no evidence: a `criterion` parameter to
+    which some call does not pass a loss (or whose function is used otherwise than called), a
     `self.criterion` of another class or rebound elsewhere, `reduce=False` passed by position, a
     parameter named `loss`, `x.sum(1).data[0]`. Where the code does not show that `x` is a
     scalar, it is left as it is and `check` reports it for manual review, naming the evidence
