@@ -93,7 +93,7 @@ def _diff_to_file(repo: Path, patch: Path, where: Path | None = None) -> subproc
 def test_git_apply_gives_what_apply_writes(repo: Path) -> None:
     patch = repo.parent / "fix.patch"
     out = _diff_to_file(repo, patch)
-    assert out.returncode == 0, out.stderr.decode()
+    assert out.returncode == 1, out.stderr.decode()  # pending changes, as ruff's --diff
     assert b"Traceback" not in out.stderr
     assert _tree(repo) == FILES  # --diff wrote nothing
     text = patch.read_bytes()
@@ -127,10 +127,12 @@ def test_git_apply_gives_what_apply_writes(repo: Path) -> None:
 
 
 def test_patch_from_a_subfolder_applies_there(repo: Path) -> None:
-    """Paths are relative to the current directory; ``git apply`` in that folder agrees."""
+    """Paths are relative to the top of the work tree, as git writes them; ``git apply`` in the
+    subfolder (or at the top) agrees."""
     patch = repo.parent / "sub.patch"
-    assert _diff_to_file(repo, patch, where=repo / "pkg").returncode == 0
-    assert patch.read_bytes().startswith(b"--- a/sub/checkpoint.py\n+++ b/sub/checkpoint.py\n")
+    assert _diff_to_file(repo, patch, where=repo / "pkg").returncode == 1
+    assert patch.read_bytes().startswith(b"--- a/pkg/sub/checkpoint.py\n+++ b/pkg/sub/checkpoint.py\n")
+    git(repo, "apply", "--check", str(patch))
     git(repo / "pkg", "apply", str(patch))
     assert b"map_location=device" in (repo / "pkg/sub/checkpoint.py").read_bytes()
     assert (repo / "train.py").read_bytes() == FILES["train.py"]
@@ -143,7 +145,7 @@ def test_file_names_git_must_quote(repo: Path) -> None:
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "odd name")
     patch = repo.parent / "fix.patch"
-    assert _diff_to_file(repo, patch).returncode == 0
+    assert _diff_to_file(repo, patch).returncode == 1
     assert b'--- "a/tab\\tname.py"\n+++ "b/tab\\tname.py"\n' in patch.read_bytes()
     git(repo, "apply", "--check", str(patch))
     git(repo, "apply", str(patch))
@@ -153,6 +155,6 @@ def test_file_names_git_must_quote(repo: Path) -> None:
 @pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch is not installed")
 def test_gnu_patch_accepts_it_too(repo: Path) -> None:
     patch = repo.parent / "fix.patch"
-    assert _diff_to_file(repo, patch).returncode == 0
+    assert _diff_to_file(repo, patch).returncode == 1
     out = subprocess.run(["patch", "-p1", "--dry-run", "-i", str(patch)], cwd=repo, capture_output=True)
     assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()

@@ -226,3 +226,27 @@ def sarif_document(results: Sequence[FileResult], codemods: Sequence["CodemodRef
             "results": sarif_results,
         }],
     }
+
+
+# -- --statistics -------------------------------------------------------------------------------
+def statistics(results: Sequence[FileResult], fmt: str) -> str:
+    """``--statistics``: one row per code with findings, most frequent first, as ruff prints it
+    (``count<TAB>code<TAB>[*] name``; ``[*]``: fixable, ``[ ]``: not), or a JSON list for ``json``."""
+    from torchfix_device.catalog import refs
+
+    names = {ref.code: ref.name for ref in refs()}
+    counts: dict[str, list[int]] = {}
+    for result in results:
+        for f in result.findings:
+            entry = counts.setdefault(f.code, [0, 0])
+            entry[0] += 1
+            entry[1] += f.fixed
+    rows = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
+    if fmt == OutputFormat.json.value:
+        records = [
+            {"code": code, "name": names.get(code, ""), "count": n, "fixable": fixable > 0, "fixable_count": fixable}
+            for code, (n, fixable) in rows
+        ]
+        return json.dumps(records, indent=2) + "\n"
+    width = max((len(str(n)) for _, (n, _) in rows), default=1)
+    return "".join(f"{n:>{width}}\t{code}\t{'[*]' if fixable else '[ ]'} {names.get(code, '')}\n" for code, (n, fixable) in rows)

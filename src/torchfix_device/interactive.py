@@ -14,20 +14,25 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import libcst as cst
 from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
-from torchfix_device import report
+from torchfix_device.patch import unified_diff
 from torchfix_device.catalog import CodemodRef
 from torchfix_device.codemod import FIX_FILTER, Codemod, Finding
 from torchfix_device.options import RunOptions
 from torchfix_device.engine import transform_source
 from torchfix_device.job import write_result
 from torchfix_device.results import FileResult, InternalError
+
+if TYPE_CHECKING:
+    from torchfix_device.gitsafety import GitState
+    from torchfix_device.settings import Settings
+    from torchfix_device.termout import Printer
 
 KEYS_HELP = """\
 y - apply this rewrite
@@ -125,7 +130,7 @@ def _show(result: FileResult, finding: Finding, number: int, total: int, new_tex
     if new_text == result.source.text:
         console.print("[yellow](no change on its own: it takes effect together with another rewrite)[/]")
         return
-    diff = report.unified_diff(replace(result, new_text=new_text))
+    diff = unified_diff(replace(result, new_text=new_text))
     text = diff.decode(result.source.encoding, "replace")
     if console.is_terminal:
         console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
@@ -207,3 +212,14 @@ def review(results: list[FileResult], codemods: Sequence["CodemodRef | type[Code
         decision = review_file(result, codemods, unsafe_fixes=unsafe_fixes, console=console, ask=ask, options=options)
         apply_decision(result, codemods, decision, unsafe_fixes=unsafe_fixes, options=options)
         quitting = decision.quit
+
+
+def review_run(results: list[FileResult], settings: "Settings", guard: "GitState | None", out: "Printer") -> None:
+    """``apply --interactive``: review the dry run's results on the terminal, then write."""
+    from torchfix_device import gitsafety
+
+    asker = Console()
+    review(
+        results, settings.codemods, unsafe_fixes=settings.unsafe, console=asker, ask=lambda text: asker.input(text, markup=False),
+        refuse=lambda result: gitsafety.refuse_if_dirty(result, guard), options=settings.options,
+    )

@@ -53,11 +53,13 @@ def process_file(
             size = path.stat().st_size
         except OSError:
             size = 0  # read_source names the problem
-        if size > MAX_FILE_BYTES:
+        limit = options.max_file_bytes or MAX_FILE_BYTES
+        if size > limit:
             return FileResult(
                 path, shown, "skipped",
-                error=f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES / 1e6:g} MB limit for one file; skipped",
-                skip_kind="over 1 MB",
+                error=f"file is {size / 1e6:.1f} MB, over the {limit / 1e6:g} MB limit for one file; skipped "
+                "(raise it with --max-file-size or max-file-size in [tool.torchfix-device])",
+                skip_kind="over the size limit",
             )
         try:
             source = read_source(path)
@@ -80,7 +82,8 @@ def process_file(
     except Exception as exc:  # a parse error, or a codemod bug: it must not stop the other files
         return failure_result(exc, path, shown, source)
     result = FileResult(
-        path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes, suppressed=list(output.suppressed)
+        path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes, suppressed=list(output.suppressed),
+        cached=hit is not None,
     )
     if options.report_unused_suppressions:
         _judge_suppressions(result, codemods)

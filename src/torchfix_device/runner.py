@@ -66,7 +66,8 @@ def run(
     problems: list[FileResult] = []
     results: list[FileResult] = []
     try:
-        files, problems = find_files(paths, exclude, respect_gitignore=(options or DEFAULT_OPTIONS).respect_gitignore)
+        settings = options or DEFAULT_OPTIONS
+        files, problems = find_files(paths, exclude, respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
         own = classes_with_own_moves(files)  # over every file, before sharding: one answer for all shards
         if own:
             options = replace(options or DEFAULT_OPTIONS, own_move_classes=own)
