@@ -120,5 +120,5 @@ def test_ctrl_c_at_the_prompt_quits_keeping_what_was_accepted(project: Path) -> 
     child.expect(pexpect.EOF)
     child.close()
     assert "Traceback" not in child.before
-    assert child.exitstatus == 0
+    assert child.exitstatus == 130  # as the README says for Ctrl-C
     assert (project / "b.py").read_text() == LEGACY

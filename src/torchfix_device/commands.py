@@ -87,7 +87,7 @@ def _main(args: Arguments, out: Printer, started: float) -> int:
             return EXIT_USAGE
     if args.verbose:
         _print_settings(settings, out)
-    results = _results(args, settings, out)
+    results, interrupted = _results(args, settings, out)
     if args.verbose:
         for result in results:
             out.line(f"{result.display}: {result.status}{' (cached result)' if result.cached else ''}")
@@ -101,6 +101,13 @@ def _main(args: Arguments, out: Printer, started: float) -> int:
         code = _finish_check(results, args, settings, out)
     if args.verbose:
         out.line(f"done in {time.perf_counter() - started:.2f} s")
+    if interrupted:
+        written = sum(1 for r in results if r.status == "changed")
+        out.line(
+            f"{out.styled('interrupted', 'yellow')} at the prompt: the rewrites accepted so far are written "
+            f"({written} file{'s' if written != 1 else ''}); the rest is unchanged"
+        )
+        return EXIT_INTERRUPTED
     return EXIT_USAGE if settings.missing else code
 
 
@@ -111,8 +118,9 @@ def _print_settings(settings: Settings, out: Printer) -> None:
 
 
 # -- running ------------------------------------------------------------------------------------
-def _results(args: Arguments, settings: Settings, out: Printer) -> list[FileResult]:
-    """The files' results; rewrites written where the command writes (git safety, review)."""
+def _results(args: Arguments, settings: Settings, out: Printer) -> tuple[list[FileResult], bool]:
+    """The files' results, rewrites written where the command writes (git safety, review), and
+    whether Ctrl-C ended an interactive review."""
     if settings.stdin:
         from torchfix_device.stdin_mode import output_bytes, process_stdin
 
@@ -122,7 +130,7 @@ def _results(args: Arguments, settings: Settings, out: Printer) -> list[FileResu
         if args.writes:
             sys.stdout.buffer.write(output_bytes(result, raw))
             sys.stdout.buffer.flush()
-        return [result]
+        return [result], False
     in_place = args.writes
     guard = None
     if in_place:
@@ -136,12 +144,12 @@ def _results(args: Arguments, settings: Settings, out: Printer) -> list[FileResu
     if args.interactive:
         from torchfix_device.interactive import review_run
 
-        review_run(results, settings, guard, out)
-    elif guard is not None and guard.dirty:
+        return results, review_run(results, settings, guard, out)
+    if guard is not None and guard.dirty:
         from torchfix_device import gitsafety
 
         gitsafety.write_unless_dirty(results, guard)
-    return results
+    return results, False
 
 
 def _run_files(settings: Settings, *, write: bool) -> list[FileResult]:

@@ -190,7 +190,9 @@ def transform_notebook(
         return TransformOutput(text, [], [])
     joined = _join(cells)
     try:
-        output = transform_source(joined, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+        output = transform_source(  # cells are not checked by CPython unless a codemod may act: IPython syntax
+            joined, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, check_syntax=False
+        )
         new_cells = _split(cells, output.text) if output.text != joined else {}
         rewritten = {index: _restore(cell, new_cells[cell.index]) for index, cell in ((c.index, c) for c in cells) if index in new_cells}
     except cst.ParserSyntaxError as exc:

@@ -32,6 +32,8 @@ def finding_lines(results: Sequence[FileResult]) -> list[str]:
             suffix = ""
             if f.held_back:
                 suffix = " [unsafe fix: rerun with --unsafe-fixes]"
+            elif f.declined:
+                suffix = " [declined]"
             elif not f.fixed:
                 suffix = " [manual review]"
             lines.append(f"{result.display}:{f.where} {f.code} {f.message}{suffix}")
@@ -69,7 +71,7 @@ def print_manual_review(results: Sequence[FileResult], console: Printer | Consol
     console = _printer(console)
     for result in results:
         for f in result.findings:
-            if not f.fixed:
+            if not f.fixed and not f.declined:  # a rewrite declined in review is the user's choice, not a task
                 tag = "unsafe fix held back" if f.held_back else "manual review"
                 console.line(f"{tag}: {result.display}:{f.where} {f.code} {f.message}")
         for note in result.notes:
@@ -87,7 +89,8 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
     failed = sum(1 for r in results if r.status == "failed")
     skipped = sum(1 for r in results if r.status == "skipped")
     fixes = Counter(f.code for r in results if r.status == "changed" for f in r.findings if f.fixed)  # not a failed write
-    manual = Counter(f.code for r in results for f in r.findings if not f.fixed)
+    manual = Counter(f.code for r in results for f in r.findings if not f.fixed and not f.declined)
+    declined = sum(1 for r in results for f in r.findings if f.declined)
     verb = "would change" if checking or not wrote else "changed"
     parts = [f"{scanned} file{'s' if scanned != 1 else ''} scanned", f"{changed} {verb}", f"{failed} failed"]
     if skipped:
@@ -97,6 +100,8 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
         line += "; fixes: " + ", ".join(f"{c} ×{n}" for c, n in sorted(fixes.items()))
     if manual:
         line += "; left for review: " + ", ".join(f"{c} ×{n}" for c, n in sorted(manual.items()))
+    if declined:
+        line += f"; declined in review: {declined}"
     suppressed = sum(len(r.suppressed) for r in results)
     if suppressed:
         line += f"; suppressed by noqa: {suppressed}"
