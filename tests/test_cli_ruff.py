@@ -281,3 +281,37 @@ def test_a_syntax_error_is_reported_in_a_file_without_torch_and_from_stdin(tmp_p
         piped = run_cli(command, "-", cwd=tmp_path, input=b"def f(:\n")
         assert piped.returncode == 1, command
         assert "syntax error" in _err(piped)
+
+
+# -- messages are deterministic (item 4) -------------------------------------------------------------
+LOADED_MODEL = """\
+import torch
+
+
+def main():
+    model = torch.load("m.pt")
+    y = model(torch.zeros(1))
+    model.eval()
+    z = model(y)
+    model.train()
+    print(model.state_dict())
+    return model.cuda()(z)
+"""
+
+
+def test_the_same_input_prints_the_same_text_in_every_run_and_hash_seed(tmp_path: Path) -> None:
+    """TFD015 named the first use of the loaded model it met in a set (``it is called`` in one
+    run, ``.train`` in another): that file under many seeds, and every fixture and example
+    under two."""
+    (tmp_path / "loaded.py").write_text(LOADED_MODEL)
+
+    def check(seed: str, *paths: str) -> bytes:
+        env = {**os.environ, "NO_COLOR": "1", "PYTHONHASHSEED": seed}
+        out = subprocess.run([*console_script(), "check", "--no-cache", "--unsafe-fixes", *paths], capture_output=True, env=env, cwd=tmp_path)
+        assert out.returncode == 1 and b"TFD015" in out.stdout
+        return out.stdout
+
+    loaded = {check(seed, "loaded.py") for seed in ("0", "1", "2", "3", "5", "8", "13", "21")}
+    assert len(loaded) == 1 and b"used as a model (it is called)" in loaded.pop()  # the first use in the source
+    everything = (str(ROOT / "tests" / "fixtures"), str(ROOT / "examples"))
+    assert check("0", *everything) == check("4", *everything)
