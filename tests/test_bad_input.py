@@ -128,12 +128,11 @@ def test_all_bad_files_in_one_run(tmp_path: Path) -> None:
 
 
 def test_python2_file_is_not_mistaken_for_a_clean_one(tmp_path: Path) -> None:
-    """``--diff`` on a Python 2 file with legacy torch code: no diff, the reason, exit 2 (a file
-    the patch leaves out is an error for ``--diff``, as for ``ruff format --diff``)."""
+    """``--diff`` on a Python 2 file with legacy torch code: no diff, the reason, exit 1."""
     content, expected = BAD_FILES["python2_print.py"]
     (tmp_path / "python2_print.py").write_bytes(content)
     out = run_cli("apply", "--diff", "python2_print.py", cwd=tmp_path)
-    assert out.returncode == 2 and out.stdout == b""
+    assert out.returncode == 1 and out.stdout == b""
     assert expected in _stderr(out)
 
 

@@ -60,7 +60,7 @@ def _codes(out: subprocess.CompletedProcess) -> set[str]:
 
 
 # -- exit codes of --diff (item 1) ----------------------------------------------------------------
-def test_diff_exits_1_with_pending_changes_0_without_and_2_on_an_error(project: Path) -> None:
+def test_diff_exits_1_with_pending_changes_0_without_and_2_on_bad_usage(project: Path) -> None:
     for command in (("apply", "--diff"), ("check", "--diff"), ("check", "--fix", "--diff")):
         pending = run_cli(*command, ".", cwd=project)
         assert pending.returncode == 1 and pending.stdout.startswith(b"--- a/legacy.py\n"), command
@@ -68,8 +68,10 @@ def test_diff_exits_1_with_pending_changes_0_without_and_2_on_an_error(project: 
         assert nothing.returncode == 0 and nothing.stdout == b"", command
         assert run_cli(*command, "--exit-zero", ".", cwd=project).returncode == 0
     (project / "broken.py").write_text("import torch\ndef f(:\n")
-    error = run_cli("apply", "--diff", "broken.py", "clean.py", cwd=project)
-    assert error.returncode == 2 and "failed: broken.py:2:7: syntax error" in _err(error)
+    left_out = run_cli("apply", "--diff", "broken.py", "clean.py", cwd=project)
+    assert left_out.returncode == 1 and "failed: broken.py:2:7: syntax error" in _err(left_out)
+    for bad in (("--select", "TFD999"), ("--config", "nope.toml"), ("--shard", "5/4")):
+        assert run_cli("check", "--diff", *bad, ".", cwd=project).returncode == 2, bad
     assert (project / "legacy.py").read_text() == LEGACY
 
 

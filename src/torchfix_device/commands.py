@@ -4,8 +4,8 @@ docs/cli.md). Neither typer nor rich nor libcst is imported here: a run answered
 loads none of them (the typer app and the fast path both land here).
 
 Exit codes: 0 ok; 1 findings (``check``), pending changes (``--diff``), a file that could not be
-processed, or fixes made with ``--exit-non-zero-on-fix``; 2 bad usage, a missing path, or (with
-``--diff``) a file left out of the patch; 130 interrupted.
+processed, or fixes made with ``--exit-non-zero-on-fix``; 2 bad usage, a bad configuration or a
+missing path; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -205,9 +205,7 @@ def _finish_diff(results: list[FileResult], args: Arguments, settings: Settings,
         report.print_manual_review(results, out)
     _summary(results, args, out, wrote=False)
     _write_report(results, args, settings, out, "dry run (--diff): nothing written")
-    if any(r.status == "failed" for r in results):
-        return EXIT_USAGE
-    pending = any(r.status == "changed" for r in results)
+    pending = any(r.status in ("changed", "failed") for r in results)  # a file left out of the patch too
     return EXIT_FINDINGS if pending and not args.exit_zero else EXIT_OK
 
 

@@ -39,11 +39,16 @@ def process_file(
     source: SourceFile | None = None,
     shown: str | None = None,
     cache: "ResultCache | None" = None,
-) -> FileResult:
+    cached_only: bool = False,
+) -> FileResult | None:
     """Read, transform and (when ``write``) atomically replace one file. Never raises.
 
     ``source`` (with ``shown``, the name for messages) is text already read, e.g. from stdin.
+    ``cached_only``: None instead of a transform when ``cache`` holds no result for the file
+    (the runner hands those to its process pool).
     """
+    if cached_only and (cache is None or path.suffix == ".ipynb"):
+        return None
     if source is None and path.suffix == ".ipynb":
         return process_notebook(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options)
     options = options or DEFAULT_OPTIONS
@@ -69,6 +74,8 @@ def process_file(
     hit, marks = None, None
     if cache is not None:  # the marks are kept with the result, so read them once
         hit = cache.get(source.raw)
+        if hit is None and cached_only:
+            return None
         marks = hit.marks if hit is not None else file_selection.read_marks(source.text)
     skip = file_selection.skip_reason(source.text, options, marks)
     if skip is not None:
