@@ -90,8 +90,11 @@ def measure(tree: Path, ruff: str, runs: int, cold_runs: int) -> dict[str, list[
     for command in ([*ours, "check", "."], [ruff, "check", "."]):  # fill both caches
         _timed(command, tree)
         _timed(command, tree)
-    times: dict[str, list[float]] = {"cold tree": cold, "ours one": [], "ruff one": [], "ours tree": [], "ruff tree": []}
+    times: dict[str, list[float]] = {
+        "cold tree": cold, "ours one": [], "ruff one": [], "ours tree": [], "ruff tree": [], "python": [],
+    }
     for _ in range(runs):
+        times["python"].append(_timed([sys.executable, "-c", "pass"], tree))
         times["ours one"].append(_timed([*ours, "check", ONE_FILE], tree))
         times["ruff one"].append(_timed([ruff, "check", ONE_FILE], tree))
         times["ours tree"].append(_timed([*ours, "check", "."], tree))
@@ -111,6 +114,7 @@ def table(times: dict[str, list[float]], files: int) -> str:
         f"| ≤ {TARGET_TREE} s | {'yes' if tree <= TARGET_TREE else 'NO'} |",
         f"| cold `check .` (cache deleted) | {_summary(times['cold tree']) if times['cold tree'] else 'not run'} | | | |",
         f"| cold / warm (fastest runs) | {ratio:.1f}× | | ≥ {TARGET_RATIO:.0f}× | {'yes' if ratio >= TARGET_RATIO else 'NO'} |",
+        f"| floor: the interpreter alone (`python -c pass`) | {_summary(times['python'])} | | | |",
     ]
     return "\n".join(rows) + "\n"
 
@@ -135,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         command = "python benchmarks/cli_warm.py " + " ".join(a if " " not in a else repr(a) for a in (argv or sys.argv[1:]))
         header = (
             f"# Warm `check` next to `ruff check`\n\n```\n{command}\n```\n\n"
-            f"{ruff_version}; Python {sys.version.split()[0]}; {os.cpu_count()} cores; "
-            f"{time.strftime('%Y-%m-%d %H:%M')}. Fastest of {args.runs} alternating runs (median in brackets).\n\n"
+            f"{ruff_version}; Python {sys.version.split()[0]}; {os.cpu_count()} cores, load average "
+            f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end; {time.strftime('%Y-%m-%d %H:%M')}. "
+            f"Fastest of {args.runs} alternating runs (median in brackets).\n\n"
         )
         args.output.write_text(header + text, encoding="utf-8")
     return 0

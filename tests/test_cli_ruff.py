@@ -317,3 +317,11 @@ def test_the_same_input_prints_the_same_text_in_every_run_and_hash_seed(tmp_path
     assert len(loaded) == 1 and b"used as a model (it is called)" in loaded.pop()  # the first use in the source
     everything = (str(ROOT / "tests" / "fixtures"), str(ROOT / "examples"))
     assert check("0", *everything) == check("4", *everything)
+
+
+def test_check_fix_on_stdin_writes_the_fixed_source_and_lists_what_remains_on_stderr(tmp_path: Path) -> None:
+    source = b'import torch\nx = torch.load("a")\ny = torch.zeros(2).cuda(1)\n'
+    out = run_cli("check", "--fix", "-", cwd=tmp_path, input=source)
+    assert out.returncode == 1  # the explicit .cuda(1) remains
+    assert b'torch.load("a", map_location=device)' in out.stdout and b"TFD001" not in out.stdout
+    assert "-:3:5 TFD001 " in _err(out)

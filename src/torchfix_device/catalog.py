@@ -16,13 +16,14 @@ themselves there, which keeps codes and names unique).
 
 from __future__ import annotations
 
-import ast
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:
+    import ast
+
     from torchfix_device.codemod import Codemod
 
 CODEMODS_PACKAGE = "torchfix_device.codemods"
@@ -73,6 +74,8 @@ def set_refs(known: Sequence[CodemodRef]) -> None:
 
 def scan_refs() -> tuple[CodemodRef, ...]:
     """Every codemod of the package, ordered by code, read from the codemod files with ``ast``."""
+    import ast  # only here: a warm run takes the catalog from its memo
+
     found: list[CodemodRef] = []
     for path in sorted(CODEMODS_FOLDER.glob("*.py")):
         if path.name.startswith("_"):
@@ -83,6 +86,8 @@ def scan_refs() -> tuple[CodemodRef, ...]:
 
 
 def _refs_in(tree: ast.Module, module: str) -> Iterable[CodemodRef]:
+    import ast
+
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             literals = _literal_class_strings(node)
@@ -92,6 +97,8 @@ def _refs_in(tree: ast.Module, module: str) -> Iterable[CodemodRef]:
 
 def _literal_class_strings(node: ast.ClassDef) -> dict[str, str]:
     """``NAME = "text"`` assignments directly in the class body."""
+    import ast
+
     found: dict[str, str] = {}
     for statement in node.body:
         if (

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -86,8 +84,9 @@ def collect_files(
                 found.setdefault(given.resolve(), given)
         elif given.is_dir():
             walked = 0  # counted, not compared with len(found): `m.py pkg` finds pkg/m.py twice
+            folders: dict[Path, Path] = {}
             for path in _walk_python_files(given, exclude, problems):
-                found.setdefault(path.resolve(), path)
+                found.setdefault(_resolved_in(path, folders), path)  # a walked file is never a link
                 walked += 1
             if not walked:  # a warning, as ruff's: nothing to do is not a failure
                 problems.append(FileResult(
@@ -147,6 +146,8 @@ def generated_marker_line(text: str) -> int | None:
     """The line of the first comment containing ``@generated``, if any."""
     if GENERATED_MARK not in text:
         return None
+    import tokenize  # only for a file that mentions the mark (a warm run reads it from the cache)
+
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.type == tokenize.COMMENT and GENERATED_MARK in token.string:
@@ -204,6 +205,8 @@ def git_work_tree_of(folder: Path, cache: dict[Path, Path | None]) -> Path | Non
 
 def git_ignored(top: Path, files: Sequence[Path]) -> set[Path]:
     """The ``files`` (absolute, below ``top``) that git ignores; none when git cannot tell."""
+    import subprocess  # only inside a git work tree
+
     relative = [os.path.relpath(f, top) for f in files]
     try:
         done = subprocess.run(
