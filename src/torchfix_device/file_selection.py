@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import os
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -146,8 +147,6 @@ def generated_marker_line(text: str) -> int | None:
     """The line of the first comment containing ``@generated``, if any."""
     if GENERATED_MARK not in text:
         return None
-    import tokenize  # only for a file that mentions the mark (a warm run reads it from the cache)
-
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.type == tokenize.COMMENT and GENERATED_MARK in token.string:

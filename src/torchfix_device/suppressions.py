@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+import tokenize
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -110,8 +111,6 @@ def parse_suppressions(text: str) -> Suppressions:
     parser reports such a file with its own message)."""
     if not may_hold_directives(text):
         return NO_SUPPRESSIONS
-    import tokenize  # only for a text that may hold a directive
-
     comments: list[tokenize.TokenInfo] = []
     statement_ends: dict[int, int] = {}  # last line of a statement -> its first line
     start: int | None = None
