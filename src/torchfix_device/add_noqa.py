@@ -93,7 +93,7 @@ def _with_codes(comment: cst.Comment | None, codes: set[str]) -> cst.Comment | N
     if match is None:
         return cst.Comment(f"{comment.value}  {directive}")
     if match.group("codes") is None:
-        return None  # a bare `# noqa` suppresses every code
+        return None  # a bare noqa comment suppresses every code already
     present = {c.upper() for c in match.group("codes").replace(",", " ").split()}
     new = sorted(codes - present)
     if not new:
