@@ -43,13 +43,8 @@ TIERS = {
 
 
 def fix_tier(codemod: type[Codemod]) -> str:
-    """``report only`` for a codemod that can change nothing (its class, below the base, defines
-    no ``leave_*`` hook: a libcst transformer changes the tree only by what those return), else
-    ``safe fix`` or ``unsafe fix`` from its ``safe`` attribute, as ``torchfix-device rules`` shows."""
-    own = [k for k in codemod.__mro__ if k not in Codemod.__mro__]
-    if not any(name.startswith("leave_") for k in own for name in vars(k)):
-        return REPORT_ONLY
-    return SAFE if codemod.safe else UNSAFE
+    """The codemod's fix tier, as ``torchfix-device rules`` shows it (``Codemod.fix_tier``)."""
+    return codemod.fix_tier()
 
 
 def page_name(codemod: type[Codemod]) -> str:

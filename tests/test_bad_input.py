@@ -150,25 +150,33 @@ def test_empty_file_is_fine_and_untouched(tmp_path: Path, content: bytes) -> Non
 
 # -- paths that are not Python files -----------------------------------------------------------
 def test_folder_without_python_files(tmp_path: Path) -> None:
+    """A folder with nothing to do is a warning, as in ruff, not a failure (exit 0)."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "notes.txt").write_text("torch.load('x')\n")
     (tmp_path / "good.py").write_text(LEGACY)
     out = run_cli("apply", "docs", "good.py", cwd=tmp_path)
-    assert out.returncode == 1
-    assert _lines_naming(_stderr(out), "docs") == ["failed: docs: no Python files found in this folder"]
+    assert out.returncode == 0
+    assert _lines_naming(_stderr(out), "docs") == ["skipped: docs: no Python files found in this folder"]
     assert (tmp_path / "good.py").read_text() == FIXED
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    alone = run_cli("check", "empty", cwd=tmp_path)
+    assert alone.returncode == 0 and "failed" not in _lines_naming(_stderr(alone), "empty")[0]
 
 
-def test_path_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:
+def test_path_that_does_not_exist_is_reported_and_the_rest_still_run(tmp_path: Path) -> None:
+    """Named and exit 2 (an error), but the paths that exist are still processed."""
     (tmp_path / "good.py").write_text(LEGACY)
-    for command in ("apply", "check"):
-        out = run_cli(command, "good.py", "missing.py", "gone/", cwd=tmp_path)
-        assert out.returncode == 2
-        stderr = _stderr(out)
-        assert "no such file or folder: missing.py, gone" in stderr
-        assert out.stdout == b""
-    assert (tmp_path / "good.py").read_text() == LEGACY  # a usage error runs nothing
+    out = run_cli("check", "good.py", "missing.py", "gone/", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "no such file or folder: missing.py, gone" in _stderr(out)
+    assert b"good.py:7:27 TFD005" in out.stdout  # the rest still ran
+    out = run_cli("apply", "good.py", "missing.py", "gone/", cwd=tmp_path)
+    assert out.returncode == 2 and "no such file or folder: missing.py, gone" in _stderr(out)
+    assert (tmp_path / "good.py").read_text() == FIXED
+    only_missing = run_cli("check", "missing.py", cwd=tmp_path)
+    assert only_missing.returncode == 2 and only_missing.stdout == b""
 
 
 def test_non_python_file_named_on_the_command_line(tmp_path: Path) -> None:

@@ -180,7 +180,7 @@ def test_check_exits_0_without_findings(project: Path) -> None:
 def test_apply_diff_prints_the_diff_and_writes_nothing(project: Path) -> None:
     before = _snapshot(project)
     out = run_cli("apply", "--diff", ".", cwd=project)
-    assert out.returncode == 0, _no_traceback(out)
+    assert out.returncode == 1, _no_traceback(out)  # as ruff's --diff: 1 when there are pending changes
     diff = out.stdout.decode()
     assert diff.startswith("--- a/legacy.py\n+++ b/legacy.py\n@@ ")
     assert "-        total += loss.data[0]\n+        total += loss.item()\n" in diff
@@ -392,6 +392,27 @@ def test_colour_only_on_a_terminal(project: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     output = child.before
-    assert child.exitstatus == 0, output
+    assert child.exitstatus == 1, output  # pending changes
     assert ANSI in output and b"loss.item()" in output
     assert _snapshot(project) == before
+
+
+def test_help_and_rules_wrap_and_never_cut_in_a_narrow_pipe() -> None:
+    """Help is plain text wrapped to the width; every option name stays whole, as does every
+    summary of ``rules`` (one row a line in a pipe)."""
+    import typer.main
+
+    from torchfix_device.cli_app import app  # the typer app: its options are what help must show
+
+    command = typer.main.get_command(app)
+    for name in ("check", "apply"):
+        out = subprocess.run([*console_script(), name, "--help"], capture_output=True, env=_plain_env(COLUMNS="60"))
+        text = out.stdout.decode()
+        assert out.returncode == 0 and ANSI not in out.stdout and "…" not in text
+        options = [opt for param in command.commands[name].params for opt in (*param.opts, *param.secondary_opts) if opt.startswith("-")]
+        assert len(options) > 20
+        for option in options:
+            assert option in text, (name, option)
+    rules = subprocess.run([*console_script(), "rules"], capture_output=True, env=_plain_env(COLUMNS="60")).stdout.decode()
+    for codemod in all_codemods():
+        assert codemod.summary in rules, codemod.code

@@ -75,11 +75,27 @@ def test_second_run_is_a_no_op() -> None:
     assert [f for f in second.findings if f.fixed] == []
 
 
-def test_file_without_triggers_is_not_parsed() -> None:
-    # Not even valid Python: proves the prefilter skips the parse entirely.
+def test_file_without_triggers_is_not_parsed(monkeypatch) -> None:
+    # Not even valid Python: proves the prefilter skips libcst's parse entirely; CPython's parser
+    # still reads the file, so that its syntax error is reported like any other file's (issue 23).
+    import libcst
+
+    from torchfix_device import engine
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("libcst parsed a file no codemod's trigger matches")
+
+    monkeypatch.setattr(engine.cst, "parse_module", refuse)
     text = "def broken(:\n    return 1\n"
     assert active_codemods(text, all_codemods()) == []
-    assert transform_source(text, all_codemods()).text == text
+    assert transform_source(text, all_codemods(), check_syntax=False).text == text
+    try:
+        transform_source(text, all_codemods())
+    except libcst.ParserSyntaxError as exc:
+        assert (exc.raw_line, exc.raw_column) == (1, 11)
+    else:
+        raise AssertionError("the syntax error was not reported")
+    assert transform_source("import os\n", all_codemods()).text == "import os\n"
 
 
 @contextmanager

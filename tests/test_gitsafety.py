@@ -104,7 +104,7 @@ def test_a_named_file_and_a_subfolder_are_checked_too(repo: Path) -> None:
 
 def test_diff_needs_no_clean_tree(repo: Path) -> None:
     out = run_cli("apply", "--diff", ".", cwd=repo)
-    assert out.returncode == 0, out.stderr.decode()
+    assert out.returncode == 1, out.stderr.decode()  # pending changes (issue 23: as ruff's --diff)
     assert out.stdout.count(b"\n--- a/") + out.stdout.startswith(b"--- a/") == 4  # ignored.py left out
     assert b"uncommitted" not in out.stderr and b"git work tree" not in out.stderr
 

@@ -120,5 +120,71 @@ def test_ctrl_c_at_the_prompt_quits_keeping_what_was_accepted(project: Path) -> 
     child.expect(pexpect.EOF)
     child.close()
     assert "Traceback" not in child.before
-    assert child.exitstatus == 0
+    assert child.exitstatus == 130  # as the README says for Ctrl-C
     assert (project / "b.py").read_text() == LEGACY
+
+
+REGISTERED = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = [nn.Linear(2, 2)]
+
+    def forward(self, x):
+        return self.layers[0](x)
+
+
+state = torch.load("m.pt")
+"""
+
+
+def test_a_declined_rewrite_has_no_consequences_and_is_not_left_for_review(tmp_path: Path) -> None:
+    """Declining TFD004 (which would add ``state_dict`` keys) prints no checkpoint warning and no
+    "manual review" line: it was the user's choice, not work left to do."""
+    (tmp_path / "net.py").write_text(REGISTERED)
+    child = _spawn(tmp_path, "net.py")
+    shown = _answer(child, ["n", "y"])  # TFD004: no; TFD005: yes
+    assert child.exitstatus == 0, shown
+    after = shown.split("rewrite 2 of 2")[1]
+    assert "checkpoint" not in after and "manual review" not in after, after
+    assert "declined in review: 1" in after
+    text = (tmp_path / "net.py").read_text()
+    assert "self.layers = [nn.Linear(2, 2)]" in text and 'torch.load("m.pt", map_location=device)' in text
+
+
+def test_ctrl_c_at_the_prompt_writes_what_was_accepted_says_so_and_exits_130(project: Path) -> None:
+    child = _spawn(project, ".")
+    child.expect(PROMPT)
+    child.sendline("a")  # a.py: every rewrite
+    child.expect(PROMPT)  # b.py's first
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = child.before.replace("\r", "")
+    assert child.exitstatus == 130, shown
+    assert "interrupted at the prompt: the rewrites accepted so far are written (1 file)" in shown
+    assert "Traceback" not in shown
+    assert (project / "a.py").read_text() != LEGACY and "x = x.to(device)" in (project / "a.py").read_text()
+    assert (project / "b.py").read_text() == LEGACY
+
+
+def test_notebooks_are_skipped_with_a_message(tmp_path: Path) -> None:
+    """The README says so: interactive review covers Python files; notebooks are left as they are."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook()
+    nb.cells = [new_code_cell("import torch\nm = torch.load('m.pt')")]
+    nbformat.write(nb, str(tmp_path / "nb.ipynb"))
+    before = (tmp_path / "nb.ipynb").read_bytes()
+    child = _spawn(tmp_path, "nb.ipynb")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "skipped: nb.ipynb: notebooks are not reviewed interactively" in child.before.replace("\r", "")
+    assert (tmp_path / "nb.ipynb").read_bytes() == before
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert "notebooks are skipped" in readme

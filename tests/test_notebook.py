@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -48,17 +50,29 @@ def test_check_names_the_cell(tmp_path: Path) -> None:
     ]
 
 
-def test_diff_is_per_cell_and_writes_nothing(tmp_path: Path) -> None:
+def test_diff_is_a_patch_of_the_notebook_that_git_applies(tmp_path: Path) -> None:
+    """The notebook's diff is the diff of its JSON file (what ``apply`` writes), so ``git apply``
+    takes it like any other file's; the findings name the cells."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
     path = _notebook(tmp_path)
     before = path.read_bytes()
     out = run_cli("apply", "--diff", "train.ipynb", cwd=tmp_path)
-    assert out.returncode == 0, out.stderr.decode()
+    assert out.returncode == 1, out.stderr.decode()  # pending changes
     diff = out.stdout.decode()
-    assert "--- a/train.ipynb:cell 3\n+++ b/train.ipynb:cell 3\n" in diff
-    assert "--- a/train.ipynb:cell 5\n+++ b/train.ipynb:cell 5\n" in diff
-    assert "cell 1" not in diff and "cell 4" not in diff
-    assert "+model = torch.load('m.pt', map_location=device).to(device)\n" in diff
+    assert diff.startswith("--- a/train.ipynb\n+++ b/train.ipynb\n@@ ")
+    assert ":cell" not in diff
+    assert "+    \"model = torch.load('m.pt', map_location=device).to(device)\\n\",\n" in diff
     assert path.read_bytes() == before
+    (tmp_path / "fix.patch").write_bytes(out.stdout)
+    applied = subprocess.run([git, "apply", "fix.patch"], cwd=tmp_path, capture_output=True)
+    assert applied.returncode == 0, applied.stderr.decode()
+    patched = path.read_bytes()
+    assert patched != before
+    path.write_bytes(before)
+    assert run_cli("apply", "train.ipynb", cwd=tmp_path).returncode == 0
+    assert path.read_bytes() == patched  # the patch gives exactly what apply writes
 
 
 def test_apply_keeps_magics_outputs_and_metadata(tmp_path: Path) -> None:

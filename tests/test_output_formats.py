@@ -146,3 +146,32 @@ def test_unknown_output_format_is_bad_usage(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("x = 1\n")
     out = run_cli("check", "--output-format", "xml", ".", cwd=tmp_path)
     assert out.returncode == 2 and "xml" in out.stderr.decode() and "Traceback" not in out.stderr.decode()
+
+
+def test_notebook_findings_keep_their_cell_in_every_format(tmp_path: Path) -> None:
+    """The line of a notebook finding counts in its cell: every format says which cell (json's
+    ``cell``; github and sarif, whose lines count the lines of the JSON file, in the message,
+    and sarif's properties too); the migration report as well."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}})
+    nb.cells = [new_code_cell("import torch"), new_markdown_cell("text"), new_code_cell("x = 1\nm = torch.load('m.pt')")]
+    nbformat.write(nb, str(tmp_path / "nb.ipynb"))
+    text = run_cli("check", ".", cwd=tmp_path).stdout.decode()
+    assert text.startswith("nb.ipynb:cell 3:2:5 TFD005 ")
+    document = json.loads(run_cli("check", "--output-format", "json", ".", cwd=tmp_path).stdout)
+    (finding,) = document["findings"]
+    assert (finding["file"], finding["cell"], finding["line"], finding["column"]) == ("nb.ipynb", 3, 2, 5)
+    github = run_cli("check", "--output-format", "github", ".", cwd=tmp_path).stdout.decode().strip()
+    assert github.startswith("::warning file=nb.ipynb,title=TFD005 (fix) in cell 3::cell 3, line 2, column 5: ")
+    sarif = json.loads(run_cli("check", "--output-format", "sarif", ".", cwd=tmp_path).stdout)
+    _validate_sarif(sarif)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["message"]["text"].startswith("cell 3, line 2, column 5: ")
+    assert {k: result["properties"][k] for k in ("cell", "cellLine", "cellColumn")} == {"cell": 3, "cellLine": 2, "cellColumn": 5}
+    assert "region" not in result["locations"][0]["physicalLocation"]
+    out = run_cli("apply", "--diff", "--report", "report.json", ".", cwd=tmp_path)
+    assert out.returncode == 1
+    changes = json.loads((tmp_path / "report.json").read_text())["changes"]
+    assert [(c["cell"], c["line"], c["column"]) for c in changes] == [(3, 2, 5)]

@@ -61,3 +61,44 @@ def test_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path, command: str) -> N
     summary = [line for line in stderr.splitlines() if "files scanned" in line]
     assert len(summary) == 1, stderr
     assert BAR.encode() not in out.stdout
+
+
+def _slow_first(path: Path, codemods, **settings):
+    """The pool's job, with the first file in display order made slow (a pool worker runs it)."""
+    from torchfix_device.job import process_file
+
+    if path.name == "a00.py":
+        import time
+
+        time.sleep(3)
+    return process_file(path, codemods, **settings)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.total = 0
+        self.done: list[str] = []
+
+    def start(self, total: int) -> None:
+        self.total = total
+
+    def advance(self, path: Path) -> None:
+        self.done.append(path.name)
+
+
+def test_progress_follows_the_files_as_they_finish_with_jobs(tmp_path: Path, monkeypatch) -> None:
+    """With ``--jobs 2`` the files are handed out biggest first and collected in path order: the
+    bar stood still while the first file in path order was still running. It now advances as
+    each file finishes; the results keep the display order."""
+    from torchfix_device import catalog, parallel
+    from torchfix_device.runner import run
+
+    for index in range(6):
+        (tmp_path / f"a{index:02d}.py").write_text(LEGACY)
+    monkeypatch.setattr(parallel, "process_file", _slow_first)
+    recorder = _Recorder()
+    results = run([tmp_path], catalog.refs(), write=False, jobs=2, progress=recorder)
+    names = [f"a{index:02d}.py" for index in range(6)]
+    assert [r.path.name for r in results] == names
+    assert recorder.total == 6 and sorted(recorder.done) == names
+    assert recorder.done[-1] == "a00.py", recorder.done  # the others were reported as they finished

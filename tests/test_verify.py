@@ -9,12 +9,15 @@ The same on CUDA where there is one (``-m gpu``; skipped, never failed, without 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from conftest import console_script
 
 torch = pytest.importorskip("torch")
 
@@ -233,3 +236,104 @@ def test_rewrite_engine_and_verify_command_import_no_torch() -> None:
     engine = "import sys, torchfix_device.cli, torchfix_device.runner\nassert not any(m.startswith('torchfix_device.verify') for m in sys.modules)\n"
     proc = subprocess.run([sys.executable, "-c", engine], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+# -- a user's own model file (issue 23, item 10) ------------------------------------------------
+USER_MODELS = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, hidden=8):
+        super().__init__()
+        self.fc1 = nn.Linear(4, hidden)
+        self.fc2 = nn.Linear(hidden, 2)
+        self.scale = torch.ones(1)
+
+    def forward(self, x):
+        noise = torch.zeros(x.size(0), 2)
+        return self.fc2(self.fc1(x).relu()) * self.scale + noise
+
+
+class Needs(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return self.fc(x)
+'''
+
+MAKE_MODEL = '''
+import torch
+import torch.nn as nn
+
+
+class Tagger(nn.Module):
+    def __init__(self, vocabulary, width):
+        super().__init__()
+        self.embed = nn.Embedding(vocabulary, width)
+        self.head = nn.Linear(width, 3)
+
+    def forward(self, tokens, mask):
+        hidden = self.embed(tokens) * mask.unsqueeze(-1)
+        return self.head(hidden).sum(1)
+
+
+def make_model():
+    return Tagger(10, 4)
+
+
+def example_inputs():
+    return torch.randint(0, 10, (2, 5)), torch.ones(2, 5)
+'''
+
+
+def test_verify_a_plain_model_file_in_plain_words(cli, tmp_path: Path) -> None:
+    """No module docstring, no ``run()``: each constructible ``nn.Module`` is built and run before
+    and after the rewrite; a missing numpy prints no warning (a shadow package stands in for it)."""
+    model = tmp_path / "my_models.py"
+    model.write_text(textwrap.dedent(USER_MODELS).lstrip(), encoding="utf-8")
+    no_numpy = tmp_path / "no_numpy" / "numpy"
+    no_numpy.mkdir(parents=True)
+    (no_numpy / "__init__.py").write_text('raise ModuleNotFoundError("No module named numpy", name="numpy")\n')
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": str(no_numpy.parent)}
+    proc = subprocess.run([*console_script(), "verify", "--device", "meta", str(model)], capture_output=True, text=True, env=env)
+    out, err = proc.stdout, proc.stderr
+    assert proc.returncode == 0, out + err
+    assert "BROKEN FIXTURE" not in out and "contract" not in out and "numpy" not in (out + err).lower(), out + err
+    assert "before the rewrite, on meta" in out and "outputs on the CPU" in out
+    verdicts = [line for line in out.splitlines() if line.startswith(("✓", "✗", "-"))]
+    assert verdicts[0].startswith("✓ Net: fixed: before the rewrite it fails on meta (a device error); now it runs there; same outputs on the CPU")
+    assert verdicts[1] == "- Needs: not run: its constructor needs n: define make_model() in the file"
+    assert "1 of 1 models as expected on meta (1 not run)" in err
+
+
+def test_verify_make_model_with_example_inputs_runs_one_pair_of_interpreters(tmp_path: Path, monkeypatch) -> None:
+    from torchfix_device.verify import verifier
+    from torchfix_device.verify.user_verifier import verify_user_file
+
+    model = tmp_path / "tagger.py"
+    model.write_text(textwrap.dedent(MAKE_MODEL).lstrip(), encoding="utf-8")
+    started = []
+    real_run = subprocess.run
+
+    def counting_run(command, *args, **kwargs):
+        started.append(command)
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(verifier.subprocess, "run", counting_run)
+    (report,) = verify_user_file(read_spec(model), "meta")
+    assert len(started) == 2  # one interpreter for the original, one for the rewrite: each runs meta, then the CPU
+    assert report.name == "make_model" and report.ok, report.to_json()
+    assert report.inputs == "(2, 5), (2, 5)" and report.cpu_equal is True
+    assert report.verdict() == "runs on meta before and after the rewrite; same outputs on the CPU"
+    assert report.applied == []
+
+
+def test_one_interpreter_runs_a_version_on_dev_and_then_on_the_cpu_except_with_cuda() -> None:
+    from torchfix_device.verify.verifier import device_groups
+
+    assert device_groups("meta") == [["meta", "cpu"]] and device_groups("mps") == [["mps", "cpu"]]
+    assert device_groups("cuda") == [["cuda"], ["cpu"]]  # the CPU runs must not see the GPU

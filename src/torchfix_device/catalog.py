@@ -16,14 +16,14 @@ themselves there, which keeps codes and names unique).
 
 from __future__ import annotations
 
-import ast
 import importlib
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:
+    import ast
+
     from torchfix_device.codemod import Codemod
 
 CODEMODS_PACKAGE = "torchfix_device.codemods"
@@ -53,9 +53,29 @@ class CodemodRef:
         return getattr(self.load(), attribute)
 
 
-@lru_cache(maxsize=1)
+_known: tuple[CodemodRef, ...] | None = None
+
+
 def refs() -> tuple[CodemodRef, ...]:
-    """Every codemod of the package, ordered by code."""
+    """Every codemod of the package, ordered by code (read once per process, see
+    :func:`scan_refs`, unless :func:`set_refs` was told them)."""
+    global _known
+    if _known is None:
+        _known = scan_refs()
+    return _known
+
+
+def set_refs(known: Sequence[CodemodRef]) -> None:
+    """Take ``known`` as the result of :func:`scan_refs` (remembered from an earlier run of this
+    very package: :mod:`torchfix_device.catalog_memo`)."""
+    global _known
+    _known = tuple(known)
+
+
+def scan_refs() -> tuple[CodemodRef, ...]:
+    """Every codemod of the package, ordered by code, read from the codemod files with ``ast``."""
+    import ast  # only here: a warm run takes the catalog from its memo
+
     found: list[CodemodRef] = []
     for path in sorted(CODEMODS_FOLDER.glob("*.py")):
         if path.name.startswith("_"):
@@ -66,6 +86,8 @@ def refs() -> tuple[CodemodRef, ...]:
 
 
 def _refs_in(tree: ast.Module, module: str) -> Iterable[CodemodRef]:
+    import ast
+
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             literals = _literal_class_strings(node)
@@ -75,6 +97,8 @@ def _refs_in(tree: ast.Module, module: str) -> Iterable[CodemodRef]:
 
 def _literal_class_strings(node: ast.ClassDef) -> dict[str, str]:
     """``NAME = "text"`` assignments directly in the class body."""
+    import ast
+
     found: dict[str, str] = {}
     for statement in node.body:
         if (
@@ -103,10 +127,30 @@ def lookup_ref(code_or_name: str) -> CodemodRef:
     raise UnknownRuleError(f"unknown codemod {code_or_name!r}; known: {known}")
 
 
-def select_refs(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[CodemodRef]:
-    """The codemods that ``--select`` / ``--ignore`` leave, ordered by code."""
-    chosen = [lookup_ref(s) for s in select] if select else list(refs())
-    dropped = {lookup_ref(i).code for i in ignore or ()}
+def expand_ref(selector: str) -> list[CodemodRef]:
+    """The codemods one ``--select`` / ``--ignore`` entry names: a code (``TFD005``), a name
+    (``torch-load-without-map-location``), a code prefix (``TFD00``: TFD001 to TFD009; ``TFD``:
+    every one) or ``ALL``, as in ruff."""
+    wanted = selector.strip()
+    if wanted.upper() == "ALL":
+        return list(refs())
+    prefix = wanted.upper()
+    if prefix.startswith("TFD") and prefix[3:].isdigit() or prefix == "TFD":
+        matching = [ref for ref in refs() if ref.code.startswith(prefix)]
+        if matching:
+            return matching
+    return [lookup_ref(wanted)]
+
+
+def select_refs(
+    select: Iterable[str] | None, ignore: Iterable[str] | None, extend_select: Iterable[str] | None = None
+) -> list[CodemodRef]:
+    """The codemods that ``--select`` (every one when empty), ``--extend-select`` and
+    ``--ignore`` leave, ordered by code; each entry as :func:`expand_ref` reads it."""
+    select = list(select or ())
+    chosen = [ref for s in select for ref in expand_ref(s)] if select else list(refs())
+    chosen += [ref for s in extend_select or () for ref in expand_ref(s)]
+    dropped = {ref.code for i in ignore or () for ref in expand_ref(i)}
     unique = {ref.code: ref for ref in chosen if ref.code not in dropped}
     return [unique[code] for code in sorted(unique)]
 

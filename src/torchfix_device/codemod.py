@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
     from torchfix_device.candidates import FileFacts
 
+SAFE_FIX, UNSAFE_FIX, REPORT_ONLY = "safe fix", "unsafe fix", "report only"
+"""A codemod's fix tier, as ``rules``, ``explain`` and the docs show it."""
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Not rewritten", "Fix safety")
 _CODE_RE = re.compile(r"^TFD\d{3}$")
 
@@ -282,6 +284,16 @@ class Codemod(VisitorBasedCodemodCommand):
         return scopes.free_at_module_level(self.visited_module, name, self.scope_of)
 
     # -- documentation ----------------------------------------------------------------------
+    @classmethod
+    def fix_tier(cls) -> str:
+        """``report only`` for a codemod that can change nothing (its class, below the base,
+        defines no ``leave_*`` hook: a libcst transformer changes the tree only by what those
+        return), else ``safe fix`` or ``unsafe fix`` from ``safe``."""
+        own = [k for k in cls.__mro__ if k not in Codemod.__mro__]
+        if not any(name.startswith("leave_") for k in own for name in vars(k)):
+            return REPORT_ONLY
+        return SAFE_FIX if cls.safe else UNSAFE_FIX
+
     @classmethod
     def documentation(cls) -> dict[str, str]:
         """The docstring's sections, by heading."""

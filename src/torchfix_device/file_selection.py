@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,12 +42,12 @@ whole run for many minutes."""
 
 # -- finding files ------------------------------------------------------------------------------
 def find_files(
-    paths: Sequence[Path], exclude: Iterable[str] = (), *, respect_gitignore: bool = False
+    paths: Sequence[Path], exclude: Iterable[str] = (), *, respect_gitignore: bool = False, force_exclude: bool = False
 ) -> tuple[list[Path], list[FileResult]]:
     """The files a run processes (sorted by :func:`display_path`) and the results of the paths
     and files it does not: :func:`collect_files`, less what git ignores when
     ``respect_gitignore``."""
-    files, problems = collect_files(paths, exclude)
+    files, problems = collect_files(paths, exclude, force_exclude=force_exclude)
     if respect_gitignore:
         files, ignored = drop_gitignored(files, paths)
         problems += [FileResult(p, display_path(p), "skipped", error="ignored by .gitignore", skip_kind=".gitignore") for p in ignored]
@@ -58,22 +57,25 @@ def find_files(
 def display_path(path: Path) -> str:
     """``path`` relative to the current directory when it is below it (POSIX separators)."""
     try:
-        return Path(os.path.relpath(path)).as_posix() if not _outside_cwd(path) else path.as_posix()
+        relative = os.path.relpath(path)
     except ValueError:
         return path.as_posix()
+    return path.as_posix() if relative.startswith("..") else relative.replace(os.sep, "/")
 
 
-def _outside_cwd(path: Path) -> bool:
-    return os.path.relpath(path.absolute()).startswith("..")
-
-
-def collect_files(paths: Sequence[Path], exclude: Iterable[str] = ()) -> tuple[list[Path], list[FileResult]]:
-    """Python files under ``paths`` (sorted, de-duplicated) and results for paths that are not."""
+def collect_files(
+    paths: Sequence[Path], exclude: Iterable[str] = (), *, force_exclude: bool = False
+) -> tuple[list[Path], list[FileResult]]:
+    """Python files under ``paths`` (sorted, de-duplicated) and results for paths that are not.
+    With ``force_exclude`` a path named in ``paths`` that ``exclude`` matches is left out too
+    (skipped quietly, as ruff does)."""
     exclude = tuple(exclude)
     found: dict[Path, Path] = {}
     problems: list[FileResult] = []
     for given in paths:
-        if given.is_symlink() and not given.is_dir():
+        if force_exclude and exclude and _excluded_as_named(given, exclude):
+            problems.append(FileResult(given, display_path(given), "skipped", error="excluded", skip_kind="excluded"))
+        elif given.is_symlink() and not given.is_dir():
             broken = "" if given.exists() else " (broken or looping link)"
             problems.append(FileResult(given, display_path(given), "skipped", error=f"symbolic link{broken}: not followed, never written through"))
         elif given.is_file():
@@ -83,11 +85,14 @@ def collect_files(paths: Sequence[Path], exclude: Iterable[str] = ()) -> tuple[l
                 found.setdefault(given.resolve(), given)
         elif given.is_dir():
             walked = 0  # counted, not compared with len(found): `m.py pkg` finds pkg/m.py twice
+            folders: dict[Path, Path] = {}
             for path in _walk_python_files(given, exclude, problems):
-                found.setdefault(path.resolve(), path)
+                found.setdefault(_resolved_in(path, folders), path)  # a walked file is never a link
                 walked += 1
-            if not walked:
-                problems.append(FileResult(given, display_path(given), "failed", error="no Python files found in this folder"))
+            if not walked:  # a warning, as ruff's: nothing to do is not a failure
+                problems.append(FileResult(
+                    given, display_path(given), "skipped", error="no Python files found in this folder", skip_kind="no Python files"
+                ))
         else:
             problems.append(FileResult(given, display_path(given), "failed", error="no such file or folder"))
     files = sorted(found.values(), key=lambda p: display_path(p))
@@ -112,6 +117,13 @@ def _walk_python_files(root: Path, exclude: tuple[str, ...], problems: list[File
             path = base / name
             if name.endswith((".py", ".ipynb")) and not path.is_symlink() and not _excluded(path, exclude):
                 yield path
+
+
+def _excluded_as_named(path: Path, patterns: tuple[str, ...]) -> bool:
+    """A path named on the command line matches a pattern: itself, or a folder above it
+    (relative to the current folder, as pre-commit names files)."""
+    shown = Path(display_path(path))
+    return any(_excluded(candidate, patterns) for candidate in (shown, *shown.parents) if str(candidate) != ".")
 
 
 def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
@@ -192,6 +204,8 @@ def git_work_tree_of(folder: Path, cache: dict[Path, Path | None]) -> Path | Non
 
 def git_ignored(top: Path, files: Sequence[Path]) -> set[Path]:
     """The ``files`` (absolute, below ``top``) that git ignores; none when git cannot tell."""
+    import subprocess  # only inside a git work tree
+
     relative = [os.path.relpath(f, top) for f in files]
     try:
         done = subprocess.run(
@@ -212,9 +226,11 @@ def drop_gitignored(files: Sequence[Path], named: Iterable[Path] = ()) -> tuple[
     """``files`` split into (kept, ignored by git). Files in ``named`` are always kept."""
     explicit = {p.resolve() for p in named if p.is_file()}
     cache: dict[Path, Path | None] = {}
+    folders: dict[Path, Path] = {}  # a folder's resolved path: files are never links (found ones are not followed)
+    resolved = {path: _resolved_in(path, folders) for path in files}
     by_tree: dict[Path, list[Path]] = {}
     for path in files:
-        absolute = path.resolve()
+        absolute = resolved[path]
         if absolute in explicit:
             continue
         top = git_work_tree_of(absolute.parent, cache)
@@ -223,6 +239,18 @@ def drop_gitignored(files: Sequence[Path], named: Iterable[Path] = ()) -> tuple[
     ignored: set[Path] = set()
     for top, members in by_tree.items():
         ignored |= git_ignored(top, members)
-    kept = [p for p in files if p.resolve() not in ignored]
-    dropped = [p for p in files if p.resolve() in ignored]
+    if not ignored:
+        return list(files), []
+    kept = [p for p in files if resolved[p] not in ignored]
+    dropped = [p for p in files if resolved[p] in ignored]
     return kept, dropped
+
+
+def _resolved_in(path: Path, folders: dict[Path, Path]) -> Path:
+    """``path.resolve()``, its folder resolved once for all its files (a link is resolved itself)."""
+    if path.is_symlink():
+        return path.resolve()
+    parent = path.parent
+    if parent not in folders:
+        folders[parent] = parent.resolve()
+    return folders[parent] / path.name

@@ -20,6 +20,8 @@ class Finding:
     """True when a fix exists but is unsafe and ``--unsafe-fixes`` was not given."""
     cell: int | None = None
     """In a notebook: the cell (counted from 1) that ``line`` is relative to."""
+    declined: bool = False
+    """A fix the user declined in ``apply --interactive``: not applied, and not left for review."""
 
     @property
     def where(self) -> str:
@@ -32,4 +34,6 @@ class Finding:
             return "fix"
         if self.held_back:
             return "unsafe-fix"
+        if self.declined:
+            return "declined"
         return "manual"

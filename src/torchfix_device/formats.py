@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
 
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-KIND_LABEL = {"fix": "fix", "unsafe-fix": "unsafe fix: rerun with --unsafe-fixes", "manual": "manual review"}
+KIND_LABEL = {"fix": "fix", "unsafe-fix": "unsafe fix: rerun with --unsafe-fixes", "manual": "manual review", "declined": "declined"}
 
 
 class OutputFormat(str, Enum):
@@ -59,14 +59,23 @@ def text_lines(results: Sequence[FileResult], *, unused: bool) -> list[str]:
 
 # -- JSON ---------------------------------------------------------------------------------------
 def finding_record(result: FileResult, finding: Finding) -> dict:
+    """One finding; in a notebook ``cell`` is the cell (counted from 1) and ``line`` and
+    ``column`` are within it (null for other files, as in ruff's JSON)."""
     return {
         "file": result.display,
+        "cell": finding.cell,
         "line": finding.line,
         "column": finding.column,
         "code": finding.code,
         "message": finding.message,
         "kind": finding.kind,
     }
+
+
+def _in_cell(finding: Finding, message: str) -> str:
+    """A notebook finding's message, prefixed with its place in the cell (the annotation's and
+    SARIF's lines count the lines of the file, which in a notebook is JSON)."""
+    return message if finding.cell is None else f"cell {finding.cell}, line {finding.line}, column {finding.column}: {message}"
 
 
 def json_document(results: Sequence[FileResult], *, unused: bool) -> dict:
@@ -115,7 +124,10 @@ def github_lines(results: Sequence[FileResult], *, unused: bool) -> list[str]:
         for f in result.findings:
             level = "warning" if f.kind != "manual" else "notice"
             title = f"{f.code} ({KIND_LABEL[f.kind]})"
-            lines.append(_annotation(level, result.display, f.message, line=f.line, col=f.column, title=title))
+            if f.cell is None:
+                lines.append(_annotation(level, result.display, f.message, line=f.line, col=f.column, title=title))
+            else:
+                lines.append(_annotation(level, result.display, _in_cell(f, f.message), title=f"{title} in cell {f.cell}"))
         if result.status == "failed" and result.error:
             line, message = _split_line(result.error)
             lines.append(_annotation("error", result.display, message, line=line, title="not processed by torchfix-device"))
@@ -156,22 +168,23 @@ def _sarif_rule(codemod: "CodemodRef | type[Codemod]") -> dict:
         "fullDescription": {"text": sections.get("What it does", codemod.summary)},
         "help": {"text": f"torchfix-device explain {codemod.code}"},
         "defaultConfiguration": {"level": "warning"},
-        "properties": {"fixSafety": "safe" if codemod.safe else "unsafe"},
+        "properties": {"fixSafety": codemod.fix_tier()},
     }
 
 
 def _sarif_result(result: FileResult, finding: Finding, rule_index: dict[str, int], *, suppressed: bool) -> dict:
+    location: dict = {"artifactLocation": _artifact_uri(result)}
+    properties: dict = {"kind": finding.kind}
+    if finding.cell is None:
+        location["region"] = {"startLine": finding.line, "startColumn": finding.column}
+    else:  # the region would count the notebook's JSON lines: the cell goes in the message and properties
+        properties.update(cell=finding.cell, cellLine=finding.line, cellColumn=finding.column)
     record: dict = {
         "ruleId": finding.code,
         "level": "note" if finding.kind == "manual" else "warning",
-        "message": {"text": finding.message},
-        "locations": [{
-            "physicalLocation": {
-                "artifactLocation": _artifact_uri(result),
-                "region": {"startLine": finding.line, "startColumn": finding.column},
-            }
-        }],
-        "properties": {"kind": finding.kind},
+        "message": {"text": _in_cell(finding, finding.message)},
+        "locations": [{"physicalLocation": location}],
+        "properties": properties,
     }
     if finding.code in rule_index:
         record["ruleIndex"] = rule_index[finding.code]
@@ -226,3 +239,27 @@ def sarif_document(results: Sequence[FileResult], codemods: Sequence["CodemodRef
             "results": sarif_results,
         }],
     }
+
+
+# -- --statistics -------------------------------------------------------------------------------
+def statistics(results: Sequence[FileResult], fmt: str) -> str:
+    """``--statistics``: one row per code with findings, most frequent first, as ruff prints it
+    (``count<TAB>code<TAB>[*] name``; ``[*]``: fixable, ``[ ]``: not), or a JSON list for ``json``."""
+    from torchfix_device.catalog import refs
+
+    names = {ref.code: ref.name for ref in refs()}
+    counts: dict[str, list[int]] = {}
+    for result in results:
+        for f in result.findings:
+            entry = counts.setdefault(f.code, [0, 0])
+            entry[0] += 1
+            entry[1] += f.fixed
+    rows = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
+    if fmt == OutputFormat.json.value:
+        records = [
+            {"code": code, "name": names.get(code, ""), "count": n, "fixable": fixable > 0, "fixable_count": fixable}
+            for code, (n, fixable) in rows
+        ]
+        return json.dumps(records, indent=2) + "\n"
+    width = max((len(str(n)) for _, (n, _) in rows), default=1)
+    return "".join(f"{n:>{width}}\t{code}\t{'[*]' if fixable else '[ ]'} {names.get(code, '')}\n" for code, (n, fixable) in rows)

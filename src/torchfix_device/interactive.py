@@ -14,20 +14,25 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import libcst as cst
 from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
-from torchfix_device import report
+from torchfix_device.patch import unified_diff
 from torchfix_device.catalog import CodemodRef
 from torchfix_device.codemod import FIX_FILTER, Codemod, Finding
 from torchfix_device.options import RunOptions
 from torchfix_device.engine import transform_source
 from torchfix_device.job import write_result
-from torchfix_device.results import FileResult, InternalError
+from torchfix_device.results import FileResult, InternalError, TransformOutput
+
+if TYPE_CHECKING:
+    from torchfix_device.gitsafety import GitState
+    from torchfix_device.settings import Settings
+    from torchfix_device.termout import Printer
 
 KEYS_HELP = """\
 y - apply this rewrite
@@ -103,9 +108,16 @@ class _Chosen:
 def rewrite_with(text: str, codemods: Sequence["CodemodRef | type[Codemod]"], fixes: Sequence[Finding], accepted: set[Key],
                  *, unsafe_fixes: bool, filename: str, options: RunOptions | None = None) -> str:
     """``text`` with only the ``accepted`` fixes applied (compiled by the runner)."""
+    return transform_with(text, codemods, fixes, accepted, unsafe_fixes=unsafe_fixes, filename=filename, options=options).text
+
+
+def transform_with(text: str, codemods: Sequence["CodemodRef | type[Codemod]"], fixes: Sequence[Finding], accepted: set[Key],
+                   *, unsafe_fixes: bool, filename: str, options: RunOptions | None = None) -> TransformOutput:
+    """The transform of ``text`` with only the ``accepted`` fixes applied: its text, and the
+    checkpoint notes of those fixes alone."""
     token = FIX_FILTER.set(_Chosen(text, fixes, accepted))
     try:
-        return transform_source(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options).text
+        return transform_source(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
     finally:
         FIX_FILTER.reset(token)
 
@@ -116,6 +128,8 @@ class Review:
 
     accepted: set[Key]
     quit: bool = False
+    interrupted: bool = False
+    """Ctrl-C at the prompt: quit, and the run exits 130 once the accepted rewrites are written."""
 
 
 def _show(result: FileResult, finding: Finding, number: int, total: int, new_text: str, console: Console) -> None:
@@ -125,7 +139,7 @@ def _show(result: FileResult, finding: Finding, number: int, total: int, new_tex
     if new_text == result.source.text:
         console.print("[yellow](no change on its own: it takes effect together with another rewrite)[/]")
         return
-    diff = report.unified_diff(replace(result, new_text=new_text))
+    diff = unified_diff(replace(result, new_text=new_text))
     text = diff.decode(result.source.encoding, "replace")
     if console.is_terminal:
         console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
@@ -146,9 +160,12 @@ def review_file(result: FileResult, codemods: Sequence["CodemodRef | type[Codemo
         while True:
             try:
                 answer = ask(PROMPT).strip().lower()[:1]
-            except (EOFError, KeyboardInterrupt):  # end of input or Ctrl-C: quit, keeping what was accepted
+            except EOFError:  # end of input: quit, keeping what was accepted
                 console.print()
                 answer = "q"
+            except KeyboardInterrupt:  # Ctrl-C: the same, then exit 130
+                console.print()
+                answer, decision.interrupted = "q", True
             if answer in ("y", "n", "a", "d", "q"):
                 break
             console.print(KEYS_HELP)
@@ -170,33 +187,39 @@ def apply_decision(result: FileResult, codemods: Sequence["CodemodRef | type[Cod
     """Rewrite the file with the accepted fixes (or leave it), and update ``result`` to match."""
     assert result.source is not None and result.new_text is not None
     fixes = [f for f in result.findings if f.fixed]
-    result.findings = [f if not f.fixed or _key(f) in decision.accepted else replace(f, fixed=False) for f in result.findings]
+    result.findings = [f if not f.fixed or _key(f) in decision.accepted else _declined(f) for f in result.findings]
     if not decision.accepted:
-        result.status, result.new_text = "unchanged", None
+        result.status, result.new_text, result.notes = "unchanged", None, []
         return
     if len(decision.accepted) < len(fixes):
         try:
-            result.new_text = rewrite_with(result.source.text, codemods, fixes, decision.accepted,
-                                           unsafe_fixes=unsafe_fixes, filename=str(result.path), options=options)
+            output = transform_with(result.source.text, codemods, fixes, decision.accepted,
+                                    unsafe_fixes=unsafe_fixes, filename=str(result.path), options=options)
         except InternalError as exc:
             result.status, result.error = "failed", f"internal error: {exc}"
             return
+        result.new_text, result.notes = output.text, list(output.notes)  # a declined rewrite has no consequences
     if result.new_text == result.source.text:
         result.status, result.new_text = "unchanged", None
         return
     write_result(result)
 
 
+def _declined(finding: Finding) -> Finding:
+    return replace(finding, fixed=False, declined=True)
+
+
 def review(results: list[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, unsafe_fixes: bool, console: Console,
-           ask: Callable[[str], str], refuse: Callable[[FileResult], bool], options: RunOptions | None = None) -> None:
-    """Review every changed file of a dry run in turn; write the accepted rewrites."""
-    quitting = False
+           ask: Callable[[str], str], refuse: Callable[[FileResult], bool], options: RunOptions | None = None) -> bool:
+    """Review every changed file of a dry run in turn; write the accepted rewrites. True when
+    the review was interrupted (Ctrl-C at a prompt)."""
+    quitting = interrupted = False
     for result in results:
         if result.status != "changed":
             continue
         if quitting:
-            result.status, result.new_text = "unchanged", None
-            result.findings = [replace(f, fixed=False) if f.fixed else f for f in result.findings]
+            result.status, result.new_text, result.notes = "unchanged", None, []
+            result.findings = [_declined(f) if f.fixed else f for f in result.findings]
             continue
         if refuse(result):
             continue
@@ -206,4 +229,17 @@ def review(results: list[FileResult], codemods: Sequence["CodemodRef | type[Code
             continue
         decision = review_file(result, codemods, unsafe_fixes=unsafe_fixes, console=console, ask=ask, options=options)
         apply_decision(result, codemods, decision, unsafe_fixes=unsafe_fixes, options=options)
-        quitting = decision.quit
+        quitting, interrupted = decision.quit, decision.interrupted
+    return interrupted
+
+
+def review_run(results: list[FileResult], settings: "Settings", guard: "GitState | None", out: "Printer") -> bool:
+    """``apply --interactive``: review the dry run's results on the terminal, then write. True
+    when Ctrl-C ended the review."""
+    from torchfix_device import gitsafety
+
+    asker = Console()
+    return review(
+        results, settings.codemods, unsafe_fixes=settings.unsafe, console=asker, ask=lambda text: asker.input(text, markup=False),
+        refuse=lambda result: gitsafety.refuse_if_dirty(result, guard), options=settings.options,
+    )

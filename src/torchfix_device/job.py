@@ -39,11 +39,16 @@ def process_file(
     source: SourceFile | None = None,
     shown: str | None = None,
     cache: "ResultCache | None" = None,
-) -> FileResult:
+    cached_only: bool = False,
+) -> FileResult | None:
     """Read, transform and (when ``write``) atomically replace one file. Never raises.
 
     ``source`` (with ``shown``, the name for messages) is text already read, e.g. from stdin.
+    ``cached_only``: None instead of a transform when ``cache`` holds no result for the file
+    (the runner hands those to its process pool).
     """
+    if cached_only and (cache is None or path.suffix == ".ipynb"):
+        return None
     if source is None and path.suffix == ".ipynb":
         return process_notebook(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options)
     options = options or DEFAULT_OPTIONS
@@ -53,11 +58,13 @@ def process_file(
             size = path.stat().st_size
         except OSError:
             size = 0  # read_source names the problem
-        if size > MAX_FILE_BYTES:
+        limit = options.max_file_bytes or MAX_FILE_BYTES
+        if size > limit:
             return FileResult(
                 path, shown, "skipped",
-                error=f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES / 1e6:g} MB limit for one file; skipped",
-                skip_kind="over 1 MB",
+                error=f"file is {size / 1e6:.1f} MB, over the {limit / 1e6:g} MB limit for one file; skipped "
+                "(raise it with --max-file-size or max-file-size in [tool.torchfix-device])",
+                skip_kind="over the size limit",
             )
         try:
             source = read_source(path)
@@ -67,6 +74,8 @@ def process_file(
     hit, marks = None, None
     if cache is not None:  # the marks are kept with the result, so read them once
         hit = cache.get(source.raw)
+        if hit is None and cached_only:
+            return None
         marks = hit.marks if hit is not None else file_selection.read_marks(source.text)
     skip = file_selection.skip_reason(source.text, options, marks)
     if skip is not None:
@@ -80,7 +89,8 @@ def process_file(
     except Exception as exc:  # a parse error, or a codemod bug: it must not stop the other files
         return failure_result(exc, path, shown, source)
     result = FileResult(
-        path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes, suppressed=list(output.suppressed)
+        path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes, suppressed=list(output.suppressed),
+        cached=hit is not None,
     )
     if options.report_unused_suppressions:
         _judge_suppressions(result, codemods)

@@ -31,7 +31,10 @@ class ReportError(Exception):
 
 
 def _record(result: FileResult, f: Finding) -> dict:
-    return {"file": result.display, "line": f.line, "column": f.column, "code": f.code, "message": f.message}
+    record = {"file": result.display, "line": f.line, "column": f.column, "code": f.code, "message": f.message}
+    if f.cell is not None:  # a notebook: the line and column are within this cell
+        record["cell"] = f.cell
+    return record
 
 
 def _counts(findings: Sequence[Finding], suppressed: Sequence[Finding], changed: bool) -> dict[str, int]:
@@ -122,7 +125,8 @@ def _code(text: str) -> str:
 
 
 def _place(item: dict) -> str:
-    return _code(f"{item['file']}:{item['line']}:{item['column']}")
+    cell = f"cell {item['cell']}:" if item.get("cell") is not None else ""
+    return _code(f"{item['file']}:{cell}{item['line']}:{item['column']}")
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:

@@ -17,7 +17,6 @@ result and the write are the per-file job's (:func:`torchfix_device.job.process_
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
@@ -26,7 +25,7 @@ import libcst as cst
 
 from torchfix_device.engine import parse_error_message, transform_source
 from torchfix_device.finding import Finding
-from torchfix_device.results import FileResult, InternalError, TransformOutput
+from torchfix_device.results import InternalError, TransformOutput
 
 if TYPE_CHECKING:
     from torchfix_device.catalog import CodemodRef
@@ -191,7 +190,9 @@ def transform_notebook(
         return TransformOutput(text, [], [])
     joined = _join(cells)
     try:
-        output = transform_source(joined, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+        output = transform_source(  # cells are not checked by CPython unless a codemod may act: IPython syntax
+            joined, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, check_syntax=False
+        )
         new_cells = _split(cells, output.text) if output.text != joined else {}
         rewritten = {index: _restore(cell, new_cells[cell.index]) for index, cell in ((c.index, c) for c in cells) if index in new_cells}
     except cst.ParserSyntaxError as exc:
@@ -216,29 +217,3 @@ def _in_cells(cells: Sequence[_Cell], findings: Sequence[Finding]) -> list[Findi
         cell, line = _cell_at(cells, finding.line)
         out.append(dataclasses.replace(finding, line=line, cell=cell.index))
     return out
-
-
-def cell_diffs(result: FileResult) -> bytes:
-    """A unified diff per changed code cell, each headed ``a/PATH:cell N``."""
-    assert result.source is not None and result.new_text is not None
-    old_nb = read_notebook(result.source.raw)
-    new_nb = read_notebook(result.new_text.encode("utf-8"))
-    out: list[str] = []
-    for index, (old, new) in enumerate(zip(old_nb.cells, new_nb.cells), start=1):
-        if old.get("source", "") == new.get("source", ""):
-            continue
-        old_lines = _lines(old.source)
-        new_lines = _lines(new.source)
-        name = f"{result.display}:cell {index}"
-        out.extend(difflib.unified_diff(old_lines, new_lines, f"a/{name}", f"b/{name}"))
-    return "".join(out).encode("utf-8")
-
-
-def _lines(text: str) -> list[str]:
-    lines = [line + "\n" for line in text.split("\n")]
-    lines[-1] = lines[-1][:-1]
-    if not lines[-1]:
-        lines.pop()
-    else:
-        lines[-1] += "\n"  # a cell's last line has no newline of its own: not worth a marker
-    return lines

@@ -20,9 +20,23 @@ class RunOptions:
     """Inside a git work tree, leave out files that ``.gitignore`` ignores."""
     report_unused_suppressions: bool = False
     """Also judge ``# torchfix-device: skip-file`` (the file is then analysed, never written)."""
+    max_file_bytes: int | None = None
+    """Files larger than this are skipped (``max-file-size``); None for the default, 1 MB."""
+    force_exclude: bool = False
+    """``--exclude`` patterns apply to files named on the command line too (``--force-exclude``)."""
     own_move_classes: frozenset[str] = frozenset()
     """Classes of the run's files that define their own ``cuda()``/``to()``
     (:mod:`torchfix_device.project_classes`), filled in by the runner."""
 
 
 DEFAULT_OPTIONS = RunOptions()
+
+
+def default_jobs() -> int:
+    """The number of cores this process may run on."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

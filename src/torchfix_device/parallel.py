@@ -1,8 +1,8 @@
 """``--jobs N``: files spread over a pool of processes, results kept in display order.
 
 Work is handed out biggest file first (a large file started last would keep one worker busy
-after the others finish), and collected in the order of ``files``, so the output is the same as
-with one process. Workers ignore SIGINT: on Ctrl-C each finishes the file it is on (writes are
+after the others finish); progress is reported as each file finishes, and the results are put
+in the order of ``files``, so the output is the same as with one process. Workers ignore SIGINT: on Ctrl-C each finishes the file it is on (writes are
 atomic), the files not started are dropped, and every finished result is kept for the report.
 A pool that cannot start or breaks (a worker killed, say, for memory) leaves the remaining files
 to be processed here, one by one.
@@ -10,14 +10,14 @@ to be processed here, one by one.
 
 from __future__ import annotations
 
-import os
 import signal
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from torchfix_device.job import process_file
+from torchfix_device.options import default_jobs  # noqa: F401 - where it used to live
 from torchfix_device.results import FileResult
 
 if TYPE_CHECKING:
@@ -26,14 +26,6 @@ if TYPE_CHECKING:
     from torchfix_device.cache import ResultCache
     from torchfix_device.options import RunOptions
     from torchfix_device.progress import FileProgress
-
-
-def default_jobs() -> int:
-    """The number of cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _ignore_sigint() -> None:
@@ -78,21 +70,27 @@ def process_in_pool(
             done(process_file(path, codemods, **settings))
         return
     futures: dict[int, Future] = {}
-    collected = 0
+    finished: dict[int, FileResult] = {}
     try:
         for index in sorted(range(len(files)), key=lambda i: -_size(files[i])):
             futures[index] = pool.submit(process_file, files[index], codemods, **settings)
-        for index in range(len(files)):
+        index_of = {future: index for index, future in futures.items()}
+        for future in as_completed(futures.values()):  # progress as files finish, not in path order
+            index = index_of[future]
             try:
-                done(futures[index].result())
+                finished[index] = future.result()
             except BrokenProcessPool:
-                done(process_file(files[index], codemods, **settings))
-            collected = index + 1
+                finished[index] = process_file(files[index], codemods, **settings)
+            if progress is not None:
+                progress.advance(finished[index].path)
+        results.extend(finished[index] for index in range(len(files)))
     except KeyboardInterrupt:
         pool.shutdown(wait=True, cancel_futures=True)
-        for index in range(collected, len(files)):
+        for index in range(len(files)):
             future = futures.get(index)
-            if future is not None and future.done() and not future.cancelled() and future.exception() is None:
+            if index in finished:
+                results.append(finished[index])
+            elif future is not None and future.done() and not future.cancelled() and future.exception() is None:
                 results.append(future.result())
         raise
     finally:

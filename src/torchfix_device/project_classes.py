@@ -51,6 +51,8 @@ def classes_in(source: str | bytes) -> frozenset[str]:
     lines = text.splitlines()
     found: set[str] = set()
     for index, line in enumerate(lines):
+        if "def" not in line:  # cheap: a line defining a move holds the word
+            continue
         stripped = line.lstrip()
         if not _defines_a_move(stripped):
             continue
@@ -78,7 +80,8 @@ def _defines_a_move(stripped: str) -> bool:
 def _enclosing_header(lines: list[str], index: int, indent: int) -> str | None:
     """The first line above ``index`` indented less than ``indent`` (blank, comment and
     decorator lines passed over), stripped; None at the top of the file."""
-    for before in reversed(lines[:index]):
+    for position in range(index - 1, -1, -1):  # upwards, without copying the lines above
+        before = lines[position]
         header = before.lstrip()
         if not header or header.startswith(("#", "@")) or len(before) - len(header) >= indent:
             continue

@@ -2,93 +2,26 @@
 
 from __future__ import annotations
 
-import difflib
-import sys
 from collections import Counter
-from typing import IO, TYPE_CHECKING, Sequence
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING, Any, Sequence
 
 from torchfix_device.results import FileResult
+from torchfix_device.termout import Printer
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.table import Table
 
     from torchfix_device.codemod import Codemod
 
-NO_NEWLINE = "\\ No newline at end of file\n"
-_GIT_ESCAPES = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r", '"': '"', "\\": "\\"}
+
+def stderr_console() -> Printer:
+    return Printer()
 
 
-def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
-
-
-def _diff_lines(text: str) -> list[str]:
-    """Lines as ``git`` and ``patch`` see them: ended by ``\\n`` only (``str.splitlines`` also
-    breaks at form feeds, ``\\x85`` and ``\\u2028``, which would corrupt the patch)."""
-    lines = text.split("\n")
-    out = [line + "\n" for line in lines[:-1]]
-    return out + [lines[-1]] if lines[-1] else out
-
-
-def _git_path(name: str) -> str:
-    """``name`` as git writes it in a patch header: C-quoted when it holds a tab, newline,
-    quote, backslash or other control character (``git apply`` stops an unquoted name at a tab);
-    followed by a tab when it holds a space (GNU ``patch`` stops an unquoted name at a space)."""
-    if not any(ch in _GIT_ESCAPES or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
-        return name + "\t" if " " in name else name
-    quoted = "".join(
-        "\\" + _GIT_ESCAPES[ch] if ch in _GIT_ESCAPES else f"\\{ord(ch):03o}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch
-        for ch in name
-    )
-    return f'"{quoted}"'
-
-
-def unified_diff(result: FileResult) -> bytes:
-    """A ``git apply``-able unified diff of one changed file, in the file's own encoding."""
-    assert result.source is not None and result.new_text is not None
-    if result.path.suffix == ".ipynb":
-        from torchfix_device.notebook import cell_diffs
-
-        return cell_diffs(result)
-    prefix = "\ufeff" if result.source.bom else ""
-    old = _diff_lines(prefix + result.source.text)
-    new = _diff_lines(prefix + result.new_text)
-    out: list[str] = []
-    names = _git_path(f"a/{result.display}"), _git_path(f"b/{result.display}")
-    for index, line in enumerate(difflib.unified_diff(old, new, *names)):
-        if index >= 2 and not line.startswith("@@") and not line.endswith("\n"):
-            line += "\n" + NO_NEWLINE
-        out.append(line)
-    headers = "".join(out[:2]).encode("utf-8", "surrogateescape")
-    body = "".join(out[2:]).encode(result.source.encoding, "replace")
-    return headers + body
-
-
-def write_diffs(results: Sequence[FileResult], stream: IO[str] | None = None) -> None:
-    """Diffs of the changed files on stdout: plain bytes to a pipe, coloured on a terminal."""
-    stream = stream or sys.stdout
-    changed = [r for r in results if r.status == "changed"]
-    if stream.isatty():
-        from rich.syntax import Syntax  # pygments: only for a terminal
-
-        console = Console(file=stream)
-        for result in changed:
-            text = unified_diff(result).decode(result.source.encoding if result.source else "utf-8", "replace")
-            console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
-        return
-    stream.flush()
-    buffer = getattr(stream, "buffer", None)
-    for result in changed:
-        data = unified_diff(result)
-        if buffer is not None:
-            buffer.write(data)
-        else:
-            stream.write(data.decode("utf-8", "replace"))
-    if buffer is not None:
-        buffer.flush()
+def _printer(console: Any) -> Printer:
+    """``console`` itself, or a printer onto a rich console's stream."""
+    return console if isinstance(console, Printer) else Printer(console.file)
 
 
 def finding_lines(results: Sequence[FileResult]) -> list[str]:
@@ -99,14 +32,17 @@ def finding_lines(results: Sequence[FileResult]) -> list[str]:
             suffix = ""
             if f.held_back:
                 suffix = " [unsafe fix: rerun with --unsafe-fixes]"
+            elif f.declined:
+                suffix = " [declined]"
             elif not f.fixed:
                 suffix = " [manual review]"
             lines.append(f"{result.display}:{f.where} {f.code} {f.message}{suffix}")
     return lines
 
 
-def print_problems(results: Sequence[FileResult], console: Console) -> None:
+def print_problems(results: Sequence[FileResult], console: Printer | Console) -> None:
     """One line per file that failed or was skipped, naming it (and the line, where known)."""
+    console = _printer(console)
     for result in results:
         if result.status in ("failed", "skipped") and result.error and result.skip_kind not in QUIET_SKIP_KINDS:
             style = "red" if result.status == "failed" else "yellow"
@@ -115,10 +51,10 @@ def print_problems(results: Sequence[FileResult], console: Console) -> None:
             if message.startswith("line "):
                 location, _, message = message[5:].partition(": ")
                 where = f"{where}:{location}"
-            console.print(f"[{style}]{result.status}[/]: {escape(where)}: {escape(message)}", soft_wrap=True)
+            console.labelled(result.status, style, f"{where}: {message}")
 
 
-QUIET_SKIP_KINDS = frozenset({".gitignore", "@generated", "skip-file"})
+QUIET_SKIP_KINDS = frozenset({".gitignore", "@generated", "skip-file", "excluded"})
 """Skips the user asked for (or that are routine): counted in the summary, not listed one by one."""
 
 
@@ -130,15 +66,16 @@ def _skip_reasons(results: Sequence[FileResult]) -> str:
     return " (" + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) + ")"
 
 
-def print_manual_review(results: Sequence[FileResult], console: Console) -> None:
+def print_manual_review(results: Sequence[FileResult], console: Printer | Console) -> None:
     """For ``apply``: the places left for a person, and the checkpoint notes."""
+    console = _printer(console)
     for result in results:
         for f in result.findings:
-            if not f.fixed:
+            if not f.fixed and not f.declined:  # a rewrite declined in review is the user's choice, not a task
                 tag = "unsafe fix held back" if f.held_back else "manual review"
-                console.print(escape(f"{tag}: {result.display}:{f.where} {f.code} {f.message}"), soft_wrap=True)
+                console.line(f"{tag}: {result.display}:{f.where} {f.code} {f.message}")
         for note in result.notes:
-            console.print(f"[yellow]checkpoint[/]: {escape(result.display)}: {escape(note)}", soft_wrap=True)
+            console.labelled("checkpoint", "yellow", f"{result.display}: {note}")
 
 
 def _python_file(result: FileResult) -> bool:
@@ -152,7 +89,8 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
     failed = sum(1 for r in results if r.status == "failed")
     skipped = sum(1 for r in results if r.status == "skipped")
     fixes = Counter(f.code for r in results if r.status == "changed" for f in r.findings if f.fixed)  # not a failed write
-    manual = Counter(f.code for r in results for f in r.findings if not f.fixed)
+    manual = Counter(f.code for r in results for f in r.findings if not f.fixed and not f.declined)
+    declined = sum(1 for r in results for f in r.findings if f.declined)
     verb = "would change" if checking or not wrote else "changed"
     parts = [f"{scanned} file{'s' if scanned != 1 else ''} scanned", f"{changed} {verb}", f"{failed} failed"]
     if skipped:
@@ -162,31 +100,67 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
         line += "; fixes: " + ", ".join(f"{c} ×{n}" for c, n in sorted(fixes.items()))
     if manual:
         line += "; left for review: " + ", ".join(f"{c} ×{n}" for c, n in sorted(manual.items()))
+    if declined:
+        line += f"; declined in review: {declined}"
     suppressed = sum(len(r.suppressed) for r in results)
     if suppressed:
         line += f"; suppressed by noqa: {suppressed}"
     return line
 
 
-def rules_table(codemods: Sequence[type[Codemod]]) -> "Table":
+def usage_error(message: str) -> None:
+    Printer().error(message)
+
+
+def rules_table(codemods: Sequence[type[Codemod]], *, one_line: bool = False) -> "Table":
+    """The rules as a rich table. Codes and names (what ``--select`` takes) are never wrapped or
+    cut; summaries wrap (``one_line``: never, for a pipe: one row a line)."""
     from rich.table import Table
 
     table = Table(title="torchfix-device codemods")
-    # codes and names are what --select takes: never wrapped or cut, however narrow the output
     table.add_column("code", style="bold", no_wrap=True, min_width=6)
     table.add_column("name", no_wrap=True, min_width=max((len(c.name) for c in codemods), default=4))
-    table.add_column("safe?", no_wrap=True)
-    table.add_column("summary")
+    table.add_column("fix", no_wrap=True)
+    table.add_column("summary", overflow="fold", no_wrap=one_line)
     for c in codemods:
-        table.add_row(c.code, c.name, "safe" if c.safe else "unsafe", c.summary)
+        table.add_row(c.code, c.name, c.fix_tier(), c.summary)
     return table
+
+
+def rules_records(codemods: Sequence[type[Codemod]]) -> list[dict]:
+    """``rules --output-format json``: code, name, fix tier, summary and documentation."""
+    return [
+        {"code": c.code, "name": c.name, "fix": c.fix_tier(), "summary": c.summary, "explanation": explain_markdown(c)}
+        for c in codemods
+    ]
+
+
+def print_rules(*, json_output: bool) -> None:
+    """``rules``: a table on a terminal (wrapped to its width), one row a line in a pipe."""
+    import json
+    import sys
+
+    from torchfix_device.catalog import all_codemods
+
+    codemods = all_codemods()
+    if json_output:
+        sys.stdout.write(json.dumps(rules_records(codemods), indent=2, ensure_ascii=False) + "\n")
+        return
+    from rich.console import Console
+
+    console = Console()
+    if console.is_terminal:
+        console.print(rules_table(codemods))
+        return
+    table = rules_table(codemods, one_line=True)
+    Console(width=10_000).print(table, crop=False, soft_wrap=True)
 
 
 def explain_markdown(codemod: type[Codemod]) -> str:
     from torchfix_device.codemod import DOC_SECTIONS
 
     sections = codemod.documentation()
-    parts = [f"# {codemod.code} {codemod.name}", "", codemod.summary, "", f"Fix: {'safe' if codemod.safe else 'unsafe'}", ""]
+    parts = [f"# {codemod.code} {codemod.name}", "", codemod.summary, "", f"Fix: {codemod.fix_tier()}", ""]
     for heading in DOC_SECTIONS:
         parts += [f"## {heading}", "", sections.get(heading, "(missing)"), ""]
     return "\n".join(parts)
@@ -200,3 +174,32 @@ def print_explain(codemod: type[Codemod], console: Console) -> None:
         console.print(Markdown(text))
     else:
         console.file.write(text + "\n")
+
+
+def print_explanations(codemods: Sequence[type[Codemod]]) -> None:
+    """``explain CODE`` / ``explain --all``: Markdown, rendered on a terminal."""
+    from rich.console import Console
+
+    console = Console()
+    for index, codemod in enumerate(codemods):
+        if index:
+            console.file.write("\n") if not console.is_terminal else console.rule()
+        print_explain(codemod, console)
+
+
+def fixes_lines(results: Sequence[FileResult], *, applied: bool) -> list[str]:
+    """``--show-fixes``: the fixes made (or, in a dry run, to be made), per file and code."""
+    from torchfix_device.catalog import refs
+
+    names = {ref.code: ref.name for ref in refs()}
+    per_file = [
+        (r.display, Counter(f.code for f in r.findings if f.fixed)) for r in results if r.status == "changed"
+    ]
+    total = sum(sum(counts.values()) for _, counts in per_file)
+    if not total:
+        return ["No fixes made." if applied else "No fixes to make."]
+    lines = [f"{'Fixed' if applied else 'Would fix'} {total} finding{'s' if total != 1 else ''}:"]
+    for display, counts in per_file:
+        lines.append(f"- {display}:")
+        lines += [f"    {n} × {code} ({names.get(code, '?')})" for code, n in sorted(counts.items())]
+    return lines

@@ -34,6 +34,8 @@ class FileResult:
     """For ``skipped``: a short tag the summary groups by (``@generated``, ``skip-file``, ...)."""
     unused_suppressions: list = field(default_factory=list)
     """``UnusedSuppression`` items, filled when the run is asked to judge suppressions."""
+    cached: bool = False
+    """The result came from the result cache (nothing was parsed)."""
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,8 @@ def run(
     problems: list[FileResult] = []
     results: list[FileResult] = []
     try:
-        files, problems = find_files(paths, exclude, respect_gitignore=(options or DEFAULT_OPTIONS).respect_gitignore)
+        settings = options or DEFAULT_OPTIONS
+        files, problems = find_files(paths, exclude, respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
         own = classes_with_own_moves(files)  # over every file, before sharding: one answer for all shards
         if own:
             options = replace(options or DEFAULT_OPTIONS, own_move_classes=own)
@@ -99,29 +100,34 @@ def _process_files(
     """Append one job's result per file of ``files`` to ``results``, in the order of ``files``."""
     # Files with a cached result are done here: a pool (new processes importing libcst)
     # costs more than reading a cache entry. The rest go to the pool when there are several.
-    pooled = [p for p in files if not _has_cached_result(cache, p)] if jobs > 1 and len(files) > 1 else []
-    to_pool = set(pooled) if len(pooled) > 1 else set()
-    for path in files:
-        if path in to_pool:
-            continue
-        results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options, cache=cache))
+    settings = dict(write=write, unsafe_fixes=unsafe_fixes, options=options, cache=cache)
+    pooled: list[Path] = []
+    if jobs > 1 and len(files) > 1 and cache is not None:
+        for path in files:  # each file read once: its cached result, or None for the pool
+            result = process_file(path, codemods, cached_only=True, **settings)
+            if result is None:
+                pooled.append(path)
+                continue
+            results.append(result)
+            if progress is not None:
+                progress.advance(path)
+    elif jobs > 1 and len(files) > 1:
+        pooled = list(files)
+    else:
+        for path in files:
+            results.append(process_file(path, codemods, **settings))
+            if progress is not None:
+                progress.advance(path)
+    if len(pooled) == 1:
+        results.append(process_file(pooled[0], codemods, **settings))
         if progress is not None:
-            progress.advance(path)
-    if to_pool:
+            progress.advance(pooled[0])
+    elif pooled:
         from torchfix_device.parallel import process_in_pool  # process machinery: only for a pool
 
         process_in_pool(
             pooled, codemods, results, write=write, unsafe_fixes=unsafe_fixes, cache=cache, jobs=jobs,
             options=options, progress=progress,
         )
-        order = {path: index for index, path in enumerate(files)}
-        results.sort(key=lambda result: order[result.path])
-
-
-def _has_cached_result(cache: "ResultCache | None", path: Path) -> bool:
-    if cache is None or path.suffix != ".py":
-        return False
-    try:
-        return cache.has(path.read_bytes())
-    except OSError:
-        return False
+    order = {path: index for index, path in enumerate(files)}
+    results.sort(key=lambda result: order[result.path])

@@ -173,7 +173,9 @@ class TorchLoadOfWholeModel(Codemod):
                 line = self._line_of(access.node)
                 if isinstance(access.node, cst.Name) and line >= start and (end is None or line < end or id(access.node) in before_rebinding):
                     uses.append(access.node)
-        return uses
+        # in source order: `references` is a set, and the first use found names the evidence in
+        # the message, which must read the same in every run
+        return sorted(uses, key=lambda name: (self._line_of(name), self.get_metadata(PositionProvider, name).start.column))
 
     def _read_by_rebinding(self, target: cst.CSTNode) -> set[int]:
         """``id`` of every node in the value of the plain assignment that binds ``target``."""

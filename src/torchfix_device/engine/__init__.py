@@ -61,10 +61,13 @@ def transform_source(
     unsafe_fixes: bool = False,
     filename: str | None = None,
     options: RunOptions | None = None,
+    check_syntax: bool = True,
 ) -> TransformOutput:
     """Apply ``codemods`` to ``text`` until the tree stops changing (see
     :func:`transform_unfiltered`), running only the codemods that stage 1 (``candidates``, the
-    stdlib ``ast``) says may match; a file where none may is never parsed by libcst.
+    stdlib ``ast``) says may match; a file where none may is never parsed by libcst. A file that
+    no codemod's trigger matches is still parsed by CPython (``check_syntax``), so that its
+    syntax error is reported like any other file's.
 
     The result is the same as :func:`transform_unfiltered`'s: a codemod left out cannot report or
     change anything in the original file, nor in any intermediate rewrite that stage 1 also finds
@@ -75,6 +78,10 @@ def transform_source(
     """
     codemods = load_codemods(codemods)
     triggered = active_codemods(text, codemods)
+    if not triggered:
+        if check_syntax:
+            _check_cpython_parses(text, filename)
+        return TransformOutput(text, [], [])
     stage1 = Stage1Memo(triggered)
     if triggered and stage1.facts(text) is not None:
         running = stage1.candidates_in(text, triggered)

@@ -10,9 +10,12 @@ Modules, one idea each:
 ``checker``   the stand-in device checker: a dispatch mode that raises on mixed devices
 ``legacy``    shims that let legacy originals run on any target (``.cuda()``, ``loss.data[0]``,
               ``.item()`` on meta), counted so that a rewrite relying on one fails
-``harness``   ``python -m torchfix_device.verify.harness``: one model, one device, one run
+``harness``   ``python -m torchfix_device.verify.harness``: one model file on DEV, then the CPU
+``runtime``   what the harness runs share: seeding, importing the model file, failure records
+``user_harness``  a user's model file in the harness: its models, built and called
 ``compare``   are the CPU numbers of original and rewrite the same?
-``verifier``  one model: rewrite it, run the four legs in fresh interpreters, judge
+``verifier``  one fixture: rewrite it, run original and rewrite in fresh interpreters, judge
+``user_verifier``  a user's file: the same, model by model, with a verdict in plain words
 ``cli``       ``torchfix-device verify``: devices, the table or JSON, the exit code
 ``models/``   the bundled fixture models, one per seed article bug, plus one needing several
 """

@@ -44,6 +44,7 @@ def _stderr() -> Console:
 
 def default_device() -> str:
     """The first available of cuda, mps and xpu; else ``meta``."""
+    _import_torch_quietly()
     import torch
 
     if torch.cuda.is_available():
@@ -184,12 +185,69 @@ def details(reports) -> list[str]:
     return lines
 
 
+def _run_cell(record: dict | None) -> Text:
+    """What one run of a user's model did, in a table cell."""
+    if record is None:
+        return Text("—")
+    if record["status"] == "ran":
+        return _mark(True, "runs")
+    if record["status"] == "built":
+        return _mark(True, "built (no inputs to call it with)")
+    error = record.get("error") or {}
+    if error.get("device_error"):
+        return _mark(False, "fails: device error")
+    return _mark(False, "fails: " + " ".join(f"{error.get('type', 'Error')}: {error.get('message', '')}".split())[:60])
+
+
+def user_table(reports, device: str) -> Table:
+    """The user's models: what the rewrite changed, each model before and after it on DEV, and
+    whether the CPU outputs stayed the same."""
+    result = Table(title=f"torchfix-device verify — your models, on {device} and on the CPU", title_justify="left")
+    for heading in ("model", "rewrite", f"before the rewrite, on {device}", f"after the rewrite, on {device}", "outputs on the CPU"):
+        result.add_column(heading, overflow="fold")
+    for report in reports:
+        changed = " ".join(report.applied) or "no change"
+        if report.skipped is not None or report.problem is not None:
+            result.add_row(Text(report.name), Text(changed), Text("—"), Text("—"), Text("—"))
+            continue
+        if report.cpu_equal is True or (report.cpu_equal is False and not report.output_differences):
+            cpu = _mark(True, "same")
+        elif report.cpu_equal is False:
+            cpu = _mark(False, "differ: " + report.output_differences[0])
+        else:
+            cpu = Text("not compared")
+        result.add_row(Text(report.name), Text(changed), _run_cell(report.run("original")), _run_cell(report.run("rewrite")), cpu)
+    return result
+
+
+def user_lines(reports) -> list[str]:
+    """One verdict in plain words per model, and its notes."""
+    lines = []
+    for report in reports:
+        mark = "-" if report.ok is None else "✓" if report.ok else "✗"
+        lines.append(f"{mark} {report.name}: {report.verdict()}")
+        if report.inputs and report.ok is not None:
+            lines.append(f"  inputs: {report.inputs}")
+        lines += [f"  note: {note}" for note in report.notes]
+    return lines
+
+
+def _import_torch_quietly() -> None:
+    """Import torch with its own warnings silenced (a missing numpy is not the user's result)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import torch  # noqa: F401
+
+
 def run_verify(paths: list[Path], device: str | None, as_json: bool) -> int:
     """The ``verify`` command; returns the exit code."""
     err = _stderr()
     if importlib.util.find_spec("torch") is None:
         err.print(f"[red]error[/]: `torchfix-device verify` runs models and needs PyTorch: {escape(INSTALL_HINT)}", soft_wrap=True)
         return EXIT_USAGE
+    _import_torch_quietly()
     try:
         target = resolve_device(device)
         files = model_files(paths)
@@ -200,24 +258,39 @@ def run_verify(paths: list[Path], device: str | None, as_json: bool) -> int:
         err.print("[red]error[/]: no model files to verify", soft_wrap=True)
         return EXIT_USAGE
 
+    from torchfix_device.verify.contract import read_spec
+    from torchfix_device.verify.user_verifier import verify_user_file
     from torchfix_device.verify.verifier import verify_model
 
-    reports = []
+    reports, user_reports = [], []
     for index, path in enumerate(files, 1):
+        spec = read_spec(path)
         with err.status(f"[{index}/{len(files)}] {path.stem} on {target} and cpu…"):
-            reports.append(verify_model(path, target))
+            if spec.kind == "user":
+                user_reports += verify_user_file(spec, target)
+            else:
+                reports.append(verify_model(path, target))
     if as_json:
-        json.dump([r.to_json() for r in reports], sys.stdout, indent=2)
+        records = [{"kind": "fixture", **r.to_json()} for r in reports] + [{"kind": "user", **r.to_json()} for r in user_reports]
+        json.dump(records, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
         out = Console()
         if not out.is_terminal and "COLUMNS" not in os.environ:
             out = Console(width=PIPE_WIDTH)
-        out.print(table(reports, target))
-        for line in details(reports):
-            out.print(line, soft_wrap=True, highlight=False, markup=False)
+        if reports:
+            out.print(table(reports, target))
+            for line in details(reports):
+                out.print(line, soft_wrap=True, highlight=False, markup=False)
+        if user_reports:
+            out.print(user_table(user_reports, target))
+            for line in user_lines(user_reports):
+                out.print(line, soft_wrap=True, highlight=False, markup=False)
         if target == "meta":
             err.print(STAND_IN_NOTE, soft_wrap=True)
-    good = sum(r.ok for r in reports)
-    err.print(f"{good} of {len(reports)} models as expected on {target}", soft_wrap=True)
-    return EXIT_OK if good == len(reports) else EXIT_FAILED
+    judged = [r.ok for r in reports] + [r.ok for r in user_reports if r.ok is not None]
+    good = sum(1 for ok in judged if ok)
+    skipped = sum(1 for r in user_reports if r.ok is None)
+    extra = f" ({skipped} not run)" if skipped else ""
+    err.print(f"{good} of {len(judged)} models as expected on {target}{extra}", soft_wrap=True)
+    return EXIT_OK if judged and good == len(judged) else EXIT_FAILED

@@ -1,7 +1,9 @@
 """What a model file must define, read statically (``ast``) so that nothing runs in the parent.
 
-A model file (``verify/models/<name>.py``, or a user's file given to ``torchfix-device verify``)
-has
+Two kinds of file are verified. A *user's model file* (neither ``run`` nor ``CODEMODS`` at its
+top level) defines ``nn.Module`` classes, or ``make_model()`` and ``example_inputs()``: see
+:mod:`~torchfix_device.verify.user_harness`. A *fixture model* (``verify/models/<name>.py``, or
+a user's file written the same way) reproduces a bug and has
 
 - a module docstring saying which seed article and which bug it reproduces;
 - ``CODEMODS = ("TFD001", ...)``: the codemods it exercises; the verifier checks that each of
@@ -33,6 +35,8 @@ class ModelSpec:
     intended_change: str | None = None
     problems: tuple[str, ...] = field(default_factory=tuple)
     """Ways the file breaks the contract; empty for a valid model file."""
+    kind: str = "fixture"
+    """``fixture`` (the contract below) or ``user`` (a plain model file)."""
 
 
 def bundled_models() -> list[Path]:
@@ -50,11 +54,13 @@ def read_spec(path: Path) -> ModelSpec:
         return ModelSpec(path, name, problems=(f"cannot read: {exc}",))
     except SyntaxError as exc:
         return ModelSpec(path, name, problems=(f"line {exc.lineno}: syntax error: {exc.msg}",))
+    values = _top_level_constants(tree)
+    if "CODEMODS" not in values and not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in tree.body):
+        return ModelSpec(path, name, doc=ast.get_docstring(tree) or "", kind="user")
     problems: list[str] = []
     doc = ast.get_docstring(tree) or ""
     if not doc:
         problems.append("no module docstring (say which seed and which bug)")
-    values = _top_level_constants(tree)
     codemods = values.get("CODEMODS")
     if not isinstance(codemods, (tuple, list)) or not codemods or not all(
         isinstance(c, str) and _CODE_RE.match(c) for c in codemods

@@ -1,56 +1,41 @@
-"""One model file, one device, one run — in the fresh interpreter the verifier starts.
+"""One model file, run on one or more devices — in the fresh interpreter the verifier starts.
 
-    python -m torchfix_device.verify.harness MODEL.py --device DEV --result RESULT.json
-        [--outputs OUTPUTS.pt] [--name MODULE_NAME] [--sys-path DIR]
+    python -m torchfix_device.verify.harness MODEL.py --device DEV [--device cpu ...]
+        --result RESULT.json [--outputs-dir DIR] [--name MODULE_NAME] [--sys-path DIR]
+        [--models contract|auto]
 
-Seeds every generator (``random``, ``numpy`` when present, ``torch``) with 0, installs the
-:mod:`~torchfix_device.verify.legacy` shims for ``DEV``, imports the model file as module
-``MODULE_NAME`` (registered in ``sys.modules``, so that pickling its classes works), calls
-``run(torch.device(DEV))`` — under the :class:`~torchfix_device.verify.checker.DeviceChecker`
-when ``DEV`` is ``meta`` — and then checks that every parameter and buffer of the returned
-model is on ``DEV``.
+For each device in turn (one interpreter serves the original, or the rewrite, on every device:
+one pair of interpreters per model file): seeds every generator (``random``, ``numpy`` when
+present, ``torch``) with 0, installs the :mod:`~torchfix_device.verify.legacy` shims for the
+device, imports the model file afresh as module ``MODULE_NAME`` (registered in ``sys.modules``,
+so that pickling its classes works) and runs it — under the
+:class:`~torchfix_device.verify.checker.DeviceChecker` when the device is ``meta`` — then checks
+that every parameter and buffer of the model is on the device.
 
-The result is written as JSON to ``RESULT.json`` (the model's own prints go to stdout, so stdout
-is not used for it); with ``--outputs`` the outputs and the model's ``state_dict`` are saved on
-the CPU for the verifier to compare. A failure of the model is a result (exit 0); a non-zero
-exit means the harness itself broke.
+``--models contract`` (a fixture model) calls ``run(torch.device(DEV))``; ``--models auto`` (a
+user's model file) builds and runs each model the file defines
+(:mod:`~torchfix_device.verify.user_harness`).
+
+The result is written as JSON to ``RESULT.json``, one record per device (the model's own prints
+go to stdout, so stdout is not used for it); with ``--outputs-dir`` the CPU outputs and the
+models' ``state_dict`` are saved there for the verifier to compare. A failure of the model is a
+result (exit 0); a non-zero exit means the harness itself broke.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
-import random
 import sys
 import time
-import traceback
 import warnings
 from pathlib import Path
 
-
-def _seed_everything() -> None:
-    import torch
-
-    random.seed(0)
-    try:
-        import numpy
-
-        numpy.random.seed(0)
-    except ImportError:
-        pass
-    torch.manual_seed(0)
-
-
-def _load_module(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from torchfix_device.verify.runtime import error_record as _error
+from torchfix_device.verify.runtime import load_module as _load_module
+from torchfix_device.verify.runtime import seed_everything as _seed_everything
+from torchfix_device.verify.runtime import shim_counts as _shims
 
 
 def _flatten_outputs(output) -> list:
@@ -61,29 +46,6 @@ def _flatten_outputs(output) -> list:
     if isinstance(output, (tuple, list)) and output and all(isinstance(o, torch.Tensor) for o in output):
         return list(output)
     raise TypeError(f"run() must return (model, output) with output a tensor or a tuple of tensors, got {type(output).__name__}")
-
-
-def _error(exc: BaseException, phase: str, model_path: Path) -> dict:
-    from torchfix_device.verify.checker import is_device_error
-
-    message = str(exc).strip() or type(exc).__name__
-    frames = traceback.extract_tb(exc.__traceback__)
-    in_model = [f for f in frames if Path(f.filename).resolve() == model_path.resolve()]
-    where = f"line {in_model[-1].lineno}: {in_model[-1].line}" if in_model else ""
-    return {
-        "phase": phase,
-        "type": type(exc).__name__,
-        "message": message,
-        "where": where,
-        "device_error": is_device_error(message),
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
-    }
-
-
-def _shims(used, mode) -> dict[str, int]:
-    counts = dict(used)
-    counts.update(getattr(mode, "placeholders", {}))
-    return counts
 
 
 def run_model(path: Path, device: str, name: str, outputs_file: Path | None) -> dict:
@@ -152,18 +114,37 @@ def run_model(path: Path, device: str, name: str, outputs_file: Path | None) -> 
     return result
 
 
+def run_legs(path: Path, devices: list[str], name: str, outputs_dir: Path | None, models: str) -> dict:
+    """Every device's record, run one after the other in this interpreter."""
+    from torchfix_device.verify import legacy
+
+    legs: dict = {}
+    for device in devices:
+        if models == "auto":
+            from torchfix_device.verify.user_harness import run_user_models
+
+            legs[device] = run_user_models(path, device, name, outputs_dir)
+        else:
+            outputs = outputs_dir / f"outputs-{device.replace(':', '_')}.pt" if outputs_dir is not None else None
+            legs[device] = run_model(path, device, name, outputs)
+        legacy.uninstall()
+    return {"legs": legs}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchfix_device.verify.harness", description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
-    parser.add_argument("--device", required=True)
+    parser.add_argument("--device", action="append", required=True, help="a device to run on (repeat for several)")
     parser.add_argument("--result", type=Path, required=True)
-    parser.add_argument("--outputs", type=Path)
+    parser.add_argument("--outputs-dir", type=Path)
     parser.add_argument("--name", help="module name to import the file as (default: its stem)")
     parser.add_argument("--sys-path", action="append", default=[], help="a folder to put first on sys.path")
+    parser.add_argument("--models", choices=("contract", "auto"), default="contract")
     args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")  # torch's own (a missing numpy, deprecations) are not the model's result
     for folder in reversed(args.sys_path):
         sys.path.insert(0, folder)
-    result = run_model(args.model, args.device, args.name or args.model.stem, args.outputs)
+    result = run_legs(args.model, args.device, args.name or args.model.stem, args.outputs_dir, args.models)
     args.result.write_text(json.dumps(result, indent=1), encoding="utf-8")
     return 0
 

@@ -43,10 +43,29 @@ def _placeholder(tensor) -> object:
     return 0
 
 
-def install(target) -> Counter:
-    """Patch torch for a run on ``target`` (a ``torch.device``); return the live use counter."""
+_ORIGINALS: dict = {}
+"""torch's own methods, kept by the first :func:`install` for :func:`uninstall`."""
+
+
+def uninstall() -> None:
+    """Give torch its own methods back (one interpreter runs a model on several devices)."""
     import torch
 
+    for (owner, name), method in _ORIGINALS.items():
+        setattr(torch.nn.Module if owner == "Module" else torch.Tensor, name, method)
+
+
+def install(target) -> Counter:
+    """Patch torch for a run on ``target`` (a ``torch.device``); return the live use counter.
+    A second call first undoes the first (:func:`uninstall`)."""
+    import torch
+
+    if not _ORIGINALS:
+        _ORIGINALS.update({
+            ("Tensor", "cuda"): torch.Tensor.cuda, ("Module", "cuda"): torch.nn.Module.cuda,
+            ("Tensor", "__getitem__"): torch.Tensor.__getitem__, ("Tensor", "item"): torch.Tensor.item,
+        })
+    uninstall()
     used: Counter = Counter()
     tensor_cuda = torch.Tensor.cuda
     module_cuda = torch.nn.Module.cuda

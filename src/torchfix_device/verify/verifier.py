@@ -1,6 +1,8 @@
 """One model: rewrite it, run original and rewrite in fresh interpreters, and judge.
 
-Four legs, each ``python -m torchfix_device.verify.harness`` in a new interpreter:
+Four legs, run by ``python -m torchfix_device.verify.harness`` in two new interpreters (the
+original's and the rewrite's, each on DEV and then on the CPU; four on CUDA, which the CPU legs
+must not see):
 
 ==================  ==========================================================================
 original on DEV     must FAIL with a device error — the proof that the fixture reproduces the
@@ -148,46 +150,60 @@ def _env(device: str) -> dict[str, str]:
     return env
 
 
-def run_leg(
+def device_groups(device: str) -> list[list[str]]:
+    """The devices each interpreter runs: DEV and the CPU in one (one pair of interpreters per
+    model: original and rewrite), except for CUDA, which the CPU run must not see (code asking
+    ``torch.cuda.is_available()`` would take the GPU)."""
+    return [[device], ["cpu"]] if device.startswith("cuda") else [[device, "cpu"]]
+
+
+def run_interpreter(
     code: str,
     model_file: Path,
-    device: str,
+    devices: list[str],
     workdir: Path,
     *,
     module_name: str,
     sys_path: Path,
-    save_outputs: bool,
+    models: str = "contract",
     timeout: float = LEG_TIMEOUT_S,
-) -> tuple[Leg, Path | None]:
-    """Run ``model_file`` on ``device`` in a fresh interpreter; the leg and its outputs file."""
-    stem = f"{code}-{device.replace(':', '_')}"
+) -> tuple[dict | None, str, Path]:
+    """Run ``model_file`` on ``devices`` in one fresh interpreter: the harness's record of each
+    device (None when the harness crashed or timed out), the end of its output (or why it has
+    none), and the folder of the CPU outputs."""
+    stem = f"{code}-{'-'.join(d.replace(':', '_') for d in devices)}"
     result_file = workdir / f"{stem}.json"
-    outputs_file = workdir / f"{stem}.pt" if save_outputs else None
+    outputs_dir = workdir / stem
+    outputs_dir.mkdir(parents=True, exist_ok=True)
     command = [
         sys.executable, "-m", "torchfix_device.verify.harness", str(model_file),
-        "--device", device, "--result", str(result_file), "--name", module_name,
-        "--sys-path", str(sys_path),
+        *[arg for device in devices for arg in ("--device", device)],
+        "--result", str(result_file), "--name", module_name, "--sys-path", str(sys_path),
+        "--outputs-dir", str(outputs_dir), "--models", models,
     ]
-    if outputs_file is not None:
-        command += ["--outputs", str(outputs_file)]
-    leg = Leg(code=code, device=device)
     try:
         proc = subprocess.run(
-            command, cwd=workdir, env=_env(device), capture_output=True, text=True,
-            errors="replace", timeout=timeout, stdin=subprocess.DEVNULL,
+            command, cwd=workdir, env=_env(devices[0]), capture_output=True, text=True,
+            errors="replace", timeout=timeout * len(devices), stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as exc:
-        leg.status = "timeout"
-        leg.error_type, leg.message = "Timeout", f"no result after {timeout:.0f} s"
-        leg.log = _tail((exc.stdout or b""), (exc.stderr or b""))
-        return leg, None
-    leg.log = _tail(proc.stdout, proc.stderr)
+        return None, f"Timeout: no result after {timeout * len(devices):.0f} s\n" + _tail(exc.stdout or b"", exc.stderr or b""), outputs_dir
+    log = _tail(proc.stdout, proc.stderr)
     if proc.returncode != 0 or not result_file.exists():
-        leg.status = "crashed"
-        leg.error_type = "HarnessError"
-        leg.message = f"the harness exited with {proc.returncode}: " + (leg.log.strip().splitlines() or ["no output"])[-1]
+        last = (log.strip().splitlines() or ["no output"])[-1]
+        return None, f"HarnessError: the harness exited with {proc.returncode}: {last}\n{log}", outputs_dir
+    return json.loads(result_file.read_text(encoding="utf-8"))["legs"], log, outputs_dir
+
+
+def _leg(code: str, device: str, legs: dict | None, log: str, outputs_dir: Path) -> tuple[Leg, Path | None]:
+    """The :class:`Leg` of ``device`` in one interpreter's records, and its outputs file."""
+    leg = Leg(code=code, device=device, log=log)
+    if legs is None:
+        kind, _, message = log.partition(": ")
+        leg.status = "timeout" if kind == "Timeout" else "crashed"
+        leg.error_type, leg.message = kind, message.splitlines()[0] if message else kind
         return leg, None
-    record = json.loads(result_file.read_text(encoding="utf-8"))
+    record = legs[device]
     leg.status = record["status"]
     leg.shims = record.get("shims", {})
     leg.seconds = record.get("seconds")
@@ -198,8 +214,8 @@ def run_leg(
         leg.error_type, leg.message, leg.where = error["type"], error["message"], error.get("where")
         leg.device_error = bool(error.get("device_error"))
         leg.log = (leg.log + "\n" + error.get("traceback", "")).strip()[-4000:]
-    ran = leg.status == "ran" and outputs_file is not None and outputs_file.exists()
-    return leg, outputs_file if ran else None
+    outputs_file = outputs_dir / f"outputs-{device.replace(':', '_')}.pt"
+    return leg, outputs_file if leg.status == "ran" and outputs_file.exists() else None
 
 
 def _tail(*parts: str | bytes, limit: int = 4000) -> str:
@@ -264,20 +280,24 @@ def verify_model(
             rewritten.parent.mkdir(exist_ok=True)
             rewritten.write_text(new_text, encoding="utf-8")
             legs.append(("rewrite", rewritten))
-        plan = [(code, file, dev) for dev in (device, "cpu") for code, file in legs]
+        plan = [(code, file, group) for group in device_groups(device) for code, file in legs]
         workers = max(1, min(len(plan), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {
-                (code, dev): pool.submit(
-                    run_leg, code, file, dev, workdir, module_name=spec.name, sys_path=path.parent,
-                    save_outputs=dev == "cpu", timeout=timeout,
-                )
-                for code, file, dev in plan
-            }
-        results = {key: future.result() for key, future in futures.items()}
-        for (code, dev), (leg, _) in results.items():
-            setattr(report, f"{code}_{'cpu' if dev == 'cpu' else 'dev'}", leg)
-        before, after = results.get(("original", "cpu"), (None, None))[1], results.get(("rewrite", "cpu"), (None, None))[1]
+            futures = [
+                (code, group, pool.submit(
+                    run_interpreter, code, file, group, workdir, module_name=spec.name, sys_path=path.parent, timeout=timeout,
+                ))
+                for code, file, group in plan
+            ]
+        outputs: dict[str, Path | None] = {}
+        for code, group, future in futures:
+            records, log, outputs_dir = future.result()
+            for dev in group:
+                leg, outputs_file = _leg(code, dev, records, log, outputs_dir)
+                setattr(report, f"{code}_{'cpu' if dev == 'cpu' else 'dev'}", leg)
+                if dev == "cpu":
+                    outputs[code] = outputs_file
+        before, after = outputs.get("original"), outputs.get("rewrite")
         if before is not None and after is not None:
             from torchfix_device.verify.compare import compare_saved
 
