@@ -44,10 +44,11 @@ TIERS = {
 
 def fix_tier(codemod: type[Codemod]) -> str:
     """``report only`` for a codemod that can change nothing (its class, below the base, defines
-    no ``leave_*`` hook: a libcst transformer changes the tree only by what those return), else
-    ``safe fix`` or ``unsafe fix`` from its ``safe`` attribute, as ``torchfix-device rules`` shows."""
+    no ``leave_*`` hook, a libcst transformer changing the tree only by what those return, and
+    no ``token_fixes``, the fixes made before parsing), else ``safe fix`` or ``unsafe fix`` from
+    its ``safe`` attribute, as ``torchfix-device rules`` shows."""
     own = [k for k in codemod.__mro__ if k not in Codemod.__mro__]
-    if not any(name.startswith("leave_") for k in own for name in vars(k)):
+    if not any(name.startswith("leave_") or name == "token_fixes" for k in own for name in vars(k)):
         return REPORT_ONLY
     return SAFE if codemod.safe else UNSAFE
 
