@@ -219,7 +219,7 @@ def apply(
             console.print(f"[red]error[/]: {escape(str(exc))}", soft_wrap=True)
             raise typer.Exit(EXIT_FINDINGS) from None
         console.print(f"report written to {escape(str(report_file))}", soft_wrap=True)
-    failed = any(r.status == "failed" for r in results)
+    failed = any(r.status == "failed" or r.problems for r in results)  # a cell not read counts
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
@@ -288,7 +288,7 @@ def check(
     report.print_problems(results, console)
     console.print(report.summary_line(results, wrote=False, checking=True), soft_wrap=True)
     unused = show_unused and any(r.unused_suppressions for r in results)
-    bad = lines or unused or any(r.status == "failed" for r in results)
+    bad = lines or unused or any(r.status == "failed" or r.problems for r in results)
     raise typer.Exit(EXIT_FINDINGS if bad else EXIT_OK)
 
 

@@ -34,6 +34,9 @@ class FileResult:
     """For ``skipped``: a short tag the summary groups by (``@generated``, ``skip-file``, ...)."""
     unused_suppressions: list = field(default_factory=list)
     """``UnusedSuppression`` items, filled when the run is asked to judge suppressions."""
+    problems: list[str] = field(default_factory=list)
+    """Parts of a processed file left as they are because they cannot be read (a notebook cell
+    that does not parse: ``cell 3: line 2:5: syntax error: ...``); the rest was processed."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class TransformOutput:
     findings: list[Finding]
     notes: list[str]
     suppressed: tuple[Finding, ...] = ()
+    problems: tuple[str, ...] = ()
+    """Parts left as they are because they cannot be read (see ``FileResult.problems``)."""
 
 
 class InternalError(Exception):
