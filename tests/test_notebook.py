@@ -158,9 +158,16 @@ def test_a_cell_that_does_not_parse_is_left_as_it_is_and_the_others_are_migrated
         "(PyTorch 0.4 renamed the argument `non_blocking=`): rename it, then run torchfix-device again (TFD016 would fix it, "
         "suppressed by `# noqa` here); cell left as it is",
     ]
-    out = run_cli("apply", "--no-cache", "course.ipynb", cwd=tmp_path)
+    as_json = json.loads(run_cli("check", "--no-cache", "--output-format", "json", "course.ipynb", cwd=tmp_path).stdout)
+    assert [(p["file"], p["status"], p["message"].split(" syntax error")[0]) for p in as_json["problems"]] == [
+        ("course.ipynb", "not read", "cell 3: line 1:9:"),
+        ("course.ipynb", "not read", "cell 6: line 1:24:"),
+    ]
+    out = run_cli("apply", "--no-cache", "--report", "report.json", "course.ipynb", cwd=tmp_path)
     assert out.returncode == 1, out.stderr.decode()
     assert "1 file scanned, 1 changed, 0 failed, 2 notebook cells not read" in out.stderr.decode()
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [p["status"] for p in report["not_processed"]] == ["not read", "not read"]
     after = json.loads(path.read_text())
     sources = ["".join(c["source"]) for c in after["cells"]]
     assert after["cells"][2] == before["cells"][2] and after["cells"][5] == before["cells"][5]  # left as they were
