@@ -48,12 +48,14 @@ BAD_FILES: dict[str, tuple[bytes, str]] = {
     ),
     "python2_print.py": (
         b'import torch\n\nloss = torch.load("loss.pt")\nprint "loss", loss.data[0]\n',
-        "failed: python2_print.py:4:1: syntax error: Missing parentheses in call to 'print'. Did you mean print(...)? "
-        "(Python 2 syntax? this tool reads Python 3 only; convert with 2to3 first)",
+        "failed: python2_print.py:4:1: syntax error: looks like Python 2 (print statement at line 4): convert it to "
+        "Python 3 first, e.g. with 2to3 or python-modernize, then run torchfix-device again (Python 3 says: Missing "
+        "parentheses in call to 'print'. Did you mean print(...)?)",
     ),
     "python2_except.py": (
         b'import torch\ntry:\n    state = torch.load("m.pt")\nexcept IOError, e:\n    state = None\n',
-        "failed: python2_except.py:4:8: syntax error: multiple exception types must be parenthesized (Python 2 syntax?",
+        "failed: python2_except.py:4:8: syntax error: looks like Python 2 (`except X, e:` at line 4): convert it to "
+        "Python 3 first",
     ),
     "latin1_no_cookie.py": (
         "import torch\n# poids entraînés\nstate = torch.load('m.pt')\n".encode("latin-1"),

@@ -26,13 +26,36 @@ KNOWN_DIFFERENCES: dict[str, str] = {}
 """fixture id -> issue 21 reason: a wrong SAFE rewrite found on today's code (strict xfail)."""
 
 
+def _python3(text: str) -> bool:
+    try:
+        compile(text, "<fixture>", "exec", dont_inherit=True)
+    except SyntaxError:
+        return False
+    return True
+
+
 def _fixtures() -> list[Path]:
     paths = []
     for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name in SAFE):
         if SAFE[folder.name]:
-            paths += sorted(folder.glob("*.in.py"))
+            # an input of the token pass that only --unsafe-fixes makes Python 3 is refused by
+            # the safe rewrite: nothing to execute after
+            paths += [
+                p for p in sorted(folder.glob("*.in.py"))
+                if ".unsafe." not in p.name or _python3(p.read_text(encoding="utf-8"))
+            ]
         paths += sorted(folder.glob("*.noop.py"))
     return paths
+
+
+def _before(path: Path) -> str:
+    """The program before the rewrite. An input of the token pass (``.cuda(async=True)``)
+    cannot even be compiled by Python >= 3.7: its ``.out.py``, the same program with
+    ``non_blocking=`` written by hand, stands for it."""
+    text = path.read_text(encoding="utf-8")
+    if _python3(text):
+        return text
+    return path.with_name(path.name.replace(".in.py", ".out.py")).read_text(encoding="utf-8")
 
 
 PATHS = _fixtures()
@@ -47,8 +70,8 @@ def _results() -> dict[str, dict]:
     """Run every fixture, before and after, on both legs, in one worker (forks per run)."""
     jobs, keys = [], []
     for path in PATHS:
-        before = path.read_text(encoding="utf-8")
-        after = rewrite(before, str(path))
+        before = _before(path)
+        after = rewrite(path.read_text(encoding="utf-8"), str(path))
         for leg in LEGS:
             for side, source in (("before", before), ("after", after)):
                 jobs.append({"source": source, "leg": leg, "filename": str(path)})

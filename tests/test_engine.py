@@ -247,7 +247,12 @@ def test_walking_statements_finds_every_statement_the_full_walk_finds() -> None:
     files = sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.py"))
     assert len(files) > 50
     for path in files:
-        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        try:
+            compile(text, str(path), "exec")
+        except SyntaxError:
+            continue  # an input of the token pass (`.cuda(async=True)`): not Python 3
+        module = cst.parse_module(text)
         full = [n for n in _cst.walk(module) if is_statement(n)]
         assert [n for n in _cst.walk_statements(module) if is_statement(n)] == full, path
         assert sum(1 for _ in _cst.walk_statements(module)) <= sum(1 for _ in _cst.walk(module))

@@ -93,6 +93,15 @@ def _expressions(module: cst.Module) -> list[cst.CSTNode]:
     return list({id(n): n for n in found}.values())
 
 
+def _skip_unless_python3(code: str) -> None:
+    """An input of the token pass (``.cuda(async=True)``) is not Python 3: names are asked only
+    after that pass has made it so."""
+    try:
+        compile(code, "<fixture>", "exec", dont_inherit=True)
+    except SyntaxError:
+        pytest.skip("not Python 3 (an input of the token pass)")
+
+
 def _check_agreement(code: str) -> tuple[int, int]:
     wrapper = MetadataWrapper(cst.parse_module(code))
     exact_names = wrapper.resolve(QualifiedNameProvider)
@@ -129,6 +138,7 @@ def test_fast_answers_agree_with_libcst(code: str) -> None:
 @pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.py")), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_fast_answers_agree_with_libcst_on_fixtures(path) -> None:
     code = path.read_text(encoding="utf-8")
+    _skip_unless_python3(code)
     try:
         answered, _ = _check_agreement(code)
     except SyntaxError:
@@ -298,6 +308,7 @@ def test_names_ruled_out_by_their_last_part_have_no_such_libcst_name(code: str) 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.py")), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_names_ruled_out_by_their_last_part_agree_on_fixtures(path) -> None:
+    _skip_unless_python3(path.read_text(encoding="utf-8"))
     try:
         ruled_out = _check_endings(path.read_text(encoding="utf-8"))
     except SyntaxError:

@@ -121,12 +121,143 @@ def test_bad_notebooks_are_named_and_left_alone(tmp_path: Path) -> None:
     nb.cells = [new_code_cell("import torch"), new_code_cell("x = torch.load('p')\nif True\n    pass")]
     nbformat.write(nb, str(tmp_path / "syntax.ipynb"))
     before = (tmp_path / "syntax.ipynb").read_bytes()
+    nb.cells = [new_code_cell("x = torch.load('p')\nif True\n    pass"), new_code_cell("y = f(1,\nz = 2")]
+    nbformat.write(nb, str(tmp_path / "all_broken.ipynb"))
+    all_broken = (tmp_path / "all_broken.ipynb").read_bytes()
     _notebook(tmp_path, "good.ipynb")
     out = run_cli("apply", ".", cwd=tmp_path)
     stderr = out.stderr.decode()
     assert out.returncode == 1
     assert "failed: broken.ipynb: not a readable notebook" in stderr
-    assert "failed: syntax.ipynb: cell 2: line 2:" in stderr and "syntax error" in stderr, stderr
+    # one cell that does not parse: named with its line, left as it is, the others read
+    assert "not read: syntax.ipynb:cell 2:2:8: syntax error: expected ':'; cell left as it is" in stderr, stderr
     assert (tmp_path / "syntax.ipynb").read_bytes() == before
+    # no code cell can be read: the notebook is refused as a whole
+    assert "failed: all_broken.ipynb: cell 1: line 2:" in stderr and "syntax error" in stderr, stderr
+    assert (tmp_path / "all_broken.ipynb").read_bytes() == all_broken
     assert "to(device)" in (tmp_path / "good.ipynb").read_text()  # the others are still processed
+    assert "4 files scanned, 1 changed, 2 failed, 1 notebook cell not read" in stderr
     assert "Traceback" not in stderr
+
+
+# -- a cell that does not parse (issue 20 idiom 7) ------------------------------------------------
+BROKEN_CELL = "plt.plot(losses,\nplt.show()"  # an unclosed paren, as in a real course notebook
+
+
+def _with_a_broken_cell(folder: Path) -> Path:
+    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}})
+    nb.cells = [
+        new_code_cell("%matplotlib inline\nimport torch\nfrom torch.autograd import Variable"),
+        new_code_cell("net = torch.load('net.pth').cuda()\n!nvidia-smi"),
+        new_code_cell(BROKEN_CELL, outputs=[new_output("stream", name="stdout", text="x\n")]),
+        new_code_cell("x = Variable(torch.zeros(2).cuda(async=True))\nprint(net(x).data[0])"),
+        new_code_cell("  import numpy as np\n  y = torch.load('y.pt')\n  %time z = np.ones(2)"),  # IPython drops the indent
+        new_code_cell("w = torch.ones(1).cuda(async=True)  # noqa: TFD016\n"),
+    ]
+    path = folder / "course.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_a_cell_that_does_not_parse_is_left_as_it_is_and_the_others_are_migrated(tmp_path: Path) -> None:
+    path = _with_a_broken_cell(tmp_path)
+    before = json.loads(path.read_text())
+    check = run_cli("check", "--no-cache", "course.ipynb", cwd=tmp_path)
+    assert check.returncode == 1
+    assert "course.ipynb:cell 4:1:34 TFD016 `.cuda(async=True)`" in check.stdout.decode()
+    problems = [line for line in check.stderr.decode().splitlines() if line.startswith("not read: ")]
+    assert problems == [
+        "not read: course.ipynb:cell 3:1:9: syntax error: '(' was never closed; cell left as it is",
+        "not read: course.ipynb:cell 6:1:24: syntax error: `async=` at line 1: `async` is a reserved word since Python 3.7 "
+        "(PyTorch 0.4 renamed the argument `non_blocking=`): rename it, then run torchfix-device again (TFD016 would fix it, "
+        "suppressed by `# noqa` here); cell left as it is",
+    ]
+    as_json = json.loads(run_cli("check", "--no-cache", "--output-format", "json", "course.ipynb", cwd=tmp_path).stdout)
+    assert [(p["file"], p["status"], p["message"].split(" syntax error")[0]) for p in as_json["problems"]] == [
+        ("course.ipynb", "not read", "cell 3: line 1:9:"),
+        ("course.ipynb", "not read", "cell 6: line 1:24:"),
+    ]
+    out = run_cli("apply", "--no-cache", "--report", "report.json", "course.ipynb", cwd=tmp_path)
+    assert out.returncode == 1, out.stderr.decode()
+    assert "1 file scanned, 1 changed, 0 failed, 2 notebook cells not read" in out.stderr.decode()
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [p["status"] for p in report["not_processed"]] == ["not read", "not read"]
+    after = json.loads(path.read_text())
+    sources = ["".join(c["source"]) for c in after["cells"]]
+    assert after["cells"][2] == before["cells"][2] and after["cells"][5] == before["cells"][5]  # left as they were
+    assert sources[0].startswith("%matplotlib inline\nimport torch")  # the Variable import went with its last use
+    # one program: cell 1's imports serve the others, one device binding for the notebook
+    assert sources[1] == (
+        "\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+        "net = torch.load('net.pth', map_location=device).to(device)\n!nvidia-smi"
+    )
+    assert "torch.zeros(2).to(device, non_blocking=True)" in sources[3]
+    assert sources[4] == "  import numpy as np\n  y = torch.load('y.pt', map_location=device)\n  %time z = np.ones(2)"
+    assert sum(s.count("device = torch.device(") for s in sources) == 1
+    again = run_cli("apply", "--diff", "--no-cache", "course.ipynb", cwd=tmp_path)
+    assert again.stdout == b""  # a second run changes nothing
+
+
+def test_a_cell_holding_a_raw_control_character_in_its_json_is_left_byte_identical(tmp_path: Path) -> None:
+    """Strict JSON forbids a raw newline inside a string (nbformat refuses such a file); the
+    other cells are migrated and every byte outside their sources stays."""
+    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}})
+    nb.cells = [
+        new_code_cell("import torch\nx = torch.load('m.pt')"),
+        new_code_cell("torch.dot(torch.Tensor([2, 3]), torch.Tensor([2, 1]))RAW7.0"),
+        new_code_cell("y = torch.zeros(2).cuda()\nprint(y)"),
+    ]
+    text = nbformat.writes(nb).replace("RAW", "\n")
+    path = tmp_path / "pasted.ipynb"
+    path.write_text(text)
+    with pytest.raises(Exception):
+        nbformat.reads(text, as_version=4)
+    out = run_cli("apply", "--no-cache", "pasted.ipynb", cwd=tmp_path)
+    assert out.returncode == 1
+    assert (
+        "not read: pasted.ipynb:cell 2:1: the notebook's JSON holds a raw control character (U+000A) in this cell, "
+        "which JSON does not allow; cell left as it is"
+    ) in out.stderr.decode()
+    fixed = nb.copy()
+    fixed.cells = [
+        new_code_cell(
+            "import torch\n\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+            "x = torch.load('m.pt', map_location=device)"
+        ),
+        nb.cells[1],
+        new_code_cell("y = torch.zeros(2).to(device)\nprint(y)"),
+    ]
+    for new, old in zip(fixed.cells, nb.cells):
+        new["id"] = old["id"]
+    assert path.read_text() == nbformat.writes(fixed).replace("RAW", "\n")
+
+
+def test_a_line_that_goes_on_with_a_statement_is_python_even_when_it_starts_with_percent(tmp_path: Path) -> None:
+    """``% (epoch, loss))`` inside brackets or after a backslash is string formatting, not a
+    magic (IPython reads magics only where a statement starts): the cell is migrated, not
+    refused, and a real magic next to it still survives."""
+    cell = (
+        "%time y = 1\n"
+        "for epoch in range(2):\n"
+        "    loss = torch.zeros(1).cuda()\n"
+        "    print('[%d] loss: %.3f' \\\n"
+        "          % (epoch, loss.sum()))\n"
+        "    line = (\n"
+        "        'epoch %d'\n"
+        "        % epoch)\n"
+        "    !echo {line}\n"
+        '    doc = """\n'
+        "%not a magic either\n"
+        '"""'
+    )
+    nb = new_notebook()
+    nb.cells = [new_code_cell("import torch"), new_code_cell(cell)]
+    path = tmp_path / "formats.ipynb"
+    nbformat.write(nb, str(path))
+    out = run_cli("apply", "--no-cache", "formats.ipynb", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    source = "".join(json.loads(path.read_text())["cells"][1]["source"])
+    device = '\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+    assert source == cell.replace("%time y = 1\n", "%time y = 1\n" + device).replace(
+        "torch.zeros(1).cuda()", "torch.zeros(1).to(device)"
+    )

@@ -110,7 +110,10 @@ def test_mixed_tabs_and_spaces_are_reported_with_the_line(tmp_path: Path) -> Non
     (tmp_path / "good.py").write_text(LEGACY)
     out = run_cli("apply", ".", cwd=tmp_path)
     assert out.returncode == 1
-    assert "failed: tabs.py:4:1: syntax error: inconsistent use of tabs and spaces in indentation" in _stderr(out)
+    assert (
+        "failed: tabs.py:4:1: syntax error: looks like Python 2 (tabs and spaces mixed in the indentation at line 4; "
+        "Python 2 counted a tab as 8 spaces): indent with spaces only"
+    ) in _stderr(out)
     assert (tmp_path / "tabs.py").read_bytes() == content
     assert (tmp_path / "good.py").read_text() == FIXED
 

@@ -39,6 +39,7 @@ from torchfix_device import _cst, catalog, scopes
 from torchfix_device.device_source import DeviceSource
 from torchfix_device.finding import Finding
 from torchfix_device.suppressions import Suppressions
+from torchfix_device.token_fixes import TokenFix
 
 if TYPE_CHECKING:
     import ast
@@ -50,10 +51,11 @@ SAFE_FIX, UNSAFE_FIX, REPORT_ONLY = "safe fix", "unsafe fix", "report only"
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Not rewritten", "Fix safety")
 _CODE_RE = re.compile(r"^TFD\d{3}$")
 
-FixFilter = Callable[[str, int, int, cst.Module], bool]
+FixFilter = Callable[[str, int, int, "cst.Module | None"], bool]
 FIX_FILTER: ContextVar["FixFilter | None"] = ContextVar("torchfix_device_fix_filter", default=None)
 """Set by interactive review: given a fixable finding's code, line, column and the module being
-transformed, says whether to apply its fix. Unset (None): every fix is applied."""
+transformed (None for a token fix, made before parsing at a place in the original file), says
+whether to apply its fix. Unset (None): every fix is applied."""
 
 
 class Codemod(VisitorBasedCodemodCommand):
@@ -137,6 +139,17 @@ class Codemod(VisitorBasedCodemodCommand):
         codemod whose visit of one statement does not depend on the others; the engine then
         does not visit the statements holding none. None (the default): visit everything."""
         return None
+
+    # -- before parsing: syntax Python 3 cannot parse at all --------------------------------
+    @classmethod
+    def token_fixes(cls, text: str) -> "Iterable[TokenFix]":
+        """For a codemod whose legacy idiom makes the whole file a syntax error on Python 3
+        (``.cuda(async=True)``): the :class:`~torchfix_device.token_fixes.TokenFix` edits of
+        single tokens (found with :mod:`tokenize`) that make ``text`` readable. The engine calls
+        it only for a file CPython cannot parse, applies the fixes before parsing (each one a
+        finding of this codemod, declined like any other when suppressed, unsafe or not
+        selected), then migrates the file as usual. Default: none."""
+        return ()
 
     # -- context: the module, classes and functions around the node visited ----------------
     def visit_Module(self, node: cst.Module) -> bool | None:
@@ -287,10 +300,11 @@ class Codemod(VisitorBasedCodemodCommand):
     @classmethod
     def fix_tier(cls) -> str:
         """``report only`` for a codemod that can change nothing (its class, below the base,
-        defines no ``leave_*`` hook: a libcst transformer changes the tree only by what those
-        return), else ``safe fix`` or ``unsafe fix`` from ``safe``."""
+        defines no ``leave_*`` hook, a libcst transformer changing the tree only by what those
+        return, and no ``token_fixes``, the fixes made before parsing), else ``safe fix`` or
+        ``unsafe fix`` from ``safe``."""
         own = [k for k in cls.__mro__ if k not in Codemod.__mro__]
-        if not any(name.startswith("leave_") for k in own for name in vars(k)):
+        if not any(name.startswith("leave_") or name == "token_fixes" for k in own for name in vars(k)):
             return REPORT_ONLY
         return SAFE_FIX if cls.safe else UNSAFE_FIX
 

@@ -225,10 +225,16 @@ def _finish_apply(results: list[FileResult], args: Arguments, settings: Settings
     )
     if not _write_report(results, args, settings, out, mode):
         return EXIT_FINDINGS
-    if any(r.status == "failed" for r in results):
+    if _failed(results):
         return EXIT_FINDINGS
     fixed = any(r.status == "changed" for r in results)
     return EXIT_FINDINGS if fixed and args.exit_non_zero_on_fix else EXIT_OK
+
+
+def _failed(results: list[FileResult]) -> bool:
+    """A file that could not be processed, or a part of one left unread (a notebook cell that
+    does not parse): the run exits 1."""
+    return any(r.status == "failed" or r.problems for r in results)
 
 
 def _write_report(results: list[FileResult], args: Arguments, settings: Settings, out: Printer, mode: str) -> bool:
@@ -270,7 +276,7 @@ def _finish_check(results: list[FileResult], args: Arguments, settings: Settings
     _summary(results, args, out, wrote=fixing, checking=not fixing)
     remaining = any(r.findings for r in shown)
     unused = args.show_unused and any(r.unused_suppressions for r in results)
-    failed = any(r.status == "failed" for r in results)
+    failed = _failed(results)
     code = EXIT_FINDINGS if (remaining or unused or failed) and not args.exit_zero else EXIT_OK
     if fixing and args.exit_non_zero_on_fix and any(r.status == "changed" for r in results):
         code = EXIT_FINDINGS

@@ -60,7 +60,9 @@ class _Chosen:
     Positions in a tree other than the original are mapped back to the original file's lines
     through a line diff. A changed line is matched to the findings of the same codemod in the
     original lines it replaced; a site no original finding accounts for (a follow-on of another
-    fix) is allowed when an accepted fix lies in those lines.
+    fix) is allowed when an accepted fix lies in those lines. A fix made on tokens before
+    parsing (``.cuda(async=True)``) is made whenever any fix of the file is accepted: no other
+    fix can be made in a file that does not parse.
     """
 
     def __init__(self, original: str, fixes: Sequence[Finding], accepted: set[Key]) -> None:
@@ -69,7 +71,9 @@ class _Chosen:
         self.accepted = accepted
         self._maps: dict[int, tuple[cst.Module, list[tuple[int, int, int | None]]]] = {}
 
-    def __call__(self, code: str, line: int, column: int, module: cst.Module) -> bool:
+    def __call__(self, code: str, line: int, column: int, module: cst.Module | None) -> bool:
+        if module is None:  # a fix on tokens before parsing: every other fix needs the file parsed
+            return bool(self.accepted)
         low, high, exact = self._original_lines(line, module)
         if exact is not None and (code, exact, column) in self.fixes:
             return (code, exact, column) in self.accepted

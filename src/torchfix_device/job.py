@@ -133,7 +133,9 @@ def process_notebook(
         return FileResult(path, shown, "failed", error=str(exc), source=source)
     except Exception as exc:  # a codemod bug must not stop the other files
         return failure_result(exc, path, shown, source)
-    result = FileResult(path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes)
+    result = FileResult(
+        path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes, problems=list(output.problems)
+    )
     if output.text == source.text:
         return result
     result.status = "changed"

@@ -87,7 +87,7 @@ def report_data(results: Sequence[FileResult], codemods: Sequence["CodemodRef | 
         "not_processed": [
             {"file": r.display, "status": r.status, "reason": r.error}
             for r in results if r.status in ("failed", "skipped") and r.error
-        ],
+        ] + [{"file": r.display, "status": "not read", "reason": p} for r in results for p in r.problems],
     }
 
 

@@ -52,6 +52,11 @@ def print_problems(results: Sequence[FileResult], console: Printer | Console) ->
                 location, _, message = message[5:].partition(": ")
                 where = f"{where}:{location}"
             console.labelled(result.status, style, f"{where}: {message}")
+        for problem in result.problems:  # ``cell 3: line 2:5: ...``: the rest of the file was processed
+            cell, _, rest = problem.partition(": ")
+            location, _, message = rest[5:].partition(": ") if rest.startswith("line ") else ("", "", rest)
+            where = f"{result.display}:{cell}" + (f":{location}" if location else "")
+            console.labelled("not read", "red", f"{where}: {message}")
 
 
 QUIET_SKIP_KINDS = frozenset({".gitignore", "@generated", "skip-file", "excluded"})
@@ -93,6 +98,9 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
     declined = sum(1 for r in results for f in r.findings if f.declined)
     verb = "would change" if checking or not wrote else "changed"
     parts = [f"{scanned} file{'s' if scanned != 1 else ''} scanned", f"{changed} {verb}", f"{failed} failed"]
+    unread = sum(len(r.problems) for r in results)
+    if unread:
+        parts.append(f"{unread} notebook cell{'s' if unread != 1 else ''} not read")
     if skipped:
         parts.append(f"{skipped} skipped{_skip_reasons(results)}")
     line = ", ".join(parts)

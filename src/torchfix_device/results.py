@@ -36,6 +36,9 @@ class FileResult:
     """``UnusedSuppression`` items, filled when the run is asked to judge suppressions."""
     cached: bool = False
     """The result came from the result cache (nothing was parsed)."""
+    problems: list[str] = field(default_factory=list)
+    """Parts of a processed file left as they are because they cannot be read (a notebook cell
+    that does not parse: ``cell 3: line 2:5: syntax error: ...``); the rest was processed."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class TransformOutput:
     findings: list[Finding]
     notes: list[str]
     suppressed: tuple[Finding, ...] = ()
+    problems: tuple[str, ...] = ()
+    """Parts left as they are because they cannot be read (see ``FileResult.problems``)."""
 
 
 class InternalError(Exception):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple, Sequence
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from torchfix_device import _cst
+from torchfix_device import _cst, legacy_syntax
 from torchfix_device.candidates import (
     ClassOutline,
     FileFacts,
@@ -36,6 +36,7 @@ from torchfix_device.candidates import (
 )
 from torchfix_device.catalog import CodemodRef, load_codemods
 from torchfix_device.engine.shared import SharedWrapper
+from torchfix_device.engine.token_pass import Repair, token_repair
 from torchfix_device.engine.visiting import engine_class
 from torchfix_device.fast_names import CHECK_FAST_NAMES
 from torchfix_device.finding import Finding
@@ -188,6 +189,39 @@ class _Settled(NamedTuple):
     """The codemods it was settled for."""
 
 
+def _token_pass(text: str, codemods: Sequence[type[Codemod]], *, unsafe_fixes: bool, filename: str | None) -> Repair | None:
+    """None when CPython parses ``text``; else the token fixes of ``codemods``
+    (:mod:`.token_pass`), after which it parses. Raises the syntax error left otherwise, at its
+    place in ``text`` and saying why a token fix on its line was not made."""
+    try:
+        _check_cpython_parses(text, filename)
+        return None
+    except cst.ParserSyntaxError as exc:
+        repair = token_repair(text, codemods, unsafe_fixes=unsafe_fixes)
+        if repair is None or not repair.applied:
+            if repair is not None:
+                exc.hint = repair.hint(exc.raw_line)  # type: ignore[attr-defined]
+            raise
+    try:
+        _check_cpython_parses(repair.text, filename)
+    except cst.ParserSyntaxError as remaining:
+        remaining.raw_column = repair.columns.original_column(remaining.raw_line, remaining.raw_column + 1) - 1
+        remaining.hint = repair.hint(remaining.raw_line)  # type: ignore[attr-defined]
+        raise
+    return repair
+
+
+def syntax_error(text: str, codemods: Sequence[CodemodRef | type[Codemod]], *, unsafe_fixes: bool = False) -> cst.ParserSyntaxError | None:
+    """The syntax error a transform of ``text`` by ``codemods`` meets (after the token fixes
+    they would make), or None when it parses."""
+    codemods = load_codemods(codemods)
+    try:
+        _token_pass(text, active_codemods(text, codemods), unsafe_fixes=unsafe_fixes, filename=None)
+    except cst.ParserSyntaxError as exc:
+        return exc
+    return None
+
+
 @_cst.forgetting_children
 def transform_unfiltered(
     text: str,
@@ -214,7 +248,11 @@ def transform_unfiltered(
     if not active:
         return TransformOutput(text, [], [])
     if stage1 is None or not stage1.parsed(text):
-        _check_cpython_parses(text, filename)
+        repair = _token_pass(text, active, unsafe_fixes=unsafe_fixes, filename=filename)
+        if repair is not None:  # ``text`` did not parse; ``repair.text`` does
+            again = transform_source if stage1 is not None else transform_unfiltered
+            output = again(repair.text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+            return repair.merge(output)
     if stage1 is not None:
         stage1.settle(text, active)  # its ast goes before libcst's tree comes
     original = cst.parse_module(text)
@@ -391,9 +429,11 @@ def _check_cpython_parses(text: str, filename: str | None) -> None:
             warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
             compile(text, filename or "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
-        raise cst.ParserSyntaxError(
+        error = cst.ParserSyntaxError(
             exc.msg, lines=text.splitlines(keepends=True) or [""], raw_line=exc.lineno or 1, raw_column=max((exc.offset or 1) - 1, 0)
-        ) from None
+        )
+        error.from_cpython = True  # type: ignore[attr-defined]  # its place is CPython's already
+        raise error from None
     except (RecursionError, MemoryError):  # "too complex", "parser stack overflowed"
         raise RecursionError("nested too deeply for CPython's parser") from None
     except ValueError as exc:  # e.g. NUL bytes (already refused when reading)
@@ -402,18 +442,16 @@ def _check_cpython_parses(text: str, filename: str | None) -> None:
 
 def parse_error_message(exc: cst.ParserSyntaxError, text: str) -> str:
     """``line N:C: syntax error: ...`` at the place CPython names (libcst's native parser can
-    point a line late), with a hint when the line looks like Python 2."""
+    point a line late), saying what the line shows when it looks like Python 2 or uses
+    ``async`` as a name (:mod:`torchfix_device.legacy_syntax`), and why a token fix on it was
+    not made."""
     line, column, message = exc.raw_line, exc.raw_column + 1, exc.message
-    try:
-        ast.parse(text)
-    except SyntaxError as py_exc:
-        if py_exc.lineno:
-            line, column, message = py_exc.lineno, py_exc.offset or 1, py_exc.msg
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    lines = text.splitlines()
-    stripped = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-    hint = ""
-    if stripped.startswith(("print ", "exec ")) or (stripped.startswith("except ") and "," in stripped) or "Missing parentheses" in message:
-        hint = " (Python 2 syntax? this tool reads Python 3 only; convert with 2to3 first)"
-    return f"line {line}:{column}: syntax error: {message}{hint}"
+    if not getattr(exc, "from_cpython", False):
+        try:
+            ast.parse(text)
+        except SyntaxError as py_exc:
+            if py_exc.lineno:
+                line, column, message = py_exc.lineno, py_exc.offset or 1, py_exc.msg
+        except (ValueError, RecursionError, MemoryError):
+            pass
+    return legacy_syntax.describe(text, line, column, message, getattr(exc, "hint", ""))
