@@ -25,7 +25,6 @@ site skipped, positions and scopes computed piecewise); a codemod never sees tha
 from __future__ import annotations
 
 import argparse
-import inspect
 import re
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
@@ -35,9 +34,10 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
 from libcst.metadata.base_provider import LazyValue
 
-from torchfix_device import _cst, catalog, scopes
+from torchfix_device import _cst, catalog, rule_docs, scopes
 from torchfix_device.device_source import DeviceSource
 from torchfix_device.finding import Finding
+from torchfix_device.rule_docs import DOC_SECTIONS, REPORT_ONLY, SAFE_FIX, UNSAFE_FIX  # noqa: F401 - the author API
 from torchfix_device.suppressions import Suppressions
 from torchfix_device.token_fixes import TokenFix
 
@@ -46,9 +46,6 @@ if TYPE_CHECKING:
 
     from torchfix_device.candidates import FileFacts
 
-SAFE_FIX, UNSAFE_FIX, REPORT_ONLY = "safe fix", "unsafe fix", "report only"
-"""A codemod's fix tier, as ``rules``, ``explain`` and the docs show it."""
-DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Not rewritten", "Fix safety")
 _CODE_RE = re.compile(r"^TFD\d{3}$")
 
 FixFilter = Callable[[str, int, int, "cst.Module | None"], bool]
@@ -143,12 +140,9 @@ class Codemod(VisitorBasedCodemodCommand):
     # -- before parsing: syntax Python 3 cannot parse at all --------------------------------
     @classmethod
     def token_fixes(cls, text: str) -> "Iterable[TokenFix]":
-        """For a codemod whose legacy idiom makes the whole file a syntax error on Python 3
-        (``.cuda(async=True)``): the :class:`~torchfix_device.token_fixes.TokenFix` edits of
-        single tokens (found with :mod:`tokenize`) that make ``text`` readable. The engine calls
-        it only for a file CPython cannot parse, applies the fixes before parsing (each one a
-        finding of this codemod, declined like any other when suppressed, unsafe or not
-        selected), then migrates the file as usual. Default: none."""
+        """Single-token edits (:class:`~torchfix_device.token_fixes.TokenFix`, via :mod:`tokenize`)
+        that make a file CPython cannot parse readable (``.cuda(async=True)``). The engine applies
+        them, each a finding of this codemod, only to such files, then migrates them as usual."""
         return ()
 
     # -- context: the module, classes and functions around the node visited ----------------
@@ -298,29 +292,9 @@ class Codemod(VisitorBasedCodemodCommand):
 
     # -- documentation ----------------------------------------------------------------------
     @classmethod
-    def fix_tier(cls) -> str:
-        """``report only`` for a codemod that can change nothing (its class, below the base,
-        defines no ``leave_*`` hook, a libcst transformer changing the tree only by what those
-        return, and no ``token_fixes``, the fixes made before parsing), else ``safe fix`` or
-        ``unsafe fix`` from ``safe``."""
-        own = [k for k in cls.__mro__ if k not in Codemod.__mro__]
-        if not any(name.startswith("leave_") or name == "token_fixes" for k in own for name in vars(k)):
-            return REPORT_ONLY
-        return SAFE_FIX if cls.safe else UNSAFE_FIX
+    def fix_tier(cls) -> str:  # ``safe fix``, ``unsafe fix`` or ``report only``
+        return rule_docs.fix_tier(cls, Codemod)
 
     @classmethod
-    def documentation(cls) -> dict[str, str]:
-        """The docstring's sections, by heading."""
-        return parse_doc_sections(cls.__doc__ or "")
-
-
-def parse_doc_sections(doc: str) -> dict[str, str]:
-    """Split a rule docstring into ``{heading: body}`` on ``## heading`` lines."""
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in inspect.cleandoc(doc).splitlines():
-        if line.startswith("## "):
-            current = sections.setdefault(line[3:].strip(), [])
-        elif current is not None:
-            current.append(line)
-    return {k: "\n".join(v).strip() for k, v in sections.items()}
+    def documentation(cls) -> dict[str, str]:  # the docstring's sections, by heading
+        return rule_docs.parse_doc_sections(cls.__doc__ or "")
