@@ -77,6 +77,57 @@ def test_mixed_line_endings_keep_each_line_as_it_was(tmp_path: Path) -> None:
     )
 
 
+# Classic Mac OS ended lines with a bare \r (CPython still reads it as a line break), and files
+# edited on several systems mix the three endings. libcst counts only \n as the file's final
+# newline: a final \r was dropped when the last line was rewritten (issue 22, item 3).
+ENDINGS = {
+    "classic_mac": (
+        b'import torch\rstate = torch.load("a")\r',
+        b'import torch\r\rdevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\r'
+        b'state = torch.load("a", map_location=device)\r',
+    ),
+    "lf_then_final_cr": (
+        b'import torch\nstate = torch.load("a")\r',
+        b'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        b'state = torch.load("a", map_location=device)\r',
+    ),
+    "final_blank_cr_line": (
+        b'import torch\nstate = torch.load("a")\n\r',
+        b'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        b'state = torch.load("a", map_location=device)\n\r',
+    ),
+    "two_final_crs": (
+        b'import torch\rx = 1\nstate = torch.load("a")\r\r',
+        b'import torch\r\rdevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\r'
+        b'x = 1\nstate = torch.load("a", map_location=device)\r\r',
+    ),
+    "all_three_mixed": (
+        b'import torch\r\nx = 1\rstate = torch.load("a")\r\ny = 2\n\r\nz = torch.load("b")\r',
+        b'import torch\r\n\r\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\r\n'
+        b'x = 1\rstate = torch.load("a", map_location=device)\r\ny = 2\n\r\n'
+        b'z = torch.load("b", map_location=device)\r',
+    ),
+    "cr_blank_lines_inside": (
+        b'import torch\r\rx = 1\n\r\r\nstate = torch.load("a")\n\r\n\r',
+        b'import torch\r\rdevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\r\r'
+        b'x = 1\n\r\r\nstate = torch.load("a", map_location=device)\n\r\n\r',
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENDINGS))
+def test_classic_mac_and_mixed_line_endings_survive_to_the_last_byte(tmp_path: Path, name: str) -> None:
+    before, after = ENDINGS[name]
+    compile(before, name, "exec")
+    compile(after, name, "exec")
+    path = tmp_path / f"{name}.py"
+    path.write_bytes(before)
+    apply(path)
+    assert path.read_bytes() == after
+    apply(path)  # a second run changes nothing
+    assert path.read_bytes() == after
+
+
 def test_page_breaks_survive_in_lines_the_fix_does_not_touch(tmp_path: Path) -> None:
     """libcst drops a form feed that starts a line of code; the lines we do not change are kept
     as read, and a file with nothing to fix is not written at all (see the test below)."""
