@@ -259,26 +259,31 @@ def test_atomic_replace_writes_and_keeps_the_mode(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
 
 
-@pytest.mark.parametrize("moment", ["mkstemp", "fsync", "replace"])
+@pytest.mark.parametrize("moment", ["create", "fsync", "replace"])
 def test_ctrl_c_during_atomic_replace_leaves_no_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moment: str) -> None:
     """SIGINT at any point of the write (here: right after the temp file is created, after its
     data is synced, just before the rename) is held until the file is replaced, then raised."""
     import os
     import signal
-    import tempfile
+
+    from torchfix_device import fileio
 
     path = tmp_path / "m.py"
     path.write_bytes(b"old\n")
-    real = {"mkstemp": tempfile.mkstemp, "fsync": os.fsync, "replace": os.replace}
-    target = {"mkstemp": tempfile, "fsync": os, "replace": os}[moment]
+    real = {"create": fileio._create_temp, "fsync": os.fsync, "replace": os.replace}
+    target = {"create": fileio, "fsync": os, "replace": os}[moment]
+    name = {"create": "_create_temp", "fsync": "fsync", "replace": "replace"}[moment]
+    calls = []
 
     def interrupted(*args, **kwargs):
+        calls.append(moment)
         signal.raise_signal(signal.SIGINT)  # Ctrl-C arrives here
         return real[moment](*args, **kwargs)
 
-    monkeypatch.setattr(target, moment, interrupted)
+    monkeypatch.setattr(target, name, interrupted)
     with pytest.raises(KeyboardInterrupt):
         atomic_replace(path, b"new\n", expected_old=b"old\n")
+    assert calls == [moment]
     assert path.read_bytes() == b"new\n"
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
@@ -304,7 +309,7 @@ def test_atomic_replace_refuses_a_read_only_file(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_bytes(b"old\n")
     path.chmod(0o444)
-    with pytest.raises(WriteError, match="read-only"):
+    with pytest.raises(WriteError, match="^not writable: left unchanged$"):
         atomic_replace(path, b"new\n", expected_old=b"old\n")
     assert path.read_bytes() == b"old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]

@@ -10,12 +10,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from torchfix_device import __version__, catalog, formats, gitsafety, report
+from torchfix_device import __version__, catalog, formats, gitsafety, report, run_lock
 from torchfix_device.catalog import UnknownRuleError, select_refs
 from torchfix_device.config import ConfigError, load_config
 from torchfix_device.device_expression import DeviceExpressionError, validate_device_expression
 from torchfix_device.formats import OutputFormat
-from torchfix_device.migration_report import ReportError, write_report
+from torchfix_device.migration_report import ReportError, report_path_problem, write_report
 from torchfix_device.options import RunOptions
 from torchfix_device.output_tree import output_dir_problem, write_output_tree
 from torchfix_device.progress import file_progress
@@ -126,12 +126,15 @@ def _performance_options(
 
 
 def _run_files(
-    paths: list[Path], codemods: list, *, write: bool, unsafe: bool, exclude: list[str], options: RunOptions, speed: dict
+    paths: list[Path], codemods: list, *, write: bool, unsafe: bool, exclude: list[str], options: RunOptions, speed: dict,
+    tidy: bool = False,
 ) -> list:
     """The runner over ``paths`` with a progress bar; Ctrl-C becomes the interrupted exit."""
     try:
         with file_progress() as bar:
-            return run(paths, codemods, write=write, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar, **speed)
+            return run(
+                paths, codemods, write=write, unsafe_fixes=unsafe, exclude=exclude, options=options, progress=bar, tidy=tidy, **speed
+            )
     except Interrupted as stop:
         raise _interrupted(stop, wrote=write) from None
 
@@ -190,11 +193,15 @@ def apply(
             sys.stdout.buffer.flush()
     else:
         in_place = not diff and output_dir is None
+        if in_place:
+            _hold_trees(paths)
         guard = gitsafety.inspect(paths, check_dirty=not allow_dirty) if in_place else None
         if guard is not None and guard.outside:
             console.print(f"[yellow]warning[/]: {escape(gitsafety.not_protected_message(guard.outside))}", soft_wrap=True)
         write_now = in_place and not interactive and not (guard is not None and guard.dirty)
-        results = _run_files(paths, codemods, write=write_now, unsafe=unsafe, exclude=exclude, options=options, speed=speed)
+        results = _run_files(
+            paths, codemods, write=write_now, unsafe=unsafe, exclude=exclude, options=options, speed=speed, tidy=in_place
+        )
         if interactive:
             from torchfix_device.interactive import review
 
@@ -223,6 +230,14 @@ def apply(
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
+def _hold_trees(paths: list[Path]) -> None:
+    """One in-place run at a time per tree (:mod:`torchfix_device.run_lock`)."""
+    try:
+        run_lock.hold(paths)
+    except run_lock.TreeBusy as exc:
+        raise _usage_error(str(exc)) from None
+
+
 def _check_apply_destinations(paths: list[Path], *, diff: bool, output_dir: Optional[Path], stdin: bool) -> None:
     if output_dir is None:
         return
@@ -243,6 +258,9 @@ def _check_report_path(report_file: Optional[Path]) -> None:
         raise _usage_error(f"--report {report_file}: is a folder")
     if not report_file.parent.is_dir():
         raise _usage_error(f"--report {report_file}: no such folder {report_file.parent}")
+    problem = report_path_problem(report_file)
+    if problem:
+        raise _usage_error(f"--report {report_file}: {problem}")
 
 
 def _report_mode(*, diff: bool, output_dir: Optional[Path], stdin: bool) -> str:

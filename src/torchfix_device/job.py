@@ -11,7 +11,12 @@ codemods.
 
 from __future__ import annotations
 
+import ast
 import gc
+import io
+import os
+import tokenize
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
@@ -20,6 +25,7 @@ from torchfix_device import catalog, file_selection
 from torchfix_device.file_selection import MAX_FILE_BYTES, display_path
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
+from torchfix_device.safe_paths import FolderReplaced, NotRegularFile, read_regular
 from torchfix_device.results import FileResult, InternalError, TransformOutput
 from torchfix_device.suppressions import UnusedSuppression, parse_suppressions, unused_suppressions
 
@@ -39,18 +45,21 @@ def process_file(
     source: SourceFile | None = None,
     shown: str | None = None,
     cache: "ResultCache | None" = None,
+    root: Path | None = None,
 ) -> FileResult:
     """Read, transform and (when ``write``) atomically replace one file. Never raises.
 
     ``source`` (with ``shown``, the name for messages) is text already read, e.g. from stdin.
+    ``root``: the folder named on the command line that ``path`` was found under (no symbolic
+    link below it is followed, reading or writing).
     """
     if source is None and path.suffix == ".ipynb":
-        return process_notebook(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options)
+        return process_notebook(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options, root=root)
     options = options or DEFAULT_OPTIONS
     shown = shown or display_path(path)
     if source is None:
         try:
-            size = path.stat().st_size
+            size = os.stat(path, follow_symlinks=False).st_size
         except OSError:
             size = 0  # read_source names the problem
         if size > MAX_FILE_BYTES:
@@ -60,8 +69,10 @@ def process_file(
                 skip_kind="over 1 MB",
             )
         try:
-            source = read_source(path)
+            source = read_source(path, root)
         except SourceError as exc:
+            if exc.skip_kind:
+                return FileResult(path, shown, "skipped", error=exc.message, skip_kind=exc.skip_kind)
             where = f"line {exc.line}: " if exc.line else ""
             return FileResult(path, shown, "failed", error=f"{where}{exc.message}")
     hit, marks = None, None
@@ -97,13 +108,17 @@ def process_file(
 
 def process_notebook(
     path: Path, codemods: Sequence["CodemodRef | type[Codemod]"], *, write: bool, unsafe_fixes: bool = False,
-    options: RunOptions | None = None,
+    options: RunOptions | None = None, root: Path | None = None,
 ) -> FileResult:
     """Read, transform (:mod:`torchfix_device.notebook`) and (when ``write``) atomically
     replace one notebook. Never raises."""
     shown = display_path(path)
     try:
-        raw = path.read_bytes()
+        raw, folder = read_regular(path, root)
+    except NotRegularFile as exc:
+        return FileResult(path, shown, "skipped", error=exc.strerror, skip_kind="not a regular file")
+    except FolderReplaced as exc:
+        return FileResult(path, shown, "failed", error=f"{exc.strerror}; not read")
     except OSError as exc:
         return FileResult(path, shown, "failed", error=f"cannot read: {exc.strerror or exc}")
     from torchfix_device import notebook  # libcst, and nbformat
@@ -112,7 +127,7 @@ def process_notebook(
         nb = notebook.read_notebook(raw)
     except notebook.NotebookError as exc:
         return FileResult(path, shown, "failed", error=str(exc))
-    source = SourceFile(path=path, raw=raw, text=raw.decode("utf-8"), encoding="utf-8", bom=False)
+    source = SourceFile(path=path, raw=raw, text=raw.decode("utf-8"), encoding="utf-8", bom=False, root=root, folder=folder)
     if not notebook.is_python_notebook(nb):
         return FileResult(path, shown, "skipped", error="not a Python notebook (its kernel language is not Python)", source=source)
     try:
@@ -193,12 +208,49 @@ def failure_result(exc: Exception, path: Path, shown: str, source: SourceFile) -
 
         error = parse_error_message(exc, source.text)
     elif isinstance(exc, RecursionError):
-        error = "expression nested too deeply for the parser; skipped"
+        line = deepest_line(source.text)
+        error = f"{f'line {line}: ' if line else ''}expression nested too deeply for the parser; skipped"
     elif isinstance(exc, InternalError):
         error = f"internal error: {exc}"
     else:
         error = f"internal error: {type(exc).__name__}: {exc}"
     return FileResult(path, shown, "failed", error=error, source=source)
+
+
+def deepest_line(text: str) -> int | None:
+    """The line of the most deeply nested code of ``text`` (where a parser runs out of
+    recursion): the deepest node of CPython's ``ast``; when CPython gives up too, the first line
+    of the logical line with the most operators and brackets (a chain ``a + a + ...`` nests as
+    deep as it is long)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    if tree is not None:
+        deepest, line = 0, None
+        stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > deepest and getattr(node, "lineno", None):
+                deepest, line = depth, node.lineno  # type: ignore[attr-defined]
+            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        return line
+    best, line, count, start = 0, None, 0, None
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if start is None and token.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                start = token.start[0]
+            if token.type == tokenize.OP:
+                count += 1
+                if count > best:
+                    best, line = count, start
+            elif token.type == tokenize.NEWLINE:
+                count, start = 0, None
+    except (tokenize.TokenError, SyntaxError, RecursionError, MemoryError):
+        pass
+    return line
 
 
 def _judge_suppressions(result: FileResult, codemods: Sequence["CodemodRef | type[Codemod]"]) -> None:
@@ -226,7 +278,7 @@ def write_result(result: FileResult) -> None:
     source = result.source
     assert source is not None and result.new_text is not None
     try:
-        atomic_replace(result.path, source.encode(result.new_text), source.raw)
+        atomic_replace(result.path, source.encode(result.new_text), source.raw, root=source.root, folder=source.folder)
     except (WriteError, OSError) as exc:
         result.status = "failed"
         result.error = str(exc) if isinstance(exc, WriteError) else f"cannot write: {exc.strerror or exc}"

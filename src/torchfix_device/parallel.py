@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from torchfix_device.job import process_file
 from torchfix_device.results import FileResult
+from torchfix_device.safe_paths import root_of
 
 if TYPE_CHECKING:
     from torchfix_device.catalog import CodemodRef
@@ -58,8 +59,10 @@ def process_in_pool(
     jobs: int,
     options: "RunOptions | None" = None,
     progress: "FileProgress | None" = None,
+    roots: Sequence[Path] = (),
 ) -> None:
-    """Append one result per file of ``files`` to ``results``, in the order of ``files``.
+    """Append one result per file of ``files`` to ``results``, in the order of ``files``
+    (``roots``: the folders named, which the files were found under).
 
     On Ctrl-C, the results of every file finished by then are appended (in order) before
     ``KeyboardInterrupt`` propagates.
@@ -75,18 +78,18 @@ def process_in_pool(
         pool = ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=_ignore_sigint)
     except (OSError, NotImplementedError, ValueError):
         for path in files:
-            done(process_file(path, codemods, **settings))
+            done(process_file(path, codemods, root=root_of(path, roots), **settings))
         return
     futures: dict[int, Future] = {}
     collected = 0
     try:
         for index in sorted(range(len(files)), key=lambda i: -_size(files[i])):
-            futures[index] = pool.submit(process_file, files[index], codemods, **settings)
+            futures[index] = pool.submit(process_file, files[index], codemods, root=root_of(files[index], roots), **settings)
         for index in range(len(files)):
             try:
                 done(futures[index].result())
             except BrokenProcessPool:
-                done(process_file(files[index], codemods, **settings))
+                done(process_file(files[index], codemods, root=root_of(files[index], roots), **settings))
             collected = index + 1
     except KeyboardInterrupt:
         pool.shutdown(wait=True, cancel_futures=True)

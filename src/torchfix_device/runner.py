@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from torchfix_device.file_selection import display_path, find_files
+from torchfix_device.fileio import remove_stale_temp_files
 from torchfix_device.job import process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.project_classes import classes_with_own_moves
 from torchfix_device.results import FileResult, Interrupted
+from torchfix_device.safe_paths import read_regular, root_of
 
 if TYPE_CHECKING:
     from torchfix_device.cache import ResultCache
@@ -54,12 +56,15 @@ def run(
     jobs: int = 1,
     cache: "ResultCache | None" = None,
     shard: "Shard | None" = None,
+    tidy: bool = False,
 ) -> list[FileResult]:
     """Process every Python file under ``paths``; one result per file, in display order.
 
     ``jobs`` > 1 spreads the files over that many processes (same results, same order);
     ``shard`` keeps only its deterministic share of the files. ``progress`` (see
-    :mod:`torchfix_device.progress`) is told the file count and each file done.
+    :mod:`torchfix_device.progress`) is told the file count and each file done. ``tidy``
+    (an in-place ``apply``): first remove the temp files that killed runs left in the folders
+    of the files (:func:`~torchfix_device.fileio.remove_stale_temp_files`).
     Ctrl-C raises :class:`Interrupted` carrying the results of the files finished so far.
     """
     files: list[Path] = []
@@ -73,11 +78,14 @@ def run(
             cache = cache.for_classes(own) if cache is not None else None
         if shard is not None:
             files = shard.select(files, display_path)
+        if tidy:
+            _remove_stale_temp_files(files)
         if progress is not None:
             progress.start(len(files))
+        roots = [p for p in paths if p.is_dir() and not p.is_symlink()]
         _process_files(
             files, codemods, results, write=write, unsafe_fixes=unsafe_fixes, options=options, progress=progress,
-            jobs=jobs, cache=cache,
+            jobs=jobs, cache=cache, roots=roots,
         )
     except KeyboardInterrupt:
         raise Interrupted(problems + results, len(results), len(files)) from None
@@ -95,8 +103,10 @@ def _process_files(
     progress: "FileProgress | None",
     jobs: int,
     cache: "ResultCache | None",
+    roots: Sequence[Path] = (),
 ) -> None:
-    """Append one job's result per file of ``files`` to ``results``, in the order of ``files``."""
+    """Append one job's result per file of ``files`` to ``results``, in the order of ``files``
+    (``roots``: the folders named, which the files were found under)."""
     # Files with a cached result are done here: a pool (new processes importing libcst)
     # costs more than reading a cache entry. The rest go to the pool when there are several.
     pooled = [p for p in files if not _has_cached_result(cache, p)] if jobs > 1 and len(files) > 1 else []
@@ -104,7 +114,9 @@ def _process_files(
     for path in files:
         if path in to_pool:
             continue
-        results.append(process_file(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options, cache=cache))
+        results.append(process_file(
+            path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options, cache=cache, root=root_of(path, roots)
+        ))
         if progress is not None:
             progress.advance(path)
     if to_pool:
@@ -112,7 +124,7 @@ def _process_files(
 
         process_in_pool(
             pooled, codemods, results, write=write, unsafe_fixes=unsafe_fixes, cache=cache, jobs=jobs,
-            options=options, progress=progress,
+            options=options, progress=progress, roots=roots,
         )
         order = {path: index for index, path in enumerate(files)}
         results.sort(key=lambda result: order[result.path])
@@ -122,6 +134,15 @@ def _has_cached_result(cache: "ResultCache | None", path: Path) -> bool:
     if cache is None or path.suffix != ".py":
         return False
     try:
-        return cache.has(path.read_bytes())
+        return cache.has(read_regular(path).data)
     except OSError:
         return False
+
+
+def _remove_stale_temp_files(files: Sequence[Path]) -> None:
+    """The temp files of runs killed between writing and renaming, in the files' folders."""
+    names: dict[Path, set[str]] = {}
+    for path in files:
+        names.setdefault(path.parent, set()).add(path.name)
+    for folder, inside in names.items():
+        remove_stale_temp_files(folder, frozenset(inside))
