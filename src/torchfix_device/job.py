@@ -30,7 +30,7 @@ from torchfix_device.results import FileResult, InternalError, TransformOutput
 from torchfix_device.suppressions import UnusedSuppression, parse_suppressions, unused_suppressions
 
 if TYPE_CHECKING:
-    from torchfix_device.cache import ResultCache
+    from torchfix_device.cache import CachedResult, ResultCache
     from torchfix_device.catalog import CodemodRef
     from torchfix_device.codemod import Codemod
 
@@ -77,7 +77,7 @@ def process_file(
             return FileResult(path, shown, "failed", error=f"{where}{exc.message}")
     hit, marks = None, None
     if cache is not None:  # the marks are kept with the result, so read them once
-        hit = cache.get(source.raw)
+        hit = _compiling(cache.get(source.raw), str(path))
         marks = hit.marks if hit is not None else file_selection.read_marks(source.text)
     skip = file_selection.skip_reason(source.text, options, marks)
     if skip is not None:
@@ -146,6 +146,20 @@ def process_notebook(
     if write:
         write_result(result)
     return result
+
+
+def _compiling(hit: "CachedResult | None", filename: str) -> "CachedResult | None":
+    """``hit`` if its rewrite (if any) compiles, as a fresh rewrite must; else None (a miss:
+    the file is transformed again). The cache is not trusted with what is written."""
+    if hit is None or hit.new_text is None:
+        return hit
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(hit.new_text, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return hit
 
 
 def _transform_and_keep(
