@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from torchfix_device import __version__, catalog, formats, gitsafety, report, run_lock
+from torchfix_device import __version__, catalog, formats, gitsafety, interrupts, report, run_lock
 from torchfix_device.catalog import UnknownRuleError, select_refs
 from torchfix_device.config import ConfigError, load_config
 from torchfix_device.device_expression import DeviceExpressionError, validate_device_expression
@@ -19,7 +19,7 @@ from torchfix_device.migration_report import ReportError, report_path_problem, w
 from torchfix_device.options import RunOptions
 from torchfix_device.output_tree import output_dir_problem, write_output_tree
 from torchfix_device.progress import file_progress
-from torchfix_device.results import Interrupted
+from torchfix_device.results import Interrupted, WritesInterrupted
 from torchfix_device.runner import run
 from torchfix_device.stdin_mode import STDIN, is_stdin, output_bytes, process_stdin
 from torchfix_device.cache import ResultCache, default_cache_folder
@@ -140,13 +140,28 @@ def _run_files(
 
 
 def _interrupted(stop: Interrupted, *, wrote: bool) -> "typer.Exit":
-    """Ctrl-C: what was done, how far it got, no traceback."""
-    console = report.stderr_console()
-    report.print_problems(stop.results, console)
-    console.print(report.summary_line(stop.results, wrote=wrote, checking=not wrote), soft_wrap=True)
-    state = "every file is either unchanged or fully rewritten" if wrote else "nothing was written"
-    console.print(f"[yellow]interrupted[/] after {stop.done} of {stop.total} files; {state}", soft_wrap=True)
-    return typer.Exit(EXIT_INTERRUPTED)
+    """Ctrl-C (SIGTERM, SIGHUP): what was done, how far it got, no traceback; exit 128 + signal."""
+    with interrupts.ignoring():
+        console = report.stderr_console()
+        report.print_problems(stop.results, console)
+        console.print(report.summary_line(stop.results, wrote=wrote, checking=not wrote), soft_wrap=True)
+        state = "every file is either unchanged or fully rewritten" if wrote else "nothing was written"
+        console.print(f"[yellow]{interrupts.word(stop.signum)}[/] after {stop.done} of {stop.total} files; {state}", soft_wrap=True)
+    return typer.Exit(interrupts.exit_code(stop.signum))
+
+
+def _writes_interrupted(stop: WritesInterrupted, results: list) -> "typer.Exit":
+    """Interrupted while writing the rewrites held for the git check: how many were written."""
+    with interrupts.ignoring():
+        console = report.stderr_console()
+        report.print_problems(results, console)
+        console.print(report.summary_line(results, wrote=True), soft_wrap=True)
+        console.print(
+            f"[yellow]{interrupts.word(stop.signum)}[/] after writing {stop.written} of {stop.total} files to rewrite; "
+            f"the other {stop.total - stop.written} are unchanged; every file is either unchanged or fully rewritten",
+            soft_wrap=True,
+        )
+    return typer.Exit(interrupts.exit_code(stop.signum))
 
 
 @app.command()
@@ -209,7 +224,10 @@ def apply(
             review(results, codemods, unsafe_fixes=unsafe, console=asker, ask=lambda text: asker.input(text, markup=False),
                    refuse=lambda result: gitsafety.refuse_if_dirty(result, guard), options=options)
         elif guard is not None and guard.dirty:
-            gitsafety.write_unless_dirty(results, guard)
+            try:
+                gitsafety.write_unless_dirty(results, guard)
+            except WritesInterrupted as stop:
+                raise _writes_interrupted(stop, results) from None
     if diff:
         report.write_diffs(results)
     written = write_output_tree(results, output_dir) if output_dir is not None else 0
@@ -358,4 +376,5 @@ def _main(
 
 
 def main() -> None:
+    interrupts.install()  # SIGTERM and SIGHUP stop a run as Ctrl-C does
     app(prog_name="torchfix-device")

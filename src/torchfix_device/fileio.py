@@ -333,27 +333,35 @@ def _create_temp(directory: _Folder, name: str) -> int:
 def _write_through_temp_file(
     directory: _Folder, name: str, data: bytes, meta: _Metadata, expected_old: bytes | None, durable: bool
 ) -> None:
-    with signals_deferred():
-        tmp_name = _temp_name(name)
-        fd = _create_temp(directory, tmp_name)
-        tmp, at = directory.at(tmp_name)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                _copy_metadata(handle.fileno(), meta)
-                if durable:
-                    os.fsync(handle.fileno())
-            if expected_old is not None and _current_bytes(directory, name) != expected_old:
-                raise WriteError("file changed on disk during the run; the newer version was kept")
-            target, _ = directory.at(name)
-            os.replace(tmp, target, **({"src_dir_fd": directory.fd, "dst_dir_fd": directory.fd} if at else {}))
-        except BaseException:
+    """The write itself. An interruption held during it is raised at its end; if the file was
+    replaced by then, the exception says so (``written = True``), so that the file is counted."""
+    replaced = False
+    try:
+        with signals_deferred():
+            tmp_name = _temp_name(name)
+            fd = _create_temp(directory, tmp_name)
+            tmp, at = directory.at(tmp_name)
             try:
-                os.unlink(tmp, **at)
-            except OSError:
-                pass
-            raise
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    _copy_metadata(handle.fileno(), meta)
+                    if durable:
+                        os.fsync(handle.fileno())
+                if expected_old is not None and _current_bytes(directory, name) != expected_old:
+                    raise WriteError("file changed on disk during the run; the newer version was kept")
+                target, _ = directory.at(name)
+                os.replace(tmp, target, **({"src_dir_fd": directory.fd, "dst_dir_fd": directory.fd} if at else {}))
+                replaced = True
+            except BaseException:
+                try:
+                    os.unlink(tmp, **at)
+                except OSError:
+                    pass
+                raise
+    except KeyboardInterrupt as stop:
+        stop.written = replaced  # type: ignore[attr-defined]
+        raise
 
 
 def _current_bytes(directory: _Folder, name: str) -> bytes:

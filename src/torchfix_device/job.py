@@ -231,6 +231,11 @@ def failure_result(exc: Exception, path: Path, shown: str, source: SourceFile) -
     return FileResult(path, shown, "failed", error=error, source=source)
 
 
+def finished_before(stop: BaseException) -> FileResult | None:
+    """The result of the file whose write an interruption waited for, if it was written."""
+    return getattr(stop, "result", None)
+
+
 def deepest_line(text: str) -> int | None:
     """The line of the most deeply nested code of ``text`` (where a parser runs out of
     recursion): the deepest node of CPython's ``ast``; when CPython gives up too, the first line
@@ -288,11 +293,16 @@ def _judge_suppressions(result: FileResult, codemods: Sequence["CodemodRef | typ
 
 def write_result(result: FileResult) -> None:
     """Atomically replace a ``changed`` result's file with its rewrite; on failure the result
-    becomes ``failed`` with the reason and the file keeps its old content."""
+    becomes ``failed`` with the reason and the file keeps its old content. An interruption that
+    arrives once the file is replaced carries the result (:func:`finished_before`)."""
     source = result.source
     assert source is not None and result.new_text is not None
     try:
         atomic_replace(result.path, source.encode(result.new_text), source.raw, root=source.root, folder=source.folder)
+    except KeyboardInterrupt as stop:
+        if getattr(stop, "written", False):
+            stop.result = result  # type: ignore[attr-defined]
+        raise
     except (WriteError, OSError) as exc:
         result.status = "failed"
         result.error = str(exc) if isinstance(exc, WriteError) else f"cannot write: {exc.strerror or exc}"

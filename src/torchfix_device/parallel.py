@@ -2,24 +2,33 @@
 
 Work is handed out biggest file first (a large file started last would keep one worker busy
 after the others finish), and collected in the order of ``files``, so the output is the same as
-with one process. Workers ignore SIGINT: on Ctrl-C each finishes the file it is on (writes are
-atomic), the files not started are dropped, and every finished result is kept for the report.
-A pool that cannot start or breaks (a worker killed, say, for memory) leaves the remaining files
-to be processed here, one by one.
+with one process. Workers ignore SIGINT and SIGTERM (the main process decides): on Ctrl-C or
+SIGTERM each finishes the file it is on (writes are atomic), the files not started are dropped,
+and every finished result is kept for the report; further signals are ignored meanwhile
+(:mod:`torchfix_device.interrupts`). A pool that cannot start or breaks (a worker killed, say,
+for memory) leaves the remaining files to be processed here, one by one.
+
+Workers never outlive the main process: on Linux the kernel sends them SIGUSR1 when it dies
+(``prctl(PR_SET_PDEATHSIG)``), elsewhere a thread of each worker watches the main process's
+pid; either way the worker exits at once, or right after the write it is in the middle of.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
+import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from torchfix_device.job import process_file
+from torchfix_device.interrupts import ignoring
+from torchfix_device.job import finished_before, process_file
 from torchfix_device.results import FileResult
-from torchfix_device.safe_paths import root_of
+from torchfix_device.safe_paths import process_alive, root_of
 
 if TYPE_CHECKING:
     from torchfix_device.catalog import CodemodRef
@@ -37,8 +46,52 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _ignore_sigint() -> None:
+PARENT_GONE = getattr(signal, "SIGUSR1", None)
+"""The signal a worker gets when the main process dies (held during a write, like Ctrl-C)."""
+_PR_SET_PDEATHSIG = 1
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    os._exit(1)
+
+
+def _init_worker(parent: int) -> None:
+    """A worker: Ctrl-C and SIGTERM are the main process's to handle; exit when it is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if PARENT_GONE is not None:
+        signal.signal(PARENT_GONE, _exit_now)
+    if not _die_with_parent():
+        threading.Thread(target=_watch_parent, args=(parent,), name="torchfix-device-parent-watch", daemon=True).start()
+    if not process_alive(parent):  # gone before the kernel could be told to warn us
+        os._exit(1)
+
+
+def _die_with_parent() -> bool:
+    """Ask Linux to send :data:`PARENT_GONE` when the parent dies; False where it cannot."""
+    if not sys.platform.startswith("linux") or PARENT_GONE is None:
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(PARENT_GONE), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    """Where the kernel cannot warn: poll the main process's pid twice a second."""
+    first = os.getppid()
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != first or not process_alive(parent):
+            if PARENT_GONE is not None:
+                os.kill(os.getpid(), PARENT_GONE)  # the handler runs in the main thread, after any write
+            else:  # pragma: no cover - no such signal (Windows)
+                os._exit(1)
+            return
 
 
 def _size(path: Path) -> int:
@@ -74,11 +127,21 @@ def process_in_pool(
         if progress is not None:
             progress.advance(result.path)
 
+    def here(index: int) -> FileResult:
+        """Process a file in this process (no pool, or a broken one)."""
+        try:
+            return process_file(files[index], codemods, root=root_of(files[index], roots), **settings)
+        except KeyboardInterrupt as stop:
+            late = finished_before(stop)
+            if late is not None:
+                done(late)
+            raise
+
     try:
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=_ignore_sigint)
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=_init_worker, initargs=(os.getpid(),))
     except (OSError, NotImplementedError, ValueError):
-        for path in files:
-            done(process_file(path, codemods, root=root_of(path, roots), **settings))
+        for index in range(len(files)):
+            done(here(index))
         return
     futures: dict[int, Future] = {}
     collected = 0
@@ -89,14 +152,17 @@ def process_in_pool(
             try:
                 done(futures[index].result())
             except BrokenProcessPool:
-                done(process_file(files[index], codemods, root=root_of(files[index], roots), **settings))
+                collected = index + 1  # `here` reports its own result if interrupted after writing
+                done(here(index))
             collected = index + 1
     except KeyboardInterrupt:
-        pool.shutdown(wait=True, cancel_futures=True)
-        for index in range(collected, len(files)):
-            future = futures.get(index)
-            if future is not None and future.done() and not future.cancelled() and future.exception() is None:
-                results.append(future.result())
+        with ignoring():  # stopping: the workers finish their files, their results are kept
+            pool.shutdown(wait=True, cancel_futures=True)
+            for index in range(collected, len(files)):
+                future = futures.get(index)
+                if future is not None and future.done() and not future.cancelled() and future.exception() is None:
+                    results.append(future.result())
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        with ignoring():
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -118,7 +118,7 @@ def print_problems(results: Sequence[FileResult], console: Console) -> None:
             console.print(f"[{style}]{result.status}[/]: {escape(where)}: {escape(message)}", soft_wrap=True)
 
 
-QUIET_SKIP_KINDS = frozenset({".gitignore", "@generated", "skip-file"})
+QUIET_SKIP_KINDS = frozenset({".gitignore", "@generated", "skip-file", "interrupted"})
 """Skips the user asked for (or that are routine): counted in the summary, not listed one by one."""
 
 
@@ -147,7 +147,10 @@ def _python_file(result: FileResult) -> bool:
 
 def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool = False) -> str:
     # every Python file read or tried (one that cannot be decoded counts too), not skipped ones
-    scanned = sum(1 for r in results if r.status != "skipped" and (r.source is not None or _python_file(r)))
+    scanned = sum(
+        1 for r in results
+        if (r.status != "skipped" or r.skip_kind == "interrupted") and (r.source is not None or _python_file(r))
+    )
     changed = sum(1 for r in results if r.status == "changed")
     failed = sum(1 for r in results if r.status == "failed")
     skipped = sum(1 for r in results if r.status == "skipped")

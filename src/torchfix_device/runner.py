@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from torchfix_device.file_selection import display_path, find_files
 from torchfix_device.fileio import remove_stale_temp_files
-from torchfix_device.job import process_file
+from torchfix_device.interrupts import signal_of
+from torchfix_device.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.project_classes import classes_with_own_moves
 from torchfix_device.results import FileResult, Interrupted
@@ -87,8 +88,11 @@ def run(
             files, codemods, results, write=write, unsafe_fixes=unsafe_fixes, options=options, progress=progress,
             jobs=jobs, cache=cache, roots=roots,
         )
-    except KeyboardInterrupt:
-        raise Interrupted(problems + results, len(results), len(files)) from None
+    except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or SIGHUP (torchfix_device.interrupts)
+        late = finished_before(stop)
+        if late is not None and all(late is not r for r in results):
+            results.append(late)  # written just before the interruption took effect
+        raise Interrupted(problems + results, len(results), len(files), signum=signal_of(stop)) from None
     return problems + results
 
 
