@@ -89,8 +89,8 @@ def _run_options(
 ) -> RunOptions:
     """The settings beyond the codemod selection; the command line wins over the configuration."""
     try:
-        configured = load_config(config_start).device_expression
-        chosen = validate_device_expression(device_expression) if device_expression is not None else configured
+        config = load_config(config_start)
+        chosen = validate_device_expression(device_expression) if device_expression is not None else config.device_expression
     except (ConfigError, DeviceExpressionError) as exc:
         raise _usage_error(str(exc)) from None
     return RunOptions(
@@ -98,6 +98,8 @@ def _run_options(
         include_generated=include_generated,
         respect_gitignore=respect_gitignore,
         report_unused_suppressions=report_unused_suppressions,
+        file_time_limit=config.file_time_limit,
+        file_memory_limit=config.file_memory_limit,
     )
 
 

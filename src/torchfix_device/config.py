@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchfix_device import budget
 from torchfix_device.device_expression import DeviceExpressionError, validate_device_expression
 
 if sys.version_info >= (3, 11):
@@ -13,7 +14,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-KNOWN_KEYS = {"select", "ignore", "exclude", "unsafe-fixes", "device-expression"}
+KNOWN_KEYS = {"select", "ignore", "exclude", "unsafe-fixes", "device-expression", "file-time-limit", "file-memory-limit"}
 
 
 class ConfigError(ValueError):
@@ -28,6 +29,10 @@ class Config:
     unsafe_fixes: bool = False
     source: Path | None = None
     device_expression: str | None = None
+    file_time_limit: float | None = budget.DEFAULT_SECONDS
+    """Processor seconds one file may take (None: no limit)."""
+    file_memory_limit: int | None = budget.DEFAULT_MEMORY
+    """Bytes of memory one file may add to the process (None: no limit)."""
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -74,6 +79,15 @@ def load_config(start: Path) -> Config:
         raise ConfigError(f"{path}: [tool.torchfix-device] unsafe-fixes must be true or false")
     config.unsafe_fixes = unsafe
     config.device_expression = _device_expression(table, path)
+    for key, parse, attribute in (
+        ("file-time-limit", budget.parse_seconds, "file_time_limit"),
+        ("file-memory-limit", budget.parse_memory, "file_memory_limit"),
+    ):
+        if key in table:
+            try:
+                setattr(config, attribute, parse(table[key]))
+            except ValueError as exc:
+                raise ConfigError(f"{path}: [tool.torchfix-device] {key}: {exc}") from None
     return config
 
 

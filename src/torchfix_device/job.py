@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from torchfix_device import catalog, file_selection
+from torchfix_device import budget, catalog, file_selection
 from torchfix_device.file_selection import MAX_FILE_BYTES, display_path
 from torchfix_device.fileio import SourceError, SourceFile, WriteError, atomic_replace, read_source
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
@@ -88,6 +88,8 @@ def process_file(
         else:
             with collecting_cycles_after():
                 output = _transform_and_keep(source, codemods, unsafe_fixes, str(path), cache, options, marks)
+    except budget.OverBudget as over:  # reported, left untouched; the run goes on
+        return FileResult(path, shown, "skipped", error=over.message, source=source, skip_kind=over.kind)
     except Exception as exc:  # a parse error, or a codemod bug: it must not stop the other files
         return failure_result(exc, path, shown, source)
     result = FileResult(
@@ -130,10 +132,14 @@ def process_notebook(
     source = SourceFile(path=path, raw=raw, text=raw.decode("utf-8"), encoding="utf-8", bom=False, root=root, folder=folder)
     if not notebook.is_python_notebook(nb):
         return FileResult(path, shown, "skipped", error="not a Python notebook (its kernel language is not Python)", source=source)
+    limits = options or DEFAULT_OPTIONS
     try:
-        output = notebook.transform_notebook(
-            nb, source.text, codemods, unsafe_fixes=unsafe_fixes, filename=str(path), options=options
-        )
+        with budget.enforced(limits.file_time_limit, limits.file_memory_limit):
+            output = notebook.transform_notebook(
+                nb, source.text, codemods, unsafe_fixes=unsafe_fixes, filename=str(path), options=options
+            )
+    except budget.OverBudget as over:
+        return FileResult(path, shown, "skipped", error=over.message, source=source, skip_kind=over.kind)
     except notebook.NotebookError as exc:  # a syntax error, in a cell it names
         return FileResult(path, shown, "failed", error=str(exc), source=source)
     except Exception as exc:  # a codemod bug must not stop the other files
@@ -175,7 +181,9 @@ def _transform_and_keep(
     its result kept in ``cache`` when there is one (failures are not cached)."""
     from torchfix_device import engine
 
-    output = engine.transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+    options = options or DEFAULT_OPTIONS
+    with budget.enforced(options.file_time_limit, options.file_memory_limit):
+        output = engine.transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
     if cache is not None:
         assert marks is not None  # read with the cache lookup
         new_text = None if output.text == source.text else output.text

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from torchfix_device.budget import DEFAULT_MEMORY, DEFAULT_SECONDS
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -20,6 +22,10 @@ class RunOptions:
     """Inside a git work tree, leave out files that ``.gitignore`` ignores."""
     report_unused_suppressions: bool = False
     """Also judge ``# torchfix-device: skip-file`` (the file is then analysed, never written)."""
+    file_time_limit: float | None = DEFAULT_SECONDS
+    """Processor seconds one file's transform may take (``file-time-limit``; None: no limit)."""
+    file_memory_limit: int | None = DEFAULT_MEMORY
+    """Bytes one file's transform may add to the process (``file-memory-limit``; None: no limit)."""
     own_move_classes: frozenset[str] = frozenset()
     """Classes of the run's files that define their own ``cuda()``/``to()``
     (:mod:`torchfix_device.project_classes`), filled in by the runner."""
