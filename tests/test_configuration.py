@@ -58,7 +58,7 @@ def test_without_configuration_the_default_expression_is_used(tmp_path: Path) ->
         ('device-expression = "torch.device("', "device-expression 'torch.device(' is not a Python expression"),
         ("device-expression = 3", "[tool.torchfix-device] device-expression must be a string"),
         ('device-expression = "  "', "device-expression is empty"),
-        ('device-expresion = "x"', "unknown key(s) device-expresion; known: device-expression, exclude, ignore, select, unsafe-fixes"),
+        ('device-expresion = "x"', "unknown key(s) device-expresion; known: device-expression, exclude, file-memory-limit, file-time-limit, ignore, select, unsafe-fixes"),
     ],
 )
 def test_bad_device_expression_is_a_clear_error(tmp_path: Path, body: str, message: str) -> None:
