@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,17 +30,20 @@ SENTINEL = "987654321"
 _REWRITES: list[str] = []
 
 
-def make_tree(root: Path, count: int, *, folders: int = 1) -> dict[Path, tuple[bytes, bytes]]:
+def make_tree(root: Path, count: int, *, folders: int = 1, distinct: bool = True) -> dict[Path, tuple[bytes, bytes]]:
     """``count`` legacy files under ``root`` (spread over ``folders`` subfolders when more than
     one); for each, its original bytes and its expected full rewrite. The rewrites are made once
-    per template (the file number only appears in names and strings)."""
+    per template (the file number only appears in names and strings). ``distinct=False``: the
+    files repeat the templates' first four texts exactly, so that a result cache filled from
+    four files answers for all (a warm run without the cost of a cold one)."""
     if not _REWRITES:
         _REWRITES.extend(transform_source(t.format(i=SENTINEL), all_codemods()).text for t in TEMPLATES)
     root.mkdir(parents=True)
     expected = {}
     for i in range(count):
-        text = TEMPLATES[i % len(TEMPLATES)].format(i=i)
-        rewrite = _REWRITES[i % len(TEMPLATES)].replace(SENTINEL, str(i))
+        number = i if distinct else i % len(TEMPLATES)
+        text = TEMPLATES[i % len(TEMPLATES)].format(i=number)
+        rewrite = _REWRITES[i % len(TEMPLATES)].replace(SENTINEL, str(number))
         folder = root / f"pkg{i % folders}" if folders > 1 else root
         folder.mkdir(exist_ok=True)
         path = folder / f"m{i:03d}.py"
@@ -134,3 +138,85 @@ def wait_gone(pids: set[int], timeout: float = 20) -> set[int]:
 
 
 INTERRUPTED = re.compile(r"^(interrupted|terminated) after (\d+) of (\d+) files; every file is either unchanged or fully rewritten$")
+
+
+# -- one fault, injected and judged (test_fault_injection.py, benchmarks/faults.py) -------------
+def make_template(root: Path, count: int = 200) -> dict[str, tuple[bytes, bytes]]:
+    """A project of ``count`` legacy files over a few folders, with a warm result cache (the
+    runs that recover from a fault, and the warm faulted runs, read it): relative path →
+    (original, rewrite)."""
+    expected = make_tree(root, count, folders=4, distinct=False)
+    check_rewrite_sample(expected)
+    (root / "pyproject.toml").write_text("[project]\nname = 'faults'\n")
+    done = root / "warm-rewrites"  # the rewrites' own results too: a run after a fault reads both
+    done.mkdir()
+    for index, (original, rewrite) in enumerate(list(expected.values())[: len(TEMPLATES)]):
+        (done / f"r{index}.py").write_bytes(rewrite)
+    warm = subprocess.run([sys.executable, "-m", "torchfix_device", "check", "--jobs", "1", "."], cwd=root, capture_output=True)
+    assert warm.returncode == 1, warm.stderr.decode()
+    shutil.rmtree(done)
+    return {path.relative_to(root).as_posix(): data for path, data in expected.items()}
+
+
+def inject_fault(
+    template: Path, expected: dict[str, tuple[bytes, bytes]], work: Path, seed: int, *,
+    how: signal.Signals | None = None, cold: bool | None = None,
+) -> str:
+    """Copy ``template`` to ``work``, start ``apply`` on it, and at a random point (after the
+    k-th rewritten file, k drawn by ``seed``) send ``how`` (SIGKILL or SIGTERM, drawn when not
+    given) to a ``cold`` run (pool workers rewrite, no cache) or a warm one (the main process
+    rewrites, from the cache; drawn when not given); then assert: every file
+    holds its original or its full rewrite, no worker process is left, the exit status and the
+    message are right, no temp file is left (after SIGKILL, a run killed in the middle of a
+    write may leave its one temp file, which the next run removes), and a run started right
+    after finishes the job. Returns a one-line account of what was done."""
+    import random
+
+    rng = random.Random(seed)
+    drawn_how, drawn_cold = rng.choice([signal.SIGKILL, signal.SIGTERM]), rng.random() < 0.5
+    how = drawn_how if how is None else how
+    cold = drawn_cold if cold is None else cold
+    at = rng.randint(1, 20 if cold else 190)
+    shutil.copytree(template, work)
+    files = {work / name: data for name, data in expected.items()}
+    args = ["apply", "--no-cache", "--jobs", "2", "."] if cold else ["apply", "."]
+    main = start(args, work)
+    workers: set[int] = set()
+    try:
+        def reached() -> bool:
+            workers.update(children(main.pid))
+            return count_rewritten(files) >= at
+
+        try:
+            wait_for(reached, main)
+            main.send_signal(how)
+        except AssertionError:
+            if main.poll() is None:
+                raise
+        _, err = main.communicate(timeout=120)
+    finally:
+        main.kill()
+        left = wait_gone(workers)
+    stderr = err.decode()
+    account = f"seed {seed}: {'cold' if cold else 'warm'}, {how.name} after {at} files"
+    assert not left, f"{account}: worker processes left: {sorted(left)}"
+    assert "Traceback" not in stderr, f"{account}:\n{stderr}"
+    done = rewritten(files)  # every file: its original or its full rewrite
+    temps = temp_files(work)
+    if main.returncode == 0:  # finished before the signal came, or while it printed its summary
+        assert done == len(files) and temps == [], account
+        assert f"{done} files scanned, {done} changed, 0 failed" in stderr, f"{account}:\n{stderr}"
+    elif how == signal.SIGKILL:
+        assert main.returncode == -signal.SIGKILL, f"{account}: exit {main.returncode}\n{stderr}"
+        assert len(temps) <= 1 and all(f".{main.pid}." in t.name for t in temps), f"{account}: {temps}"
+    else:
+        assert main.returncode == 143, f"{account}: exit {main.returncode}\n{stderr}"
+        lines = [m for m in map(INTERRUPTED.match, stderr.splitlines()) if m]
+        assert len(lines) == 1 and lines[0].group(1) == "terminated", f"{account}:\n{stderr}"
+        assert (int(lines[0].group(2)), int(lines[0].group(3))) == (done, len(files)), f"{account}: {done} rewritten\n{stderr}"
+        assert f"{done} files scanned, {done} changed, 0 failed" in stderr, f"{account}:\n{stderr}"
+        assert temps == [], f"{account}: {temps}"
+    again = subprocess.run([sys.executable, "-m", "torchfix_device", "apply", "."], cwd=work, capture_output=True, timeout=300)
+    assert again.returncode == 0, f"{account}: the next run failed\n{again.stderr.decode()}"
+    assert rewritten(files) == len(files) and temp_files(work) == [], account
+    return f"{account}: {done} of {len(files)} rewritten, exit {main.returncode}, {len(temps)} temp file(s) left for the next run"

@@ -152,11 +152,16 @@ def _tree(root: Path, count: int) -> None:
 
 def test_a_second_run_on_the_same_tree_is_refused_while_the_first_runs(tmp_path: Path) -> None:
     """Two runs at once over one tree deleted each other's temp files ("cannot write") and
-    raced on the same files. The second now refuses at once, saying which run holds the tree."""
+    raced on the same files. The second now refuses at once, saying which run holds the tree.
+    The first run rewrites ``a.py`` and then spends seconds on a large file: the second starts
+    in between, on a folder inside the first one's (``zz``, whose file the first run comes to last)."""
     tree = tmp_path / "tree"
-    _tree(tree, 300)
-    (tree / "pkg").mkdir()
-    (tree / "pkg" / "late.py").write_text(LEGACY)
+    (tree / "zz").mkdir(parents=True)
+    (tree / "a.py").write_text(LEGACY)
+    lines = ["import torch", "", "def f(model, batch, path):"]
+    lines += [f"    x{i} = torch.load(path + '{i}').cuda()" for i in range(800)]
+    (tree / "z_large.py").write_text("\n".join(lines) + "\n    return x0\n")
+    (tree / "zz" / "late.py").write_text(LEGACY)
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
     first = subprocess.Popen(
         [*console_script(), "apply", "--no-cache", "--jobs", "1", "."], cwd=tree, env=env,
@@ -164,23 +169,23 @@ def test_a_second_run_on_the_same_tree_is_refused_while_the_first_runs(tmp_path:
     )
     try:
         deadline = time.monotonic() + 120
-        while (tree / "m000.py").read_text() == LEGACY.replace("ckpt.pt", "ckpt0.pt"):
+        while (tree / "a.py").read_text() == LEGACY:
             assert first.poll() is None and time.monotonic() < deadline, "the first run ended before the second started"
-            time.sleep(0.05)
-        second = run_cli("apply", "pkg", cwd=tree)
+            time.sleep(0.02)
+        second = run_cli("apply", "zz", cwd=tree)
         assert first.poll() is None, "the first run ended before the second was refused: the test proves nothing"
         stderr = second.stderr.decode()
         assert second.returncode == 2, stderr
         assert f"another torchfix-device run (pid {first.pid}) is rewriting files in {tree}" in stderr, stderr
-        assert (tree / "pkg" / "late.py").read_text() == LEGACY
+        assert (tree / "zz" / "late.py").read_text() == LEGACY
         _, first_err = first.communicate(timeout=300)
     finally:
         first.kill()
     assert first.returncode == 0, first_err.decode()
-    assert "301 files scanned, 301 changed, 0 failed" in first_err.decode()
+    assert "3 files scanned, 3 changed, 0 failed" in first_err.decode()
     assert _temp_files(tree) == []
-    assert run_cli("apply", "pkg", cwd=tree).returncode == 0  # free again
-    assert (tree / "pkg" / "late.py").read_text() == FIXED
+    assert run_cli("apply", "zz", cwd=tree).returncode == 0  # free again
+    assert (tree / "zz" / "late.py").read_text() == FIXED
 
 
 def test_a_killed_runs_lock_does_not_block_the_next_run(tmp_path: Path) -> None:

@@ -233,6 +233,7 @@ def apply(
     if diff:
         report.write_diffs(results)
     written = write_output_tree(results, output_dir) if output_dir is not None else 0
+    interrupts.finishing()  # every file is written: the summary and the exit status stay true
     report.print_problems(results, console)
     report.print_manual_review(results, console)
     console.print(report.summary_line(results, wrote=not diff), soft_wrap=True)
@@ -317,6 +318,7 @@ def check(
     else:
         speed = _performance_options(paths, codemods, unsafe, options, jobs, no_cache, shard)
         results = _run_files(paths, codemods, write=False, unsafe=unsafe, exclude=exclude, options=options, speed=speed)
+    interrupts.finishing()
     lines = report.finding_lines(results)
     output = formats.render(output_format, results, catalog.refs(), unused=show_unused)
     if output:
@@ -378,5 +380,5 @@ def _main(
 
 
 def main() -> None:
-    interrupts.install()  # SIGTERM and SIGHUP stop a run as Ctrl-C does
+    interrupts.install()  # Ctrl-C, SIGTERM and SIGHUP: see torchfix_device.interrupts
     app(prog_name="torchfix-device")

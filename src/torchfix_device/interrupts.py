@@ -7,11 +7,19 @@ exits with 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM, 129 for S
 how far it got. Once a run is stopping, further signals are ignored until it has (a second
 Ctrl-C used to abandon the workers' last results or hang); SIGKILL still ends it at once, and
 the workers with it (:mod:`torchfix_device.parallel`).
+
+The command line (:func:`install`) goes through three phases: *before* the runner starts, a
+signal ends the process at once, saying nothing was written; while it *works* (the run, then
+the rewrites held for the git check or the review), a signal stops the run as above; once the
+writing is over (*finishing*: the summary, the report), signals are ignored so that the summary
+and the exit status stay true. Code that calls the runner without :func:`install` keeps the
+handlers it had.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Iterator
@@ -27,19 +35,43 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-def _terminate(signum: int, frame: object) -> None:
+_phase: list[str] = []
+"""Empty until :func:`install`; then ``before``, ``working`` or ``finishing``."""
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    phase = _phase[0] if _phase else "working"
+    if phase == "finishing":
+        return
+    if phase == "before":
+        sys.stderr.write(f"{word(signum)} before any file was processed; nothing was written\n")
+        raise SystemExit(exit_code(signum))
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt()
     raise Terminated(signum)
 
 
 def install() -> None:
-    """Make SIGTERM and SIGHUP stop a run as Ctrl-C does (main thread only; a signal that is
-    ignored, as under ``nohup``, stays ignored)."""
+    """The command line's handling of Ctrl-C, SIGTERM and SIGHUP (main thread only; a signal
+    that is ignored, as SIGHUP under ``nohup``, stays ignored)."""
     if threading.current_thread() is not threading.main_thread():
         return
-    for name in ("SIGTERM", "SIGHUP"):
-        signum = getattr(signal, name, None)
-        if signum is not None and signal.getsignal(signum) is signal.SIG_DFL:
-            signal.signal(signum, _terminate)
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(signum, _on_signal)
+    _phase[:] = ["before"]
+
+
+def working() -> None:
+    """The runner has started: a signal now stops the run and reports how far it got."""
+    if _phase:
+        _phase[:] = ["working"]
+
+
+def finishing() -> None:
+    """Every file is written: signals are ignored while the summary is printed."""
+    if _phase:
+        _phase[:] = ["finishing"]
 
 
 def signal_of(stop: BaseException) -> int:

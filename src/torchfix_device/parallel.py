@@ -25,7 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from torchfix_device.interrupts import ignoring
+from torchfix_device.interrupts import STOP_SIGNALS, ignoring
 from torchfix_device.job import finished_before, process_file
 from torchfix_device.results import FileResult
 from torchfix_device.safe_paths import process_alive, root_of
@@ -57,9 +57,8 @@ def _exit_now(signum: int, frame: object) -> None:
 
 def _init_worker(parent: int) -> None:
     """A worker: Ctrl-C and SIGTERM are the main process's to handle; exit when it is gone."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "SIGTERM"):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for signum in STOP_SIGNALS:  # Ctrl-C, SIGTERM, SIGHUP
+        signal.signal(signum, signal.SIG_IGN)
     if PARENT_GONE is not None:
         signal.signal(PARENT_GONE, _exit_now)
     if not _die_with_parent():

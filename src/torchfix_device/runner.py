@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from torchfix_device.file_selection import display_path, find_files
 from torchfix_device.fileio import remove_stale_temp_files
+from torchfix_device import interrupts
 from torchfix_device.interrupts import signal_of
 from torchfix_device.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
@@ -71,6 +72,7 @@ def run(
     files: list[Path] = []
     problems: list[FileResult] = []
     results: list[FileResult] = []
+    interrupts.working()
     try:
         files, problems = find_files(paths, exclude, respect_gitignore=(options or DEFAULT_OPTIONS).respect_gitignore)
         own = classes_with_own_moves(files)  # over every file, before sharding: one answer for all shards
