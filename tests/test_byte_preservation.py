@@ -115,17 +115,17 @@ ENDINGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(ENDINGS))
-def test_classic_mac_and_mixed_line_endings_survive_to_the_last_byte(tmp_path: Path, name: str) -> None:
-    before, after = ENDINGS[name]
-    compile(before, name, "exec")
-    compile(after, name, "exec")
-    path = tmp_path / f"{name}.py"
-    path.write_bytes(before)
-    apply(path)
-    assert path.read_bytes() == after
-    apply(path)  # a second run changes nothing
-    assert path.read_bytes() == after
+def test_classic_mac_and_mixed_line_endings_survive_to_the_last_byte(tmp_path: Path) -> None:
+    for name, (before, after) in ENDINGS.items():
+        compile(before, name, "exec")
+        compile(after, name, "exec")
+        (tmp_path / f"{name}.py").write_bytes(before)
+    apply(tmp_path)
+    for name, (_, after) in ENDINGS.items():
+        assert (tmp_path / f"{name}.py").read_bytes() == after, name
+    apply(tmp_path)  # a second run changes nothing
+    for name, (_, after) in ENDINGS.items():
+        assert (tmp_path / f"{name}.py").read_bytes() == after, name
 
 
 def test_page_breaks_survive_in_lines_the_fix_does_not_touch(tmp_path: Path) -> None:

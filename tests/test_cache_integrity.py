@@ -49,40 +49,60 @@ def _apply(project: Path) -> str:
     return stderr
 
 
-def _edit(entry: Path, change) -> None:
-    data = json.loads(entry.read_text())
-    change(data)
-    entry.write_text(json.dumps(data))
-
-
 def _text_of(data: dict) -> dict:
-    """The part of an entry holding the result (older entries kept it at the top)."""
+    """The part of an entry holding the result."""
     return data.get("result", data)
 
 
-@pytest.mark.parametrize(
-    "change",
-    [
-        pytest.param(lambda d: _text_of(d).__setitem__("text", "import os\nos.system('echo edited')\n"), id="edited-text"),
-        pytest.param(lambda d: _text_of(d).__setitem__("text", 5), id="text-is-a-number"),
-        pytest.param(lambda d: _text_of(d).__setitem__("findings", [{"line": "x"}]), id="bad-finding"),
-        pytest.param(lambda d: _text_of(d).__setitem__("marks", None), id="bad-marks"),
-        pytest.param(lambda d: d.clear(), id="empty-object"),
-    ],
-)
-def test_an_entry_that_does_not_validate_is_ignored_and_recomputed(project: Path, change) -> None:
-    entry = _warm(project)
-    _edit(entry, change)
-    _apply(project)
-    assert (project / "m.py").read_text() == FIXED
+def _edited(change):
+    def edit(entry: Path) -> None:
+        data = json.loads(entry.read_text())
+        change(data)
+        entry.write_text(json.dumps(data))
+    return edit
 
 
-@pytest.mark.parametrize("content", [b"", b"{", b"[1, 2]", b"\xff\xfe", b'"text"'])
-def test_a_torn_or_foreign_entry_is_ignored(project: Path, content: bytes) -> None:
-    entry = _warm(project)
-    entry.write_bytes(content)
-    _apply(project)
-    assert (project / "m.py").read_text() == FIXED
+def _replaced(content: bytes):
+    return lambda entry: entry.write_bytes(content)
+
+
+BAD_ENTRIES = {
+    "edited text": _edited(lambda d: _text_of(d).__setitem__("text", "import os\nos.system('echo edited')\n")),
+    "text is a number": _edited(lambda d: _text_of(d).__setitem__("text", 5)),
+    "bad finding": _edited(lambda d: _text_of(d).__setitem__("findings", [{"line": "x"}])),
+    "bad marks": _edited(lambda d: _text_of(d).__setitem__("marks", None)),
+    "empty object": _edited(lambda d: d.clear()),
+    "another version": _edited(lambda d: d.__setitem__("version", "0.0.1")),
+    "empty file": _replaced(b""),
+    "torn": _replaced(b"{"),
+    "a list": _replaced(b"[1, 2]"),
+    "not UTF-8": _replaced(b"\xff\xfe"),
+    "a string": _replaced(b'"text"'),
+}
+
+
+def test_an_entry_that_does_not_validate_is_ignored_and_recomputed(project: Path) -> None:
+    """One file per kind of bad entry (edited by hand, malformed, torn, another version's), all
+    in one run: each file is analysed again and gets its real rewrite, none a traceback. An
+    edited text used to be written into the file, and ``"text": 5`` ended in a traceback."""
+    (project / "m.py").unlink()
+    sources = {}
+    for index, kind in enumerate(BAD_ENTRIES):
+        path = project / f"m{index:02d}.py"
+        path.write_text(LEGACY.replace("ckpt.pt", f"ckpt{index}.pt"))
+        sources[kind] = path
+    assert run_cli("check", "--jobs", "1", ".", cwd=project).returncode == 1
+    assert len(_entries(project)) == len(BAD_ENTRIES)
+    cache = ResultCache(project / CACHE_DIR_NAME, all_codemods(), unsafe_fixes=False)
+    for kind, spoil in BAD_ENTRIES.items():
+        entry = cache._entry(cache.key(sources[kind].read_bytes()))
+        assert entry.is_file(), kind
+        spoil(entry)
+    out = run_cli("apply", ".", cwd=project)
+    stderr = out.stderr.decode()
+    assert out.returncode == 0 and "Traceback" not in stderr, stderr
+    for index, (kind, path) in enumerate(sources.items()):
+        assert path.read_text() == FIXED.replace("ckpt.pt", f"ckpt{index}.pt"), kind
 
 
 def test_an_entry_moved_to_another_files_key_is_ignored(project: Path) -> None:

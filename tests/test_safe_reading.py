@@ -218,21 +218,27 @@ def test_a_folder_that_cannot_be_entered_is_reported_and_the_rest_processed(
 
 
 # -- item 12: messages naming the file and line -------------------------------------------------
-@pytest.mark.parametrize(
-    "encoding, bom",
-    [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff"), ("utf-16-le", b""), ("utf-32-le", b"\xff\xfe\x00\x00")],
-)
-def test_utf16_and_utf32_files_are_named_as_such(tmp_path: Path, encoding: str, bom: bytes) -> None:
+WIDE = {  # name: (encoding, BOM)
+    "le_bom.py": ("utf-16-le", b"\xff\xfe"),
+    "be_bom.py": ("utf-16-be", b"\xfe\xff"),
+    "le_no_bom.py": ("utf-16-le", b""),
+    "utf32.py": ("utf-32-le", b"\xff\xfe\x00\x00"),
+}
+
+
+def test_utf16_and_utf32_files_are_named_as_such(tmp_path: Path) -> None:
     """Not ``contains NUL bytes: not a text file``: say what it is and what to do."""
-    path = tmp_path / "wide.py"
-    content = bom + LEGACY.encode(encoding)
-    path.write_bytes(content)
-    out = run_cli("apply", "wide.py", cwd=tmp_path)
+    contents = {}
+    for name, (encoding, bom) in WIDE.items():
+        contents[name] = bom + LEGACY.encode(encoding)
+        (tmp_path / name).write_bytes(contents[name])
+    out = run_cli("apply", ".", cwd=tmp_path)
     stderr = _stderr(out)
-    kind = "UTF-32" if "32" in encoding else "UTF-16"
-    assert f"failed: wide.py: {kind} is not supported: convert to UTF-8" in stderr, stderr
-    assert "NUL" not in stderr
-    assert out.returncode == 1 and path.read_bytes() == content
+    for name, (encoding, _) in WIDE.items():
+        kind = "UTF-32" if "32" in encoding else "UTF-16"
+        assert f"failed: {name}: {kind} is not supported: convert to UTF-8" in stderr, stderr
+        assert (tmp_path / name).read_bytes() == contents[name]
+    assert "NUL" not in stderr and out.returncode == 1
 
 
 def test_a_file_nested_too_deep_for_the_parser_is_named_with_its_line(tmp_path: Path) -> None:
