@@ -210,9 +210,6 @@ class _Folder:
             return str(self.path / name), {}
         return name, {"dir_fd": self.fd}
 
-    def names(self) -> list[str]:
-        return os.listdir(self.fd if self.fd is not None else self.path)
-
     def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)

@@ -158,7 +158,7 @@ def process_alive(pid: int) -> bool:
     alive: whatever depends on this errs on the side of leaving things alone."""
     if pid <= 0:
         return False
-    if pid == os.getpid():
+    if pid == os.getpid() or os.name == "nt":  # on Windows, os.kill(pid, 0) would end the process
         return True
     try:
         os.kill(pid, 0)
