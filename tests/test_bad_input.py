@@ -246,7 +246,7 @@ def test_read_only_file_with_a_finding_is_reported_and_left_intact(tmp_path: Pat
         out = run_cli("apply", ".", cwd=tmp_path)
         assert out.returncode == 1
         stderr = _stderr(out)
-        assert _lines_naming(stderr, "frozen.py") == ["failed: frozen.py: file is read-only; left unchanged"]
+        assert _lines_naming(stderr, "frozen.py") == ["failed: frozen.py: not writable: left unchanged"]
         assert "2 files scanned, 1 changed, 1 failed; fixes: TFD005 ×1, TFD006 ×1" in stderr  # the failed write is no fix
         assert path.read_text() == LEGACY
         assert oct(path.stat().st_mode & 0o777) == oct(0o444)

@@ -77,6 +77,57 @@ def test_mixed_line_endings_keep_each_line_as_it_was(tmp_path: Path) -> None:
     )
 
 
+# Classic Mac OS ended lines with a bare \r (CPython still reads it as a line break), and files
+# edited on several systems mix the three endings. libcst counts only \n as the file's final
+# newline: a final \r was dropped when the last line was rewritten (issue 22, item 3).
+ENDINGS = {
+    "classic_mac": (
+        b'import torch\rstate = torch.load("a")\r',
+        b'import torch\r\rdevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\r'
+        b'state = torch.load("a", map_location=device)\r',
+    ),
+    "lf_then_final_cr": (
+        b'import torch\nstate = torch.load("a")\r',
+        b'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        b'state = torch.load("a", map_location=device)\r',
+    ),
+    "final_blank_cr_line": (
+        b'import torch\nstate = torch.load("a")\n\r',
+        b'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        b'state = torch.load("a", map_location=device)\n\r',
+    ),
+    "two_final_crs": (
+        b'import torch\rx = 1\nstate = torch.load("a")\r\r',
+        b'import torch\r\rdevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\r'
+        b'x = 1\nstate = torch.load("a", map_location=device)\r\r',
+    ),
+    "all_three_mixed": (
+        b'import torch\r\nx = 1\rstate = torch.load("a")\r\ny = 2\n\r\nz = torch.load("b")\r',
+        b'import torch\r\n\r\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\r\n'
+        b'x = 1\rstate = torch.load("a", map_location=device)\r\ny = 2\n\r\n'
+        b'z = torch.load("b", map_location=device)\r',
+    ),
+    "cr_blank_lines_inside": (
+        b'import torch\r\rx = 1\n\r\r\nstate = torch.load("a")\n\r\n\r',
+        b'import torch\r\rdevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\r\r'
+        b'x = 1\n\r\r\nstate = torch.load("a", map_location=device)\n\r\n\r',
+    ),
+}
+
+
+def test_classic_mac_and_mixed_line_endings_survive_to_the_last_byte(tmp_path: Path) -> None:
+    for name, (before, after) in ENDINGS.items():
+        compile(before, name, "exec")
+        compile(after, name, "exec")
+        (tmp_path / f"{name}.py").write_bytes(before)
+    apply(tmp_path)
+    for name, (_, after) in ENDINGS.items():
+        assert (tmp_path / f"{name}.py").read_bytes() == after, name
+    apply(tmp_path)  # a second run changes nothing
+    for name, (_, after) in ENDINGS.items():
+        assert (tmp_path / f"{name}.py").read_bytes() == after, name
+
+
 def test_page_breaks_survive_in_lines_the_fix_does_not_touch(tmp_path: Path) -> None:
     """libcst drops a form feed that starts a line of code; the lines we do not change are kept
     as read, and a file with nothing to fix is not written at all (see the test below)."""
@@ -208,26 +259,31 @@ def test_atomic_replace_writes_and_keeps_the_mode(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
 
 
-@pytest.mark.parametrize("moment", ["mkstemp", "fsync", "replace"])
+@pytest.mark.parametrize("moment", ["create", "fsync", "replace"])
 def test_ctrl_c_during_atomic_replace_leaves_no_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moment: str) -> None:
     """SIGINT at any point of the write (here: right after the temp file is created, after its
     data is synced, just before the rename) is held until the file is replaced, then raised."""
     import os
     import signal
-    import tempfile
+
+    from torchfix_device import fileio
 
     path = tmp_path / "m.py"
     path.write_bytes(b"old\n")
-    real = {"mkstemp": tempfile.mkstemp, "fsync": os.fsync, "replace": os.replace}
-    target = {"mkstemp": tempfile, "fsync": os, "replace": os}[moment]
+    real = {"create": fileio._create_temp, "fsync": os.fsync, "replace": os.replace}
+    target = {"create": fileio, "fsync": os, "replace": os}[moment]
+    name = {"create": "_create_temp", "fsync": "fsync", "replace": "replace"}[moment]
+    calls = []
 
     def interrupted(*args, **kwargs):
+        calls.append(moment)
         signal.raise_signal(signal.SIGINT)  # Ctrl-C arrives here
         return real[moment](*args, **kwargs)
 
-    monkeypatch.setattr(target, moment, interrupted)
+    monkeypatch.setattr(target, name, interrupted)
     with pytest.raises(KeyboardInterrupt):
         atomic_replace(path, b"new\n", expected_old=b"old\n")
+    assert calls == [moment]
     assert path.read_bytes() == b"new\n"
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
@@ -253,7 +309,7 @@ def test_atomic_replace_refuses_a_read_only_file(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_bytes(b"old\n")
     path.chmod(0o444)
-    with pytest.raises(WriteError, match="read-only"):
+    with pytest.raises(WriteError, match="^not writable: left unchanged$"):
         atomic_replace(path, b"new\n", expected_old=b"old\n")
     assert path.read_bytes() == b"old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]

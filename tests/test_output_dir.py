@@ -73,7 +73,7 @@ def test_copies_of_copies_are_identical(project: Path) -> None:
     "args, message",
     [
         (("--output-dir", "src/out", "src"), "is inside the input folder src"),
-        (("--output-dir", ".", "src/train.py", "."), "is inside the input folder ."),
+        (("--output-dir", ".", "src/train.py", "."), "--output-dir . is the input folder ."),
         (("--output-dir", "out", "--diff", "src"), "--output-dir and --diff cannot be combined"),
         (("--output-dir", "src/train.py", "src/pkg"), "exists and is not a folder"),
     ],
@@ -84,3 +84,33 @@ def test_bad_output_dirs_are_refused(project: Path, args: tuple[str, ...], messa
     assert out.returncode == 2
     assert message in out.stderr.decode() and "Traceback" not in out.stderr.decode()
     assert _tree(project) == before
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        # the current folder holds the input: the copies would land on the inputs themselves
+        (("--output-dir", ".", "src"), "--output-dir . contains the input src"),
+        (("--output-dir", ".", "src/train.py"), "--output-dir . contains the input src/train.py"),
+        (("--output-dir", "./", "src/pkg"), "--output-dir . contains the input src/pkg"),
+        (("--output-dir", "..", "src"), "--output-dir .. contains the input src"),
+        # the same folders reached through a symbolic link: checked on real paths
+        (("--output-dir", "here", "src"), "--output-dir here contains the input src"),
+        (("--output-dir", "here/src/new", "src"), "--output-dir here/src/new is inside the input folder src"),
+        (("--output-dir", "src", "here/src"), "--output-dir src is the input folder here/src"),
+    ],
+)
+def test_an_output_dir_that_is_contains_or_lies_inside_an_input_is_refused(
+    project: Path, args: tuple[str, ...], message: str
+) -> None:
+    """Issue 22, item 1: ``--output-dir .`` rewrote the inputs in place (the copy of ``src/x.py``
+    under ``.`` is ``src/x.py``), skipped the git check and said the input was untouched."""
+    (project / "here").symlink_to(".")
+    before = _tree(project / "src")
+    out = run_cli("apply", *args, cwd=project)
+    stderr = out.stderr.decode()
+    assert out.returncode == 2, stderr
+    assert message in stderr and "Traceback" not in stderr, stderr
+    assert "untouched" not in stderr
+    assert _tree(project / "src") == before
+    assert not (project / "src" / "new").exists() and not (project / "src" / "src").exists()

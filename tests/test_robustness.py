@@ -85,7 +85,7 @@ DEEP = {
     # the codemods' visitors to walk.
     "long_chain.py": (
         "import torch\nm = torch.load('p')\nx = " + " + ".join(["a"] * 3000) + "\n",
-        "long_chain.py: expression nested too deeply for the parser; skipped",
+        "long_chain.py:3: expression nested too deeply for the parser; skipped",
     ),
 }
 

@@ -14,6 +14,12 @@ inside it; without a ``pyproject.toml``, in ``$XDG_CACHE_HOME/torchfix-device`` 
 ``~/.cache/torchfix-device``), so no folder appears in arbitrary directories. Every entry is one
 small JSON file written atomically (:func:`~torchfix_device.fileio.atomic_write`), so parallel
 workers share the cache safely. A cache that cannot be read or written is silently skipped.
+
+The cache is not trusted: an entry carries the tool version, the key it was written for and a
+SHA-256 checksum of both and of its result, and every field is type-checked when it is read.
+An entry that does not validate (edited, torn, malformed, copied over another file's entry,
+written by another version) reads as a miss: the file is analysed again and the entry rewritten.
+A cached rewrite is compiled before it is used, like a fresh one (:mod:`torchfix_device.job`).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import copy
 import hashlib
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Sequence
@@ -52,7 +58,7 @@ class CachedResult(NamedTuple):
     """The file's ``@generated``/skip-file comments: whether a run skips it needs no tokenizing."""
 
 
-FORMAT = "3"
+FORMAT = "4"
 
 
 @lru_cache(maxsize=1)
@@ -120,20 +126,14 @@ class ResultCache:
         return self._usable and self._entry(self.key(raw)).exists()
 
     def get(self, raw: bytes) -> CachedResult | None:
-        """The cached result for a file holding ``raw``, if any."""
+        """The cached result for a file holding ``raw``, if there is one that validates."""
         if not self._usable:
             return None
+        key = self.key(raw)
         try:
-            data = json.loads(self._entry(self.key(raw)).read_text(encoding="utf-8"))
-            generated_line, skip_file = data["marks"]
-            return CachedResult(
-                data["text"],
-                [Finding(**f) for f in data["findings"]],
-                list(data["notes"]),
-                tuple(Finding(**f) for f in data["suppressed"]),
-                Marks(generated_line, bool(skip_file)),
-            )
-        except (OSError, ValueError, KeyError, TypeError):
+            data = json.loads(self._entry(key).read_bytes().decode("utf-8"))
+            return _validated(data, key)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def put(
@@ -149,14 +149,16 @@ class ResultCache:
         ``raw``, with the file's :class:`~torchfix_device.file_selection.Marks`."""
         if not self._usable:
             return
-        entry = self._entry(self.key(raw))
-        data = {
+        key = self.key(raw)
+        entry = self._entry(key)
+        result = {
             "text": new_text,
             "findings": [asdict(f) for f in findings],
             "notes": list(notes),
             "suppressed": [asdict(f) for f in suppressed],
             "marks": [marks.generated_line, marks.skip_file],
         }
+        data = {"format": FORMAT, "version": __version__, "key": key, "result": result, "checksum": _checksum(key, result)}
         try:
             entry.parent.mkdir(exist_ok=True)  # not the cache folder itself: deleted, it stays so
             # not synced to disk: a cold run writes an entry per file, and an entry a crash
@@ -164,3 +166,54 @@ class ResultCache:
             atomic_write(entry, json.dumps(data).encode("utf-8"), ENTRY_MODE, durable=False)
         except OSError:
             pass
+
+
+def _checksum(key: str, result: dict) -> str:
+    body = json.dumps([FORMAT, __version__, key, result], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+class _Invalid(ValueError):
+    pass
+
+
+def _check(condition: bool) -> None:
+    if not condition:
+        raise _Invalid()
+
+
+def _finding(item: object) -> Finding:
+    """A finding from an entry, every field of the right type."""
+    _check(isinstance(item, dict) and set(item) == FINDING_FIELDS)
+    assert isinstance(item, dict)
+    _check(all(type(item[k]) is int and item[k] >= 0 for k in ("line", "column")))
+    _check(all(type(item[k]) is str for k in ("code", "message")))
+    _check(all(type(item[k]) is bool for k in ("fixed", "held_back")))
+    _check(item["cell"] is None or (type(item["cell"]) is int and item["cell"] > 0))
+    return Finding(**item)
+
+
+FINDING_FIELDS = frozenset(f.name for f in fields(Finding))
+
+
+def _validated(data: object, key: str) -> CachedResult:
+    """The result an entry holds; :class:`_Invalid` (a ``ValueError``) unless it is an entry of
+    this format and version, written for ``key``, with the checksum of what it holds and fields
+    of the right types."""
+    _check(isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == __version__)
+    assert isinstance(data, dict)
+    result = data["result"]
+    _check(data["key"] == key and isinstance(result, dict) and data["checksum"] == _checksum(key, result))
+    text, notes, marks = result["text"], result["notes"], result["marks"]
+    _check(text is None or isinstance(text, str))
+    _check(isinstance(notes, list) and all(isinstance(n, str) for n in notes))
+    _check(isinstance(marks, list) and len(marks) == 2 and type(marks[1]) is bool)
+    _check(marks[0] is None or (type(marks[0]) is int and marks[0] > 0))
+    _check(isinstance(result["findings"], list) and isinstance(result["suppressed"], list))
+    return CachedResult(
+        text,
+        [_finding(f) for f in result["findings"]],
+        list(notes),
+        tuple(_finding(f) for f in result["suppressed"]),
+        Marks(marks[0], marks[1]),
+    )

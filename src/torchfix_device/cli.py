@@ -13,6 +13,9 @@ from typing import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from torchfix_device import interrupts
+
+    interrupts.install()  # Ctrl-C, SIGTERM and SIGHUP: see torchfix_device.interrupts
     arguments = list(sys.argv[1:] if argv is None else argv)
     from torchfix_device.fastpath import parse
 

@@ -5,7 +5,7 @@ loads none of them (the typer app and the fast path both land here).
 
 Exit codes: 0 ok; 1 findings (``check``), pending changes (``--diff``), a file that could not be
 processed, or fixes made with ``--exit-non-zero-on-fix``; 2 bad usage, a bad configuration or a
-missing path; 130 interrupted.
+missing path; 130 interrupted (128 + the signal: 143 for SIGTERM, 129 for SIGHUP).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from torchfix_device import report
+from torchfix_device import interrupts, report
 from torchfix_device.arguments import Arguments, UsageError
-from torchfix_device.results import FileResult, Interrupted
+from torchfix_device.results import FileResult, Interrupted, WritesInterrupted
 from torchfix_device.settings import Settings, resolve
 from torchfix_device.termout import Printer
 
@@ -34,13 +34,23 @@ def main(args: Arguments) -> int:
     except UsageError as exc:
         out.error(str(exc))
         return EXIT_USAGE
-    except Interrupted as stop:
-        report.print_problems(stop.results, out)
-        fixing = args.writes
-        out.line(report.summary_line(stop.results, wrote=fixing, checking=not fixing))
-        state = "every file is either unchanged or fully rewritten" if fixing else "nothing was written"
-        out.line(f"{out.styled('interrupted', 'yellow')} after {stop.done} of {stop.total} files; {state}")
-        return EXIT_INTERRUPTED
+    except Interrupted as stop:  # Ctrl-C, SIGTERM or SIGHUP: what was done, no traceback
+        with interrupts.ignoring():
+            report.print_problems(stop.results, out)
+            fixing = args.writes
+            out.line(report.summary_line(stop.results, wrote=fixing, checking=not fixing))
+            state = "every file is either unchanged or fully rewritten" if fixing else "nothing was written"
+            out.line(f"{out.styled(interrupts.word(stop.signum), 'yellow')} after {stop.done} of {stop.total} files; {state}")
+        return interrupts.exit_code(stop.signum)
+    except WritesInterrupted as stop:  # while writing the rewrites held for the git check
+        with interrupts.ignoring():
+            report.print_problems(stop.results, out)
+            out.line(report.summary_line(stop.results, wrote=True))
+            out.line(
+                f"{out.styled(interrupts.word(stop.signum), 'yellow')} after writing {stop.written} of {stop.total} files "
+                f"to rewrite; the other {stop.total - stop.written} are unchanged; every file is either unchanged or fully rewritten"
+            )
+        return interrupts.exit_code(stop.signum)
 
 
 def _check_combinations(args: Arguments) -> None:
@@ -58,6 +68,11 @@ def _check_combinations(args: Arguments) -> None:
             raise UsageError(f"--report {args.report_file}: is a folder")
         if not args.report_file.parent.is_dir():
             raise UsageError(f"--report {args.report_file}: no such folder {args.report_file.parent}")
+        from torchfix_device.migration_report import report_path_problem
+
+        problem = report_path_problem(args.report_file)  # before any rewrite starts
+        if problem:
+            raise UsageError(f"--report {args.report_file}: {problem}")
 
 
 def _check_destinations(args: Arguments, settings: Settings) -> None:
@@ -88,6 +103,7 @@ def _main(args: Arguments, out: Printer, started: float) -> int:
     if args.verbose:
         _print_settings(settings, out)
     results, interrupted = _results(args, settings, out)
+    interrupts.finishing()  # every file is written: the summary and the exit status stay true
     if args.verbose:
         for result in results:
             out.line(f"{result.display}: {result.status}{' (cached result)' if result.cached else ''}")
@@ -134,13 +150,17 @@ def _results(args: Arguments, settings: Settings, out: Printer) -> tuple[list[Fi
     in_place = args.writes
     guard = None
     if in_place:
-        from torchfix_device import gitsafety
+        from torchfix_device import gitsafety, run_lock
 
+        try:
+            run_lock.hold(settings.paths)  # one in-place run at a time per tree
+        except run_lock.TreeBusy as exc:
+            raise UsageError(str(exc)) from None
         guard = gitsafety.inspect(settings.paths, check_dirty=not args.allow_dirty)
         if guard.outside and not args.quiet:
             out.warning(gitsafety.not_protected_message(guard.outside))
     write_now = in_place and not args.interactive and not (guard is not None and guard.dirty)
-    results = _run_files(settings, write=write_now)
+    results = _run_files(settings, write=write_now, tidy=in_place)
     if args.interactive:
         from torchfix_device.interactive import review_run
 
@@ -148,11 +168,16 @@ def _results(args: Arguments, settings: Settings, out: Printer) -> tuple[list[Fi
     if guard is not None and guard.dirty:
         from torchfix_device import gitsafety
 
-        gitsafety.write_unless_dirty(results, guard)
+        try:
+            gitsafety.write_unless_dirty(results, guard)
+        except WritesInterrupted as stop:
+            stop.results = results
+            raise
     return results, False
 
 
-def _run_files(settings: Settings, *, write: bool) -> list[FileResult]:
+def _run_files(settings: Settings, *, write: bool, tidy: bool = False) -> list[FileResult]:
+    """``tidy`` (in place): first remove temp files that killed runs left next to the files."""
     from torchfix_device.progress import file_progress
     from torchfix_device.runner import run
 
@@ -160,6 +185,7 @@ def _run_files(settings: Settings, *, write: bool) -> list[FileResult]:
         return run(
             settings.paths, settings.codemods, write=write, unsafe_fixes=settings.unsafe, exclude=settings.exclude,
             options=settings.options, progress=bar, jobs=settings.jobs, cache=settings.cache, shard=settings.shard,
+            tidy=tidy,
         )
 
 

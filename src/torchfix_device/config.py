@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from torchfix_device import budget
 from torchfix_device.device_expression import DeviceExpressionError, validate_device_expression
 
 if sys.version_info >= (3, 11):
@@ -19,7 +20,8 @@ else:  # pragma: no cover
 TABLE = "torchfix-device"
 TABLE_ALIAS = "torchfix_device"
 LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
-KNOWN_KEYS = {*LIST_KEYS, "unsafe-fixes", "device-expression", "force-exclude", "max-file-size", "cache-dir"}
+KNOWN_KEYS = {*LIST_KEYS, "unsafe-fixes", "device-expression", "force-exclude", "max-file-size", "cache-dir",
+              "file-time-limit", "file-memory-limit"}
 SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3, "gib": 1024**3}
 
 
@@ -43,6 +45,10 @@ class Config:
     """Relative paths are taken from the configuration file's folder."""
     table: dict = field(default_factory=dict, repr=False)
     """The keys as read (``--config KEY=VALUE`` overrides are laid over them)."""
+    file_time_limit: float | None = budget.DEFAULT_SECONDS
+    """Processor seconds one file may take (None: no limit)."""
+    file_memory_limit: int | None = budget.DEFAULT_MEMORY
+    """Bytes of memory one file may add to the process (None: no limit)."""
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -142,6 +148,15 @@ def parse_table(table: dict, path: Path) -> Config:
         if not isinstance(table["cache-dir"], str) or not table["cache-dir"]:
             raise ConfigError(f"{path}: [tool.{TABLE}] cache-dir must be a folder name")
         config.cache_dir = (path.parent / table["cache-dir"]) if path.is_file() else Path(table["cache-dir"])
+    for key, parse, attribute in (
+        ("file-time-limit", budget.parse_seconds, "file_time_limit"),
+        ("file-memory-limit", budget.parse_memory, "file_memory_limit"),
+    ):
+        if key in table:
+            try:
+                setattr(config, attribute, parse(table[key]))
+            except ValueError as exc:
+                raise ConfigError(f"{path}: [tool.{TABLE}] {key}: {exc}") from None
     config.table = dict(table)
     return config
 

@@ -75,6 +75,7 @@ class DeviceSource:
         self._class_info: dict[int, _ModuleClassInfo] = {}
         self._assigned_values: dict[int, cst.BaseExpression] | None = None
         self._names: set[str] | None = None
+        self._device_names: list[str] | None = None
         self.inserted_name: str | None = None
 
     # -- public -----------------------------------------------------------------------------
@@ -302,14 +303,18 @@ class DeviceSource:
         return self.codemod.free_at_module_level(name)
 
     def _module_level_device_names(self) -> list[str]:
-        """Names bound at module level to a device (``dev = torch.device(...)``, an inserted line)."""
-        names = []
+        """Names bound at module level to a device (``dev = torch.device(...)``, an inserted line),
+        read once per module (every site asks: a scan per site was quadratic in a large file)."""
+        if self._device_names is not None:
+            return self._device_names
+        names: list[str] = []
         for stmt in self.module.body:
             if m.matches(stmt, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name())])])):
                 assign = cst.ensure_type(cst.ensure_type(stmt, cst.SimpleStatementLine).body[0], cst.Assign)
                 name = cst.ensure_type(assign.targets[0].target, cst.Name).value
                 if name not in DEVICE_NAMES and self._looks_like_device(assign.value):
                     names.append(name)
+        self._device_names = names
         return names
 
     def _visible_bindings(self, name: str, node: cst.CSTNode) -> set:

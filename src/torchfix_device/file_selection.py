@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from torchfix_device.options import RunOptions
 from torchfix_device.results import FileResult
+from torchfix_device.safe_paths import not_regular_message
 from torchfix_device.suppressions import may_hold_directives, parse_suppressions
 
 SKIP_DIRS = frozenset(
@@ -67,56 +69,99 @@ def collect_files(
     paths: Sequence[Path], exclude: Iterable[str] = (), *, force_exclude: bool = False
 ) -> tuple[list[Path], list[FileResult]]:
     """Python files under ``paths`` (sorted, de-duplicated) and results for paths that are not.
+
     With ``force_exclude`` a path named in ``paths`` that ``exclude`` matches is left out too
-    (skipped quietly, as ruff does)."""
+    (skipped quietly, as ruff does). A path named that is a symbolic link (to a file or a
+    folder) is refused: links are never followed. Only regular files are taken: a FIFO or a
+    device named ``x.py`` is reported and skipped (reading it would block or never end).
+    """
     exclude = tuple(exclude)
     found: dict[Path, Path] = {}
     problems: list[FileResult] = []
     for given in paths:
+        try:
+            mode = os.lstat(given).st_mode
+        except OSError as exc:
+            error = "no such file or folder" if isinstance(exc, FileNotFoundError) else f"cannot read: {exc.strerror}"
+            problems.append(FileResult(given, display_path(given), "failed", error=error))
+            continue
         if force_exclude and exclude and _excluded_as_named(given, exclude):
             problems.append(FileResult(given, display_path(given), "skipped", error="excluded", skip_kind="excluded"))
-        elif given.is_symlink() and not given.is_dir():
+        elif stat.S_ISLNK(mode):
             broken = "" if given.exists() else " (broken or looping link)"
             problems.append(FileResult(given, display_path(given), "skipped", error=f"symbolic link{broken}: not followed, never written through"))
-        elif given.is_file():
-            if given.suffix not in (".py", ".pyi", ".ipynb"):
-                problems.append(FileResult(given, display_path(given), "failed", error="not a Python file (.py); skipped"))
-            else:
-                found.setdefault(given.resolve(), given)
-        elif given.is_dir():
+        elif stat.S_ISDIR(mode):
             walked = 0  # counted, not compared with len(found): `m.py pkg` finds pkg/m.py twice
             folders: dict[Path, Path] = {}
             for path in _walk_python_files(given, exclude, problems):
                 found.setdefault(_resolved_in(path, folders), path)  # a walked file is never a link
                 walked += 1
-            if not walked:  # a warning, as ruff's: nothing to do is not a failure
-                problems.append(FileResult(
+            if not walked and not any(p.path == given or given in p.path.parents for p in problems):
+                problems.append(FileResult(  # a warning, as ruff's: nothing to do is not a failure
                     given, display_path(given), "skipped", error="no Python files found in this folder", skip_kind="no Python files"
                 ))
+        elif given.suffix not in (".py", ".pyi", ".ipynb"):
+            problems.append(FileResult(given, display_path(given), "failed", error="not a Python file (.py); skipped"))
+        elif not stat.S_ISREG(mode):
+            problems.append(FileResult(given, display_path(given), "skipped", error=not_regular_message(mode), skip_kind="not a regular file"))
         else:
-            problems.append(FileResult(given, display_path(given), "failed", error="no such file or folder"))
+            found.setdefault(given.resolve(), given)
     files = sorted(found.values(), key=lambda p: display_path(p))
     return files, problems
 
 
-def _walk_python_files(root: Path, exclude: tuple[str, ...], problems: list[FileResult]) -> Iterable[Path]:
-    def on_error(exc: OSError) -> None:
-        where = Path(exc.filename) if exc.filename else root
-        problems.append(FileResult(where, display_path(where), "failed", error=f"cannot read folder: {exc.strerror}"))
+def _walk_python_files(root: Path, exclude: tuple[str, ...], problems: list[FileResult]) -> Iterator[Path]:
+    """The ``.py`` and ``.ipynb`` files under ``root``, folder by folder in sorted order, never
+    through a symbolic link. A folder that cannot be listed or entered is reported (``failed``)
+    and the walk goes on; a Python-named entry that is not a regular file is reported
+    (``skipped``). Each entry's type comes from the folder listing (``lstat`` where the file
+    system does not give it), so nothing inside a folder is looked at unless it can be."""
 
-    for folder, dirs, files in os.walk(root, onerror=on_error):
-        base = Path(folder)
-        dirs[:] = sorted(
-            d for d in dirs
-            if d not in SKIP_DIRS
-            and not (base / d).is_symlink()
-            and not (base / d / "pyvenv.cfg").exists()
-            and not _excluded(base / d, exclude)
-        )
-        for name in sorted(files):
-            path = base / name
-            if name.endswith((".py", ".ipynb")) and not path.is_symlink() and not _excluded(path, exclude):
-                yield path
+    def problem(where: Path, status: str, error: str, kind: str | None = None) -> None:
+        problems.append(FileResult(where, display_path(where), status, error=error, skip_kind=kind))  # type: ignore[arg-type]
+
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        if folder != root and not _may_enter(folder):
+            problem(folder, "failed", "cannot enter folder: Permission denied")
+            continue
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            problem(folder, "failed", f"cannot read folder: {exc.strerror}")
+            continue
+        subfolders: list[Path] = []
+        for entry in entries:
+            path = folder / entry.name
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIP_DIRS and not os.path.lexists(path / "pyvenv.cfg") and not _excluded(path, exclude):
+                        subfolders.append(path)
+                elif entry.name.endswith((".py", ".ipynb")) and not _excluded(path, exclude):
+                    if entry.is_file(follow_symlinks=False):
+                        yield path
+                    else:
+                        mode = entry.stat(follow_symlinks=False).st_mode
+                        problem(path, "skipped", not_regular_message(mode), "not a regular file")
+            except OSError as exc:
+                problem(folder, "failed", f"cannot enter folder: {exc.strerror}")
+                break
+        else:
+            pending.extend(reversed(subfolders))
+
+
+def _may_enter(folder: Path) -> bool:
+    """Whether the runner may look inside ``folder`` (``x`` on it): a folder listed but not
+    entered (``chmod 644``) is reported once instead of failing on each file in it."""
+    extra = {"effective_ids": True} if os.access in os.supports_effective_ids else {}
+    try:
+        return os.access(folder, os.X_OK, **extra)
+    except OSError:
+        return False
 
 
 def _excluded_as_named(path: Path, patterns: tuple[str, ...]) -> bool:

@@ -100,17 +100,30 @@ def not_protected_message(outside: Sequence[Path]) -> str:
 
 
 def write_unless_dirty(results: Sequence["FileResult"], state: GitState) -> None:
-    """Write the changed results of a dry run, refusing the files git cannot restore."""
-    from torchfix_device.job import write_result
+    """Write the changed results of a dry run, refusing the files git cannot restore.
 
-    for result in results:
-        if result.status != "changed":
-            continue
+    Interrupted (Ctrl-C, SIGTERM), it stops after the file being written and raises
+    :class:`~torchfix_device.results.WritesInterrupted`; the results not written are marked
+    ``skipped`` (``interrupted``)."""
+    from torchfix_device.interrupts import signal_of
+    from torchfix_device.job import finished_before, write_result
+    from torchfix_device.results import WritesInterrupted
+
+    pending = [r for r in results if r.status == "changed"]
+    for result in pending:
         if state.is_dirty(result.path):
             result.status = "failed"
             result.error = DIRTY_MESSAGE
-        else:
+    pending = [r for r in pending if r.status == "changed"]
+    for index, result in enumerate(pending):
+        try:
             write_result(result)
+        except KeyboardInterrupt as stop:
+            rest = pending[index + 1:] if finished_before(stop) is result else pending[index:]
+            for left in rest:
+                left.status, left.error, left.skip_kind = "skipped", "not written: interrupted", "interrupted"
+            written = sum(1 for r in pending if r.status == "changed")
+            raise WritesInterrupted(written, len(pending), signal_of(stop)) from None
 
 
 def refuse_if_dirty(result: "FileResult", state: GitState | None) -> bool:

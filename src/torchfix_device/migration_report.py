@@ -9,6 +9,7 @@ keys), the files not processed, and counts per codemod and per file. The model i
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections import Counter
@@ -28,6 +29,25 @@ if TYPE_CHECKING:
 
 class ReportError(Exception):
     pass
+
+
+def report_path_problem(path: Path) -> str | None:
+    """Why a report cannot be written at ``path``, found out before any file is rewritten: its
+    folder refuses a new file (the report is written through a temp file next to it), or it
+    names something that is not a regular file. None when it can be written."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return "exists and is not a regular file"
+    folder = path.parent
+    try:
+        probe = folder / f".{path.name}.{os.getpid()}.probe.torchfix-device"
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"cannot write in {folder.as_posix()}: {exc.strerror or exc}"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "exists and is not writable"
+    return None
 
 
 def _record(result: FileResult, f: Finding) -> dict:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from torchfix_device.budget import DEFAULT_MEMORY, DEFAULT_SECONDS
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -24,6 +26,10 @@ class RunOptions:
     """Files larger than this are skipped (``max-file-size``); None for the default, 1 MB."""
     force_exclude: bool = False
     """``--exclude`` patterns apply to files named on the command line too (``--force-exclude``)."""
+    file_time_limit: float | None = DEFAULT_SECONDS
+    """Processor seconds one file's transform may take (``file-time-limit``; None: no limit)."""
+    file_memory_limit: int | None = DEFAULT_MEMORY
+    """Bytes one file's transform may add to the process (``file-memory-limit``; None: no limit)."""
     own_move_classes: frozenset[str] = frozenset()
     """Classes of the run's files that define their own ``cuda()``/``to()``
     (:mod:`torchfix_device.project_classes`), filled in by the runner."""

@@ -23,16 +23,30 @@ class OutputDirError(Exception):
 
 
 def output_dir_problem(out: Path, inputs: Sequence[Path]) -> str | None:
-    """Why ``out`` cannot take the copies of ``inputs``, or None."""
+    """Why ``out`` cannot take the copies of ``inputs``, or None.
+
+    Refused: an output folder that is an input folder, lies inside one (a later run would read
+    the copies) or contains an input (``--output-dir .`` with input ``src``: the copy of
+    ``src/m.py`` would be ``src/m.py`` itself, rewritten in place without any in-place check).
+    Compared on real paths, so a symbolic link to the same folder is no way round it.
+    """
     if out.exists() and not out.is_dir():
         return f"--output-dir {out}: exists and is not a folder"
-    target = out.resolve()
-    for given in inputs:
-        source = given.resolve()
-        if given.is_dir() and (target == source or source in target.parents):
+    target = Path(os.path.realpath(out))
+    real = [(given, Path(os.path.realpath(given))) for given in inputs]
+    for given, source in real:
+        if given.is_dir() and target == source:
+            return f"--output-dir {out} is the input folder {given}: the copies would replace the input; choose a folder outside it"
+        if given.is_dir() and source in target.parents:
             return f"--output-dir {out} is inside the input folder {given}: a later run would read the copies; choose a folder outside it"
         if given.is_file() and target == source:
             return f"--output-dir {out} is an input file"
+    for given, source in real:
+        if target in source.parents:
+            return (
+                f"--output-dir {out} contains the input {given}: its copies could land on the input itself; "
+                "choose a folder outside the input"
+            )
     return None
 
 

@@ -16,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
+from torchfix_device.safe_paths import read_regular
+
 MOVE_METHODS = ("cuda", "to")
 _MARKERS = (b"def cuda", b"def to")
 TEXT_MARKERS = ("def cuda", "def to")
@@ -29,7 +31,7 @@ def classes_with_own_moves(paths: Iterable[Path]) -> frozenset[str]:
         if path.suffix != ".py":
             continue
         try:
-            data = path.read_bytes()
+            data = read_regular(path).data  # never a FIFO or a device: a read that never ends
         except OSError:
             continue
         if any(marker in data for marker in _MARKERS):

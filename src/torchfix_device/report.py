@@ -59,7 +59,7 @@ def print_problems(results: Sequence[FileResult], console: Printer | Console) ->
             console.labelled("not read", "red", f"{where}: {message}")
 
 
-QUIET_SKIP_KINDS = frozenset({".gitignore", "@generated", "skip-file", "excluded"})
+QUIET_SKIP_KINDS = frozenset({".gitignore", "@generated", "skip-file", "excluded", "interrupted"})
 """Skips the user asked for (or that are routine): counted in the summary, not listed one by one."""
 
 
@@ -89,7 +89,10 @@ def _python_file(result: FileResult) -> bool:
 
 def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool = False) -> str:
     # every Python file read or tried (one that cannot be decoded counts too), not skipped ones
-    scanned = sum(1 for r in results if r.status != "skipped" and (r.source is not None or _python_file(r)))
+    scanned = sum(
+        1 for r in results
+        if (r.status != "skipped" or r.skip_kind == "interrupted") and (r.source is not None or _python_file(r))
+    )
     changed = sum(1 for r in results if r.status == "changed")
     failed = sum(1 for r in results if r.status == "failed")
     skipped = sum(1 for r in results if r.status == "skipped")

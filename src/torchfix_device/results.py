@@ -56,15 +56,31 @@ class InternalError(Exception):
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during :func:`torchfix_device.runner.run`: the results of the files finished
-    before it.
+    """Ctrl-C (or SIGTERM, SIGHUP: ``signum``) during :func:`torchfix_device.runner.run`: the
+    results of the files finished before it.
 
-    The file being processed at that moment is either unchanged or fully rewritten (writes are
-    atomic renames); it is not among ``results``.
+    The file being processed at that moment is either unchanged (and not among ``results``) or
+    fully rewritten (and among them: writes are atomic renames, and an interruption waits for
+    the one under way).
     """
 
-    def __init__(self, results: list[FileResult], done: int, total: int) -> None:
+    def __init__(self, results: list[FileResult], done: int, total: int, signum: int = 2) -> None:
         super().__init__(f"interrupted after {done} of {total} files")
         self.results = results
         self.done = done
         self.total = total
+        self.signum = signum
+
+
+class WritesInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM, SIGHUP: ``signum``) while rewrites held back for a check (git safety)
+    were being written: ``written`` of ``total`` were; the results of the others are marked
+    ``skipped`` (``interrupted``), their files unchanged."""
+
+    def __init__(self, written: int, total: int, signum: int = 2) -> None:
+        super().__init__(f"interrupted after writing {written} of {total} files")
+        self.written = written
+        self.total = total
+        self.signum = signum
+        self.results: list = []
+        """Every result of the run, filled in by the command that was writing them."""

@@ -29,10 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from torchfix_device.file_selection import display_path, find_files
-from torchfix_device.job import process_file
+from torchfix_device.fileio import remove_stale_temp_files
+from torchfix_device import interrupts
+from torchfix_device.interrupts import signal_of
+from torchfix_device.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.project_classes import classes_with_own_moves
 from torchfix_device.results import FileResult, Interrupted
+from torchfix_device.safe_paths import root_of
 
 if TYPE_CHECKING:
     from torchfix_device.cache import ResultCache
@@ -54,17 +58,21 @@ def run(
     jobs: int = 1,
     cache: "ResultCache | None" = None,
     shard: "Shard | None" = None,
+    tidy: bool = False,
 ) -> list[FileResult]:
     """Process every Python file under ``paths``; one result per file, in display order.
 
     ``jobs`` > 1 spreads the files over that many processes (same results, same order);
     ``shard`` keeps only its deterministic share of the files. ``progress`` (see
-    :mod:`torchfix_device.progress`) is told the file count and each file done.
+    :mod:`torchfix_device.progress`) is told the file count and each file done. ``tidy``
+    (an in-place ``apply``): first remove the temp files that killed runs left in the folders
+    of the files (:func:`~torchfix_device.fileio.remove_stale_temp_files`).
     Ctrl-C raises :class:`Interrupted` carrying the results of the files finished so far.
     """
     files: list[Path] = []
     problems: list[FileResult] = []
     results: list[FileResult] = []
+    interrupts.working()
     try:
         settings = options or DEFAULT_OPTIONS
         files, problems = find_files(paths, exclude, respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
@@ -74,14 +82,20 @@ def run(
             cache = cache.for_classes(own) if cache is not None else None
         if shard is not None:
             files = shard.select(files, display_path)
+        if tidy:
+            _remove_stale_temp_files(files)
         if progress is not None:
             progress.start(len(files))
+        roots = [p for p in paths if p.is_dir() and not p.is_symlink()]
         _process_files(
             files, codemods, results, write=write, unsafe_fixes=unsafe_fixes, options=options, progress=progress,
-            jobs=jobs, cache=cache,
+            jobs=jobs, cache=cache, roots=roots,
         )
-    except KeyboardInterrupt:
-        raise Interrupted(problems + results, len(results), len(files)) from None
+    except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or SIGHUP (torchfix_device.interrupts)
+        late = finished_before(stop)
+        if late is not None and all(late is not r for r in results):
+            results.append(late)  # written just before the interruption took effect
+        raise Interrupted(problems + results, len(results), len(files), signum=signal_of(stop)) from None
     return problems + results
 
 
@@ -96,15 +110,17 @@ def _process_files(
     progress: "FileProgress | None",
     jobs: int,
     cache: "ResultCache | None",
+    roots: Sequence[Path] = (),
 ) -> None:
-    """Append one job's result per file of ``files`` to ``results``, in the order of ``files``."""
+    """Append one job's result per file of ``files`` to ``results``, in the order of ``files``
+    (``roots``: the folders named, which the files were found under)."""
     # Files with a cached result are done here: a pool (new processes importing libcst)
     # costs more than reading a cache entry. The rest go to the pool when there are several.
     settings = dict(write=write, unsafe_fixes=unsafe_fixes, options=options, cache=cache)
     pooled: list[Path] = []
     if jobs > 1 and len(files) > 1 and cache is not None:
         for path in files:  # each file read once: its cached result, or None for the pool
-            result = process_file(path, codemods, cached_only=True, **settings)
+            result = process_file(path, codemods, cached_only=True, root=root_of(path, roots), **settings)
             if result is None:
                 pooled.append(path)
                 continue
@@ -115,11 +131,11 @@ def _process_files(
         pooled = list(files)
     else:
         for path in files:
-            results.append(process_file(path, codemods, **settings))
+            results.append(process_file(path, codemods, root=root_of(path, roots), **settings))
             if progress is not None:
                 progress.advance(path)
     if len(pooled) == 1:
-        results.append(process_file(pooled[0], codemods, **settings))
+        results.append(process_file(pooled[0], codemods, root=root_of(pooled[0], roots), **settings))
         if progress is not None:
             progress.advance(pooled[0])
     elif pooled:
@@ -127,7 +143,16 @@ def _process_files(
 
         process_in_pool(
             pooled, codemods, results, write=write, unsafe_fixes=unsafe_fixes, cache=cache, jobs=jobs,
-            options=options, progress=progress,
+            options=options, progress=progress, roots=roots,
         )
     order = {path: index for index, path in enumerate(files)}
     results.sort(key=lambda result: order[result.path])
+
+
+def _remove_stale_temp_files(files: Sequence[Path]) -> None:
+    """The temp files of runs killed between writing and renaming, in the files' folders."""
+    names: dict[Path, set[str]] = {}
+    for path in files:
+        names.setdefault(path.parent, set()).add(path.name)
+    for folder, inside in names.items():
+        remove_stale_temp_files(folder, frozenset(inside))

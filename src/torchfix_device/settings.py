@@ -125,6 +125,8 @@ def _run_options(args: Arguments, config: Config) -> RunOptions:
         report_unused_suppressions=args.show_unused,
         max_file_bytes=size,
         force_exclude=config.force_exclude if args.force_exclude is None else args.force_exclude,
+        file_time_limit=config.file_time_limit,
+        file_memory_limit=config.file_memory_limit,
     )
 
 

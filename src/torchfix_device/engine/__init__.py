@@ -18,6 +18,7 @@ The speed machinery lives in this package and nowhere else; a codemod never sees
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import warnings
 from typing import TYPE_CHECKING, NamedTuple, Sequence
@@ -247,6 +248,14 @@ def transform_unfiltered(
     active = active_codemods(text, codemods)
     if not active:
         return TransformOutput(text, [], [])
+    body = text.rstrip("\r")
+    if body != text:
+        # libcst counts only \n as a file's final newline: a final bare \r (classic Mac line
+        # endings) would be lost with the last line's rewrite. Transform without it, put it back.
+        inner = transform_unfiltered(
+            body, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, rewrites=rewrites, stage1=stage1
+        )
+        return dataclasses.replace(inner, text=text if inner.text == body else inner.text + text[len(body):])
     if stage1 is None or not stage1.parsed(text):
         repair = _token_pass(text, active, unsafe_fixes=unsafe_fixes, filename=filename)
         if repair is not None:  # ``text`` did not parse; ``repair.text`` does
