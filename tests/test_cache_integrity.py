@@ -31,7 +31,10 @@ def project(tmp_path: Path) -> Path:
 
 
 def _entries(project: Path) -> list[Path]:
-    return sorted((project / CACHE_DIR_NAME).rglob("*.json"))
+    """The per-file result entries (in two-character shard folders); the catalog memo at the
+    cache's top level is not one."""
+    root = project / CACHE_DIR_NAME
+    return sorted(e for e in root.rglob("*.json") if e.parent != root)
 
 
 def _warm(project: Path) -> Path:
