@@ -46,10 +46,25 @@ def changed_in_place(evidence: GradEvidence, call: cst.Call) -> str | None:
             held = held.elements[index].value
         if not isinstance(held, cst.Name):
             return f"it is stored in `{_cst.code_of(held)}`"
-        found = _changes_of(evidence, held.value, scope_of(above, evidence.parent))
-        if found is not None:
-            return found
+        scope = scope_of(above, evidence.parent)
+        for name in _aliases(evidence, held.value, scope):
+            found = _changes_of(evidence, name, scope)
+            if found is not None:
+                return found
     return None
+
+
+def _aliases(evidence: GradEvidence, name: str, scope: cst.CSTNode) -> list[str]:
+    """``name`` and the names assigned from it in ``scope`` (``y = x``), transitively."""
+    where = evidence.module if isinstance(scope, cst.Module) else scope
+    copies = [
+        (n.value.value, t.target.value) for n in _cst.walk(where) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Name)
+        for t in n.targets if isinstance(t.target, cst.Name)
+    ]
+    found = [name]
+    for held in found:
+        found.extend(target for source, target in copies if source == held and target not in found)
+    return found
 
 
 def _changes_of(evidence: GradEvidence, name: str, scope: cst.CSTNode) -> str | None:
