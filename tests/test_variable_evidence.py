@@ -162,15 +162,20 @@ def test_volatile_loop_builds_no_graph_as_in_pytorch_0_3() -> None:
         assert old.requires_grad and old.grad_fn is not None
         assert not new.requires_grad and new.grad_fn is None
     assert before["nested"]() == after["nested"]()
+    # A loop fed by a volatile input made before it (a generation loop feeding back its state).
+    old, new = before["generate"](4), after["generate"](4)
+    assert torch.equal(old.detach(), new) and old.requires_grad and not new.requires_grad
     assert torch.is_grad_enabled()
 
 
 def test_volatile_loops_left_alone_say_why() -> None:
     messages = _messages("volatile_loop")
-    assert "its loop is left as it is: it also trains (`.zero_grad()`)" in messages[23]
-    assert "its loop is left as it is: it holds a `yield`" in messages[33]
-    assert "its loop now runs under `with torch.no_grad():`" in messages[14]
+    assert "the loop it feeds is left as it is: it also trains (`.zero_grad()`)" in messages[23]
+    assert "the loop it feeds is left as it is: it holds a `yield`" in messages[33]
+    assert "the loop it feeds now runs under `with torch.no_grad():`" in messages[14]
     assert messages[13].startswith("`volatile=True` inputs")  # the wrapped `for`
+    assert "the loop it feeds now runs under" in messages[46] and messages[47].startswith("`volatile=True` inputs")
+    assert "the loop it feeds is left as it is: it also trains (`.zero_grad()`)" in messages[54]
 
 
 # -- what stays unsafe, and why ------------------------------------------------------------------

@@ -1,10 +1,12 @@
-"""``volatile=True`` inside a loop: the loop runs under ``with torch.no_grad():``.
+"""``volatile=True`` inputs of a loop: the loop runs under ``with torch.no_grad():``.
 
 In PyTorch 0.3 ``Variable(x, volatile=True)`` made everything computed from ``x`` build no
 graph (``requires_grad`` False): the inference mode of an evaluation loop. Since 0.4 the flag
-does nothing, and the loop builds a graph it never uses. :func:`loops_to_wrap` finds, for each
-``Variable(..., volatile=True)``, the innermost loop around it in its own function (or at module
-level), and keeps it when
+does nothing, and the loop builds a graph it never uses (one that grows from step to step where
+a hidden state is fed back). :func:`loops_to_wrap` finds, for each
+``Variable(..., volatile=True)``, its loop (:func:`volatile_loop`: the innermost loop around it
+in its own function or at module level, or the loop right after it that reads the name it is
+assigned to), and keeps it when
 
 - it is not already under ``with torch.no_grad():`` (or in a function decorated with it);
 - it does not train: no ``.backward()``, ``.step()``, ``.zero_grad()``,
@@ -35,13 +37,43 @@ NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "t
 
 
 def volatile_loop(call: cst.Call, parent: Parent) -> cst.For | cst.While | None:
-    """The innermost loop around ``call`` in its own scope (None at a function's top level)."""
+    """The loop whose inputs ``call`` makes: the innermost loop around it in its own scope, or,
+    where it stands in none and is assigned to names (``x = Variable(..., volatile=True)``),
+    the first loop after it in the same block that reads one of them (none rebinding it
+    before)."""
     above = parent(call)
+    statement: cst.CSTNode | None = None
     while above is not None and not isinstance(above, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
         if isinstance(above, LOOPS):
             return above
+        if statement is None and isinstance(above, cst.SimpleStatementLine):
+            statement = above
         above = parent(above)
+    if statement is None or not (len(statement.body) == 1 and isinstance(statement.body[0], cst.Assign)):
+        return None
+    names = {n.value for t in statement.body[0].targets for n in _cst.walk(t.target) if isinstance(n, cst.Name)}
+    block = parent(statement)
+    siblings = list(block.body) if isinstance(block, (cst.Module, cst.IndentedBlock)) else []
+    for later in siblings[siblings.index(statement) + 1:] if statement in siblings else []:
+        if isinstance(later, LOOPS) and {n.value for n in _cst.walk(later) if isinstance(n, cst.Name)} & names:
+            return later
+        if _rebinds(later, names):
+            return None
     return None
+
+
+def _rebinds(statement: cst.CSTNode, names: set[str]) -> bool:
+    for node in _cst.walk(statement):
+        targets: list[cst.CSTNode] = []
+        if isinstance(node, cst.AssignTarget):
+            targets = [node.target]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, cst.AsName):
+            targets = [node.name]
+        if any(isinstance(n, cst.Name) and n.value in names for t in targets for n in _cst.walk(t)):
+            return True
+    return False
 
 
 def why_not_wrapped(loop: cst.For | cst.While, parent: Parent, names: QualifiedNames) -> str | None:

@@ -328,9 +328,9 @@ class VariableWrapper(Codemod):
         loop = volatile_loop(call, self._evidence().parent)
         wrapped, reasons = self._loops()
         if loop is not None and id(loop) in wrapped:
-            return "; `volatile=True` has no effect since PyTorch 0.4: its loop now runs under `with torch.no_grad():`"
+            return "; `volatile=True` has no effect since PyTorch 0.4: the loop it feeds now runs under `with torch.no_grad():`"
         if id(call) in reasons:
-            return f"; `volatile=True` has no effect since PyTorch 0.4: run inference under `with torch.no_grad():` (its loop is left as it is: {reasons[id(call)]})"
+            return f"; `volatile=True` has no effect since PyTorch 0.4: run inference under `with torch.no_grad():` (the loop it feeds is left as it is: {reasons[id(call)]})"
         return "; `volatile=True` has no effect since PyTorch 0.4: run inference under `with torch.no_grad():`"
 
     # -- `volatile=True` in a loop: the loop under `torch.no_grad()` -----------------------
