@@ -185,9 +185,11 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("data_loader", 35, "`batch` is an item of `custom`: a `DataLoader` with a `collate_fn=` of its own"),
         ("data_loader", 40, "`x` is an item of `data`: `data` is a parameter of `evaluate`"),
         ("torchvision_loader", 26, "`transforms.Lambda` runs any code"),
-        ("local_evidence", 53, "`x` is a parameter of `unknown`"),
-        ("local_evidence", 60, "`x` is a parameter of `one_path`"),
-        ("local_evidence", 64, "`marked` is changed in place later (`marked.requires_grad = ...`)"),
+        ("local_evidence", 57, "`x` is a parameter of `unknown`"),
+        ("local_evidence", 64, "`x` is a parameter of `one_path`"),
+        ("local_evidence", 68, "`marked` is changed in place (`marked.requires_grad = ...`)"),
+        ("local_evidence", 72, "`copy` is changed in place (`copy.requires_grad_()`)"),
+        ("local_evidence", 78, "`grown` is changed in place (`grown.add_(...)` with a value that may require grad)"),
     ],
 )
 def test_sites_without_evidence_stay_and_say_what_is_missing(stem: str, line: int, missing: str) -> None:
@@ -198,11 +200,13 @@ def test_sites_without_evidence_stay_and_say_what_is_missing(stem: str, line: in
 
 def test_the_traps_are_real() -> None:
     """Where evidence is missing the unsafe rewrite does change the program: shown for a
-    value changed in place later (directly and through an alias), a parameter, a collate_fn."""
+    value changed in place (directly, through an alias, before the wrap), a parameter, a
+    collate_fn."""
     (before, printed_before), (after, printed_after) = _before_after("local_evidence", unsafe=True)
-    # `later` (changed through `marked`) and `kept` (through an alias): untouched before only
-    assert [line.endswith("False") for line in printed_before.splitlines()[-2:]] == [True, True]
-    assert [line.endswith("True") for line in printed_after.splitlines()[-2:]] == [True, True]
+    # `later` (changed through `marked`), `kept` (through an alias), `grown` (by a parameter in
+    # place before the wrap): without grad before, requiring grad after the unsafe rewrite
+    assert [line.endswith("False") for line in printed_before.splitlines()[-3:]] == [True] * 3
+    assert [line.endswith("True") for line in printed_after.splitlines()[-3:]] == [True] * 3
     leaf = torch.ones(2, requires_grad=True)
     assert not before["unknown"](leaf).requires_grad and after["unknown"](leaf).requires_grad
     source = (FIXTURES / "data_loader.in.py").read_text(encoding="utf-8").replace(

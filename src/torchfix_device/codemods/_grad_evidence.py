@@ -36,6 +36,7 @@ import libcst as cst
 
 from torchfix_device import _cst
 from torchfix_device.codemods._data_pipeline import NOT_A_LOADER, DataPipelineEvidence
+from torchfix_device.codemods._in_place import changes_of, in_place
 from torchfix_device.codemods._self_attributes import SelfAttributeEvidence
 from torchfix_device.codemods._name_flow import binding_owner, reaching_bindings
 
@@ -89,6 +90,7 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
         self.bindings = bindings
         self._parents: dict[int, cst.CSTNode] | None = None
         self._assumed: set[int] = set()
+        self._checking: set[tuple[int, str]] = set()
         self._depth = 0
         self._known_free: set[int] = set()
 
@@ -283,7 +285,18 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             reaching = nodes  # a module-level name read in a function: any of its bindings
         else:
             return f"`{read.value}` comes from an enclosing scope"
-        return _first(self._binding(read.value, n) for n in reaching)
+        return _first(self._binding(read.value, n) for n in reaching) or self._changes(read.value, scope)
+
+    def _changes(self, name: str, scope: cst.CSTNode) -> str | None:
+        """A change in place of what ``name`` holds in ``scope`` (assumed none while checked)."""
+        key = (id(scope), name)
+        if key in self._checking:
+            return None
+        self._checking.add(key)
+        try:
+            return changes_of(self, name, scope)
+        finally:
+            self._checking.discard(key)
 
     def _reaching(self, scope: cst.CSTNode, read: cst.Name, nodes: list[cst.CSTNode]) -> list[cst.CSTNode] | None:
         if isinstance(scope, (cst.Module, cst.FunctionDef)):
@@ -465,10 +478,6 @@ def _part_of(target: cst.BaseExpression, node: cst.CSTNode, value: cst.BaseExpre
             if found is not None:
                 return found
     return None
-
-
-def in_place(method: str) -> bool:
-    return method.endswith("_") and not method.startswith("_")
 
 
 def _first(found: Iterator[str | None] | Sequence[str | None]) -> str | None:
