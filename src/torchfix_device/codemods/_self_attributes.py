@@ -5,13 +5,15 @@ grad-free for :class:`~torchfix_device.codemods._grad_evidence.GradEvidence` whe
 file gives ``memory`` a value is grad-free:
 
 - ``self.memory = v`` (``v`` judged where it stands), ``self.memory: T = v``,
-  ``self.memory += v``, ``self.memory[i] = v``, ``self.memory.fill_(v)`` in ``C``'s methods,
-  ``memory = v`` in ``C``'s body, ``self.register_buffer("memory", v)``;
-- and nothing else in the file writes an attribute of that name (``other.memory = ...``),
-  ``setattr``, ``__dict__`` or ``vars`` appear nowhere in ``C``, and ``C`` names no base class
-  of this file (whose methods would write too).
+  ``self.memory += v``, ``self.memory[i] = v``, ``self.memory.fill_(v)`` in the methods of any
+  class of the file (a subclass or a base of ``C`` may write it too), ``memory = v`` in a class
+  body, ``self.register_buffer("memory", v)``;
+- nothing else in the file writes an attribute of that name (``other.memory = ...``), and
+  ``setattr``, ``__setattr__``, ``__dict__`` and ``vars`` appear nowhere in it;
+- every base class of ``C`` is ``object``, ``torch.nn.Module`` or a class of this file with such
+  bases (a base from elsewhere may write the attribute).
 
-A subclass or code in another file writing the attribute is not seen.
+A subclass in another file, or code there writing the attribute, is not seen.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ class SelfAttributeEvidence:
     ``module``, ``missing`` and ``args_missing``)."""
 
     module: cst.Module
+
+    def names(self, node: cst.CSTNode) -> set[str]:  # pragma: no cover - supplied
+        raise NotImplementedError
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:  # pragma: no cover - supplied
         raise NotImplementedError
@@ -79,22 +84,39 @@ class SelfAttributeEvidence:
             return None
         return cls
 
+    def _bases_shown(self, cls: cst.ClassDef, local: dict[str, cst.ClassDef], seen: set[int]) -> bool:
+        """Every base class of ``cls`` is ``object``, ``torch.nn.Module`` or a class of this
+        file whose own bases are (their methods are the file's, seen by the scan)."""
+        if id(cls) in seen:
+            return True
+        seen.add(id(cls))
+        for base in cls.bases:
+            if base.keyword is not None or base.star:
+                return False
+            names = self.names(base.value)
+            if names and names <= {"builtins.object", "torch.nn.Module", "torch.nn.modules.module.Module"}:
+                continue
+            inner = local.get(base.value.value) if isinstance(base.value, cst.Name) else None
+            if inner is None or not self._bases_shown(inner, local, seen):
+                return False
+        return True
+
     def _attribute_values(self, cls: cst.ClassDef, attr: str) -> list[object] | None:
         """Every value ``attr`` is given: expressions, and ``("call", call)`` for an in-place
         method whose arguments are what it is changed by. None when something writes it
         another way, or may."""
-        local_bases = {c.name.value for c in _cst.walk_statements(self.module) if isinstance(c, cst.ClassDef)}
-        if any(isinstance(b.value, cst.Name) and b.value.value in local_bases for b in cls.bases):
+        classes = [c for c in _cst.walk_statements(self.module) if isinstance(c, cst.ClassDef)]
+        if not self._bases_shown(cls, {c.name.value: c for c in classes}, set()):
             return None
         values: list[object] = []
-        methods = [s for s in _body(cls) if isinstance(s, cst.FunctionDef)]
+        methods = [s for c in classes for s in _body(c) if isinstance(s, cst.FunctionDef)]
         selves = {id(m): m.params.params[0].name.value for m in methods if m.params.params}
-        for statement in _body(cls):
+        for statement in (s for c in classes for s in _body(c)):
             for small in _small_statements(statement):
                 if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == attr for t in small.targets):
                     values.append(small.value)
         for node in _cst.walk(self.module):
-            if isinstance(node, cst.Name) and node.value in ("setattr", "vars", "__dict__") and _inside(node, cls, self.parent):
+            if isinstance(node, cst.Name) and node.value in ("setattr", "vars", "__dict__", "__setattr__"):
                 return None
             if not (isinstance(node, cst.Attribute) and node.attr.value == attr):
                 continue
@@ -126,7 +148,7 @@ class SelfAttributeEvidence:
             elif own and isinstance(above, cst.Attribute) and above.value is node and above.attr.value in ("requires_grad", "grad"):
                 if isinstance(self.parent(above), (cst.AssignTarget, cst.AugAssign)):
                     return None
-        for node in _cst.walk(cls):
+        for node in _cst.walk(self.module):
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "register_buffer":
                 if len(node.args) >= 2 and isinstance(node.args[0].value, cst.SimpleString):
                     if node.args[0].value.evaluated_value == attr:
@@ -147,21 +169,22 @@ def _small_statements(statement: cst.CSTNode) -> list[cst.BaseSmallStatement]:
 
 def _binds(node: cst.CSTNode, name: str) -> bool:
     """``node`` rebinds ``name`` (an assignment, a loop or ``with`` target, a walrus)."""
-    if isinstance(node, cst.AssignTarget):
-        return any(isinstance(n, cst.Name) and n.value == name for n in _cst.walk(node.target))
-    if isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr)):
-        return any(isinstance(n, cst.Name) and n.value == name for n in _cst.walk(node.target))
+    if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+        return name in _bound_names(node.target)
     if isinstance(node, cst.AsName):
-        return any(isinstance(n, cst.Name) and n.value == name for n in _cst.walk(node.name))
+        return name in _bound_names(node.name)
     return False
 
 
-def _inside(node: cst.CSTNode, container: cst.CSTNode, parent) -> bool:  # noqa: ANN001
-    while node is not None:
-        if node is container:
-            return True
-        node = parent(node)
-    return False
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    """The names a target binds: ``a, (b, *c)`` binds a, b, c; ``x.y``, ``x[i]`` bind none."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _bound_names(e.value)}
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()
 
 
 def _method_of(node: cst.CSTNode, methods: list[cst.FunctionDef], parent) -> cst.FunctionDef | None:  # noqa: ANN001
