@@ -186,8 +186,8 @@ def test_volatile_loops_left_alone_say_why() -> None:
 @pytest.mark.parametrize(
     "stem, line, missing",
     [
-        ("data_loader", 35, "`batch` is an item of `custom`: a `DataLoader` with a `collate_fn=` of its own"),
-        ("data_loader", 40, "`x` is an item of `data`: `data` is a parameter of `evaluate`"),
+        ("data_loader", 36, "`batch` is an item of `custom`: a `DataLoader` with a `collate_fn=` of its own"),
+        ("data_loader", 41, "`x` is an item of `data`: `data` is a parameter of `evaluate`"),
         ("torchvision_loader", 26, "`transforms.Lambda` runs any code"),
         ("local_evidence", 57, "`x` is a parameter of `unknown`"),
         ("local_evidence", 64, "`x` is a parameter of `one_path`"),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -160,9 +161,13 @@ class VariableWrapper(Codemod):
         self._grad_evidence: GradEvidence | None = None
         self._wrap: tuple[dict[int, cst.For | cst.While], dict[int, str]] | None = None
         self._volatile_spelt = False
+        self._carried: set[int] = set()
+        """``id`` of the ``x = x`` lines left by an unwrap that go once their comments moved."""
         return None
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if self._carried:
+            updated_node = updated_node.with_changes(body=self._carry_comments(updated_node.body))
         unused = {alias: found for alias, found in self._imports.items() if self._rewrote and self._unused(found)}
         if unused:
             objects = [(module, "Variable", asname) for _, module, asname in unused.values()]
@@ -379,13 +384,36 @@ class VariableWrapper(Codemod):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.BaseStatement | cst.RemovalSentinel:
-        """``x = Variable(x)`` became ``x = x``: the line goes, unless a comment is attached to it
-        or it is the only statement of its block."""
+        """``x = Variable(x)`` became ``x = x``: the line goes, unless a comment follows it on
+        its line or it is the only statement of its block; the comments above it go to the
+        statement after it (kept where there is none)."""
         if not (is_self_assignment(updated_node) and not is_self_assignment(original_node)):
             return updated_node
-        if has_comment(updated_node) or self._only_statement(original_node):
+        if updated_node.trailing_whitespace.comment is not None or self._only_statement(original_node):
+            return updated_node
+        if has_comment(updated_node):
+            self._carried.add(id(updated_node))
             return updated_node
         return cst.RemoveFromParent()
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        return updated_node.with_changes(body=self._carry_comments(updated_node.body)) if self._carried else updated_node
+
+    def _carry_comments(self, body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """``body`` without the self-assignments marked to go, their comments above the next
+        statement (one that is no import, which the import edits must find as it is)."""
+        kept: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []
+        for index, statement in enumerate(body):
+            following = body[index + 1] if index + 1 < len(body) else None
+            if id(statement) in self._carried and following is not None and not _cst.is_import_statement(following):
+                carried.extend(cst.ensure_type(statement, cst.SimpleStatementLine).leading_lines)
+                continue
+            if carried:
+                statement = statement.with_changes(leading_lines=[*carried, *statement.leading_lines])
+                carried = []
+            kept.append(statement)
+        return kept
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if len(node.body) == 1:
