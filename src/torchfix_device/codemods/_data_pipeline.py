@@ -1,8 +1,12 @@
-"""What a ``DataLoader`` yields: batches that cannot require grad, where this file shows them.
+"""What a loop goes through: items that cannot require grad, where this file shows them.
+
+:meth:`DataPipelineEvidence.elements_missing` says whether every element of an iterable is
+grad-free: through ``enumerate``, ``zip``, ``iter``, ``tqdm`` (and ``next(iter(...))``), the
+elements of a grad-free value, or the batches of a ``DataLoader`` / items of a data set below.
 
 A batch of ``torch.utils.data.DataLoader`` with the default ``collate_fn`` is its data set's
 items stacked (``torch.stack``, which keeps grad): it requires grad only if an item does. The
-evidence accepted that no item does (:class:`DataPipelineEvidence`, mixed into
+evidence accepted that no item does (:class:`DataPipelineEvidence` is mixed into
 :class:`~torchfix_device.codemods._grad_evidence.GradEvidence`):
 
 - the ``DataLoader(...)`` call has no ``collate_fn`` (or ``collate_fn=None``) and no ``*args``;
@@ -25,12 +29,15 @@ from torchfix_device import _cst
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 NOT_A_LOADER = "not a `DataLoader`"
+ITERATION_BUILTINS = {"enumerate", "zip", "reversed", "iter", "list", "sorted", "tuple"}
+PASSING_ITERATORS = {"tqdm.tqdm", "tqdm.std.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.tqdm_notebook"}
+"""Callables whose iteration yields the elements of their first argument (progress bars)."""
 TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 
 
 class DataPipelineEvidence:
-    """``loader_missing``, ``dataset_missing`` and ``transform_missing`` of :class:`GradEvidence` (which supplies
-    ``names``, ``missing``, ``args_missing`` and ``_values_of``)."""
+    """The iteration half of :class:`GradEvidence` (which supplies ``names``, ``missing``,
+    ``args_missing`` and ``_values_of``)."""
 
     def names(self, node: cst.CSTNode) -> set[str]:  # pragma: no cover - supplied by GradEvidence
         raise NotImplementedError
@@ -43,6 +50,36 @@ class DataPipelineEvidence:
 
     def _values_of(self, expr: cst.BaseExpression) -> Iterator[cst.BaseExpression | None]:  # pragma: no cover
         raise NotImplementedError
+
+    def elements_missing(self, iterable: cst.BaseExpression, name: str) -> str | None:
+        """None when every element of ``iterable`` is grad-free (each part of it too)."""
+        if isinstance(iterable, cst.Call) and iterable.args and not any(a.star for a in iterable.args):
+            names = self.names(iterable.func)
+            through = names & PASSING_ITERATORS or (
+                isinstance(iterable.func, cst.Name) and names == {f"builtins.{iterable.func.value}"}
+                and iterable.func.value in ITERATION_BUILTINS
+            )
+            if through:
+                return _first(self.elements_missing(a.value, name) for a in iterable.args if a.keyword is None)
+        loader = self.loader_missing(iterable)
+        if loader is None or self.dataset_missing(iterable) is None:
+            return None
+        found = self.missing(iterable)
+        if found is None:
+            return None
+        return f"`{name}` is an item of `{_cst.code_of(iterable)}`: {found if loader == NOT_A_LOADER else loader}"
+
+    def next_missing(self, iterator: cst.BaseExpression) -> str | None:
+        """``next(iter(loader))``, ``next(it)`` with ``it = iter(loader)``: an element."""
+        for value in self._values_of(iterator):
+            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(value.args) == 1):
+                return f"`{_cst.code_of(iterator)}` is not shown to iterate over grad-free values"
+            if self.names(value.func) != {"builtins.iter"}:
+                return f"`{_cst.code_of(iterator)}` is not shown to iterate over grad-free values"
+            found = self.elements_missing(value.args[0].value, _cst.code_of(iterator))
+            if found is not None:
+                return found
+        return None
 
     def loader_missing(self, expr: cst.BaseExpression) -> str | None:
         """None when ``expr`` is a ``DataLoader`` whose batches are grad-free."""

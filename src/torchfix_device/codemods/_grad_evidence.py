@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterator, Sequence
 import libcst as cst
 
 from torchfix_device import _cst
-from torchfix_device.codemods._data_pipeline import NOT_A_LOADER, DataPipelineEvidence
+from torchfix_device.codemods._data_pipeline import DataPipelineEvidence
 from torchfix_device.codemods._in_place import changes_of, in_place
 from torchfix_device.codemods._self_attributes import SelfAttributeEvidence
 from torchfix_device.codemods._name_flow import binding_owner, reaching_bindings
@@ -57,6 +57,15 @@ SELF_RETURNING = {
     "short", "byte", "char", "bool", "contiguous", "flatten", "pin_memory", "astype",
 }
 """Methods that may return their receiver itself (as every in-place ``*_`` method does)."""
+SHAPE_METHODS = {
+    "view", "reshape", "expand", "repeat", "permute", "transpose", "unsqueeze", "squeeze", "narrow",
+    "flatten", "unflatten", "view_as", "expand_as", "reshape_as", "type_as", "type", "to", "cuda",
+    "cpu", "contiguous", "index_select", "gather", "select", "chunk", "split", "roll", "flip", "t",
+    "float", "double", "half", "bfloat16",
+}
+"""Methods (and ``torch.<name>`` functions, on their first argument) whose other arguments are
+sizes, dims, integer indices, a device or a tensor lending its shape or type: only the
+receiver's grad reaches the result."""
 NEVER_GRAD_METHODS = {
     "detach", "long", "int", "short", "byte", "char", "bool", "size", "dim", "numel", "item",
     "tolist", "numpy", "nonzero", "argmax", "argmin", "argsort", "eq", "ne", "lt", "le", "gt",
@@ -73,9 +82,6 @@ TORCH_TYPES = {
     "int16", "int32", "int64", "uint8", "bool", "short", "complex64", "complex128", "cfloat", "cdouble",
     "dtype", "device", "Size", "strided",
 }
-ITERATION_BUILTINS = {"enumerate", "zip", "reversed", "iter", "list", "sorted", "tuple"}
-PASSING_ITERATORS = {"tqdm.tqdm", "tqdm.std.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.tqdm_notebook"}
-"""Callables whose iteration yields the elements of their first argument (progress bars)."""
 MAX_DEPTH = 60
 
 
@@ -195,24 +201,12 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             if call.func.value in BUILTIN_NEVER_GRAD:
                 return None
             if call.func.value == "next" and len(call.args) == 1:
-                return self._next_of(call.args[0].value)
+                return self.next_missing(call.args[0].value)
             if call.func.value in BUILTIN_PURE:
                 return self.args_missing(call)
         if isinstance(call.func, cst.Attribute) and not self._module_path(call.func):
             return self._method(call, call.func.attr.value, call.func.value)
         return f"{shown} is a call this file does not show to return a tensor without grad"
-
-    def _next_of(self, iterator: cst.BaseExpression) -> str | None:
-        """``next(iter(loader))``, ``next(it)`` with ``it = iter(loader)``: an element."""
-        for value in self._values_of(iterator):
-            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(value.args) == 1):
-                return f"`{_cst.code_of(iterator)}` is not shown to iterate over grad-free values"
-            if self.names(value.func) != {"builtins.iter"}:
-                return f"`{_cst.code_of(iterator)}` is not shown to iterate over grad-free values"
-            found = self._elements(value.args[0].value, _cst.code_of(iterator))
-            if found is not None:
-                return found
-        return None
 
     def _method(self, call: cst.Call, method: str, receiver: cst.BaseExpression) -> str | None:
         if method in NEVER_GRAD_METHODS:
@@ -228,6 +222,8 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             if not call.args or (len(positional) >= 2 and not any(a.star for a in call.args)):
                 return None  # sizes: a new, empty tensor
             return self.args_missing(call)
+        if method in SHAPE_METHODS:
+            return self.missing(receiver)  # sizes, dims, indices, a tensor giving its shape or type
         return self.missing(receiver) or self.args_missing(call)
 
     def _torch_call(self, call: cst.Call, torch_names: set[str], shown: str) -> str | None:
@@ -241,6 +237,8 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             return None
         if last & NOT_PURE_TORCH:
             return f"{shown} may return a tensor that requires grad"
+        if last & SHAPE_METHODS and call.args and call.args[0].keyword is None:
+            return self.missing(call.args[0].value)  # the rest: sizes, dims, indices
         return self.args_missing(call)
 
     def args_missing(self, call: cst.Call) -> str | None:
@@ -356,14 +354,14 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
         if isinstance(statement, cst.AugAssign):
             return self.missing(statement.value) or (self._name(node) if isinstance(node, cst.Name) else "?")
         if isinstance(statement, cst.For):
-            return self._elements(statement.iter, name)
+            return self.elements_missing(statement.iter, name)
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom)):
             return f"`{name}` is not bound to a tensor here"
         if isinstance(above, cst.CompFor) and above.target is node:
-            return self._elements(above.iter, name)
+            return self.elements_missing(above.iter, name)
         comp = self._comp_for_of(node)
         if comp is not None:
-            return self._elements(comp.iter, name)
+            return self.elements_missing(comp.iter, name)
         return f"`{name}` is bound by a `{type(statement).__name__}` statement"
 
     def _comp_for_of(self, node: cst.CSTNode) -> cst.CompFor | None:
@@ -379,25 +377,6 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
         while above is not None and not isinstance(above, cst.FunctionDef):
             above = self.parent(above)
         return above.name.value if isinstance(above, cst.FunctionDef) else "a lambda"
-
-    # -- what a loop goes through -----------------------------------------------------------------
-    def _elements(self, iterable: cst.BaseExpression, name: str) -> str | None:
-        """None when every element of ``iterable`` is grad-free (each part of it too)."""
-        if isinstance(iterable, cst.Call) and iterable.args and not any(a.star for a in iterable.args):
-            names = self.names(iterable.func)
-            through = names & PASSING_ITERATORS or (
-                isinstance(iterable.func, cst.Name) and names == {f"builtins.{iterable.func.value}"}
-                and iterable.func.value in ITERATION_BUILTINS
-            )
-            if through:
-                return _first(self._elements(a.value, name) for a in iterable.args if a.keyword is None)
-        loader = self.loader_missing(iterable)
-        if loader is None or self.dataset_missing(iterable) is None:
-            return None
-        found = self.missing(iterable)
-        if found is None:
-            return None
-        return f"`{name}` is an item of `{_cst.code_of(iterable)}`: {found if loader == NOT_A_LOADER else loader}"
 
     def _values_of(self, expr: cst.BaseExpression) -> Iterator[cst.BaseExpression | None]:
         """What ``expr`` may be: itself, or for a name the values of the bindings reaching it

@@ -8,8 +8,10 @@ file gives ``memory`` a value is grad-free:
   ``self.memory += v``, ``self.memory[i] = v``, ``self.memory.fill_(v)`` in the methods of any
   class of the file (a subclass or a base of ``C`` may write it too), ``memory = v`` in a class
   body, ``self.register_buffer("memory", v)``;
-- nothing else in the file writes an attribute of that name (``other.memory = ...``), and
-  ``setattr``, ``__setattr__``, ``__dict__`` and ``vars`` appear nowhere in it;
+- at least one such value is seen; nothing else in the file writes an attribute of that name
+  (``other.memory = ...``), registers a parameter or module (``register_parameter``,
+  ``add_module``), and ``setattr``, ``__setattr__``, ``__dict__`` and ``vars`` appear nowhere in
+  it;
 - every base class of ``C`` is ``object``, ``torch.nn.Module`` or a class of this file with such
   bases (a base from elsewhere may write the attribute).
 
@@ -21,6 +23,9 @@ from __future__ import annotations
 import libcst as cst
 
 from torchfix_device import _cst
+
+
+REGISTERING = {"register_buffer", "register_parameter", "add_module", "register_module"}
 
 
 class SelfAttributeEvidence:
@@ -55,8 +60,8 @@ class SelfAttributeEvidence:
         assumed.add(key)
         try:
             values = self._attribute_values(cls, attr)
-            if values is None:
-                return shown
+            if not values:
+                return shown  # written some other way, or nowhere this file shows
             for value in values:
                 found = self.missing(value) if isinstance(value, cst.BaseExpression) else self.args_missing(value[1])
                 if found is not None:
@@ -149,7 +154,9 @@ class SelfAttributeEvidence:
                 if isinstance(self.parent(above), (cst.AssignTarget, cst.AugAssign)):
                     return None
         for node in _cst.walk(self.module):
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "register_buffer":
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in REGISTERING:
+                if node.func.attr.value != "register_buffer":
+                    return None  # a parameter or a module of that name may be registered
                 if len(node.args) >= 2 and isinstance(node.args[0].value, cst.SimpleString):
                     if node.args[0].value.evaluated_value == attr:
                         values.append(node.args[1].value)

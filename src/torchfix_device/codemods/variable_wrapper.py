@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from collections import Counter
 from typing import Sequence
 
 import libcst as cst
@@ -13,6 +12,7 @@ from torchfix_device.codemod import Codemod
 from torchfix_device.codemods._grad_changes import changed_in_place
 from torchfix_device.codemods._grad_evidence import GradEvidence
 from torchfix_device.codemods._no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop
+from torchfix_device.codemods._variable_import import VariableImportTracking
 from torchfix_device.codemods._variable_syntax import (
     atom,
     data_receiver,
@@ -23,10 +23,8 @@ from torchfix_device.codemods._variable_syntax import (
     method_call,
     unsupported,
 )
-from torchfix_device.import_edits import remove_import_aliases
 
 VARIABLE = {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
-VARIABLE_MODULES = ("torch.autograd", "torch.autograd.variable")
 VARIABLE_NAME = frozenset({"Variable"})
 
 # torch functions that take ``requires_grad=`` and make a new tensor from no tensor's graph.
@@ -37,7 +35,7 @@ FACTORIES_WITH_REQUIRES_GRAD = {
 }
 
 
-class VariableWrapper(Codemod):
+class VariableWrapper(VariableImportTracking, Codemod):
     """
     ## What it does
     Removes the `torch.autograd.Variable` wrapper, however it was imported
@@ -151,13 +149,7 @@ class VariableWrapper(Codemod):
         """``id`` of the operands of ``and``/``or``, where ``not x`` needs no parentheses."""
         self._only_statements: set[int] = set()
         self._rewrote = False
-        self._imports: dict[cst.ImportAlias, tuple[cst.ImportFrom, str, str | None]] = {}
-        self._import_originals: dict[int, cst.ImportFrom] = {}
-        """``id`` of each recorded import (libcst's copy) → the original it was copied from."""
-        self._names: Counter[str] = Counter()
-        self._removed_names: Counter[str] = Counter()
-        self._strings: list[cst.SimpleString] = []
-        self._docstrings: set[int] = set()
+        self.start_import_tracking()
         self._grad_evidence: GradEvidence | None = None
         self._wrap: tuple[dict[int, cst.For | cst.While], dict[int, str]] | None = None
         self._volatile_spelt = False
@@ -168,66 +160,9 @@ class VariableWrapper(Codemod):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if self._carried:
             updated_node = updated_node.with_changes(body=self._carry_comments(updated_node.body))
-        unused = {alias: found for alias, found in self._imports.items() if self._rewrote and self._unused(found)}
-        if unused:
-            objects = [(module, "Variable", asname) for _, module, asname in unused.values()]
-            aliases = self._aliases_in(updated_node, {alias: statement for alias, (statement, _, _) in unused.items()})
-            updated_node = remove_import_aliases(self.context, updated_node, objects, aliases)
+        if self._rewrote:
+            updated_node = self.without_unused_imports(updated_node)
         return super().leave_Module(original_node, updated_node)
-
-    # -- the `Variable` import --------------------------------------------------------------
-    # The import goes when the name it binds appears nowhere else in the rewritten module:
-    # counted during the walk (every Name node, less the import's own and the callees of the
-    # rewritten calls), so no scope analysis is needed. A name still spelt somewhere (a use
-    # left alone, an attribute or local variable of that name, a string other than a docstring
-    # such as an `__all__` entry or a string annotation) keeps it. The count needs every
-    # statement visited: this codemod must have no stage-1 site function (candidates.SITES).
-    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
-        if updated_node.module is None or updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
-            return updated_node
-        module = _cst.dotted_name(updated_node.module)
-        if module in VARIABLE_MODULES:
-            for alias in updated_node.names:
-                if _cst.dotted_name(alias.name) == "Variable":
-                    asname = _cst.dotted_name(alias.asname.name) if alias.asname else None
-                    self._imports[alias] = (updated_node, module, asname)
-                    self._import_originals[id(updated_node)] = original_node
-        return updated_node
-
-    def _aliases_in(
-        self, module: cst.Module, aliases: dict[cst.ImportAlias, cst.ImportFrom]
-    ) -> dict[cst.ImportAlias, cst.ImportFrom]:
-        """``aliases`` as they are in ``module``: a statement in which nothing was rewritten is
-        the original object there, not libcst's copy (``Codemod.on_leave``), so an import in it
-        is the original one, its aliases at the same places."""
-        present = {id(n) for n in _cst.walk_statements(module) if isinstance(n, cst.ImportFrom)}
-        found: dict[cst.ImportAlias, cst.ImportFrom] = {}
-        for alias, statement in aliases.items():
-            if id(statement) not in present:
-                original = self._import_originals[id(statement)]
-                alias = original.names[list(statement.names).index(alias)]  # type: ignore[index,arg-type]
-                statement = original
-            found[alias] = statement
-        return found
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self._names[node.value] += 1
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self._strings.append(node)
-
-    def visit_Expr(self, node: cst.Expr) -> None:
-        if isinstance(node.value, cst.SimpleString):
-            self._docstrings.add(id(node.value))
-
-    def _unused(self, found: tuple[cst.ImportFrom, str, str | None]) -> bool:
-        """Whether the name an import of ``Variable`` binds is spelt nowhere but in that import
-        (and the imports of ``Variable`` binding the same name) after the rewrite."""
-        bound = found[2] or "Variable"
-        in_imports = sum(1 for _, _, asname in self._imports.values() if (asname or "Variable") == bound)
-        if self._names[bound] - in_imports - self._removed_names[bound] > 0:
-            return False
-        return not any(bound in s.value for s in self._strings if id(s) not in self._docstrings)
 
     # -- where a replacement needs parentheses --------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
