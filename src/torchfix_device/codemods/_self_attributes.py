@@ -155,13 +155,13 @@ class SelfAttributeEvidence:
                     return None
         for node in _cst.walk(self.module):
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in REGISTERING:
+                if not (len(node.args) >= 2 and isinstance(node.args[0].value, cst.SimpleString)):
+                    return None  # registered under a name not shown
+                if node.args[0].value.evaluated_value != attr:
+                    continue
                 if node.func.attr.value != "register_buffer":
-                    return None  # a parameter or a module of that name may be registered
-                if len(node.args) >= 2 and isinstance(node.args[0].value, cst.SimpleString):
-                    if node.args[0].value.evaluated_value == attr:
-                        values.append(node.args[1].value)
-                else:
-                    return None
+                    return None  # a parameter or a module of that name
+                values.append(node.args[1].value)
         return values
 
 
