@@ -194,9 +194,10 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("local_evidence", 68, "`marked` is changed in place (`marked.requires_grad = ...`)"),
         ("local_evidence", 72, "`copy` is changed in place (`copy.requires_grad_()`)"),
         ("local_evidence", 78, "`grown` is changed in place (`grown.add_(...)` with a value that may require grad)"),
-        ("local_evidence", 92, "`self.table` may be given a value that requires grad: `w` is a parameter of `shift`"),
-        ("local_evidence", 119, "`self.w` is an attribute whose value this file does not show"),
-        ("local_evidence", 119, "`self.never_set` is an attribute whose value this file does not show"),
+        ("local_evidence", 81, "`same` is changed in place (`same.requires_grad_()`)"),
+        ("local_evidence", 95, "`self.table` may be given a value that requires grad: `w` is a parameter of `shift`"),
+        ("local_evidence", 122, "`self.w` is an attribute whose value this file does not show"),
+        ("local_evidence", 122, "`self.never_set` is an attribute whose value this file does not show"),
     ],
 )
 def test_sites_without_evidence_stay_and_say_what_is_missing(stem: str, line: int, missing: str) -> None:
@@ -212,7 +213,7 @@ def test_the_traps_are_real() -> None:
     (before, printed_before), (after, printed_after) = _before_after("local_evidence", unsafe=True)
     # `later` (changed through `marked`), `kept` (through an alias), `grown` (by a parameter in
     # place before the wrap): without grad before, requiring grad after the unsafe rewrite
-    for name in ("later", "kept", "seen"):
+    for name in ("later", "kept", "seen", "base"):
         assert not before[name].requires_grad and after[name].requires_grad, name
     assert printed_before != printed_after
     leaf = torch.ones(2, requires_grad=True)

@@ -54,9 +54,13 @@ NOT_PURE_TORCH = {"load", "as_tensor", "asarray", "from_file", "frombuffer"}
 """``torch.<name>`` functions whose result is not made from their arguments alone."""
 SELF_RETURNING = {
     "to", "cuda", "cpu", "type", "type_as", "float", "double", "half", "bfloat16", "long", "int",
-    "short", "byte", "char", "bool", "contiguous", "flatten", "pin_memory", "astype",
+    "short", "byte", "char", "bool", "contiguous", "flatten", "pin_memory", "astype", "conj",
+    "conj_physical", "dequantize", "positive", "resolve_conj", "resolve_neg", "to_dense",
+    "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_tensors", "cartesian_prod", "as_tensor",
+    "asarray",
 }
-"""Methods that may return their receiver itself (as every in-place ``*_`` method does)."""
+"""Methods and ``torch.<name>`` functions that may return their (first) argument itself, as
+every in-place ``*_`` one does (found by calling each on a tensor, torch 2.13)."""
 SHAPE_METHODS = {
     "view", "reshape", "expand", "repeat", "permute", "transpose", "unsqueeze", "squeeze", "narrow",
     "flatten", "unflatten", "view_as", "expand_as", "reshape_as", "type_as", "type", "to", "cuda",
@@ -133,7 +137,7 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
         if not torch_names:
             return False
         short = {q.rpartition(".")[2] for q in torch_names}
-        return not (short & NOT_PURE_TORCH) and "flatten" not in short
+        return not (short & (NOT_PURE_TORCH | SELF_RETURNING) or any(in_place(n) for n in short))
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         if self._parents is None:
