@@ -198,6 +198,7 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("local_evidence", 95, "`self.table` may be given a value that requires grad: `w` is a parameter of `shift`"),
         ("local_evidence", 122, "`self.w` is an attribute whose value this file does not show"),
         ("local_evidence", 122, "`self.never_set` is an attribute whose value this file does not show"),
+        ("local_evidence", 128, "`w` is an item of `layer.parameters()`"),
     ],
 )
 def test_sites_without_evidence_stay_and_say_what_is_missing(stem: str, line: int, missing: str) -> None:
@@ -218,6 +219,7 @@ def test_the_traps_are_real() -> None:
     assert printed_before != printed_after
     leaf = torch.ones(2, requires_grad=True)
     assert not before["unknown"](leaf).requires_grad and after["unknown"](leaf).requires_grad
+    assert not any(w.requires_grad for w in before["weights"]) and all(w.requires_grad for w in after["weights"])
     holder = before["Holder"](), after["Holder"]()
     holder[0].never_set = holder[1].never_set = torch.zeros(1)
     assert not holder[0]()[0].requires_grad and holder[1]()[0].requires_grad  # a registered parameter

@@ -74,7 +74,7 @@ NEVER_GRAD_METHODS = {
     "detach", "long", "int", "short", "byte", "char", "bool", "size", "dim", "numel", "item",
     "tolist", "numpy", "nonzero", "argmax", "argmin", "argsort", "eq", "ne", "lt", "le", "gt",
     "ge", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "astype", "nelement",
-    "element_size", "data_ptr", "get_device", "is_contiguous", "stride", "storage", "keys",
+    "element_size", "data_ptr", "get_device", "is_contiguous", "stride", "storage",
 }
 """Methods whose result never requires grad (an integer, a bool, a size, a detached tensor)."""
 INTEGER_TYPES = {"LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor"}
@@ -347,6 +347,9 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
         above = self.parent(node)
         if isinstance(above, cst.NamedExpr) and above.target is node:
             return self.missing(above.value)
+        comp = self._comp_for_of(node)
+        if comp is not None:
+            return self.elements_missing(comp.iter, name)
         if isinstance(statement, cst.Assign):
             for target in statement.targets:
                 value = _part_of(target.target, node, statement.value)
@@ -361,11 +364,6 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             return self.elements_missing(statement.iter, name)
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom)):
             return f"`{name}` is not bound to a tensor here"
-        if isinstance(above, cst.CompFor) and above.target is node:
-            return self.elements_missing(above.iter, name)
-        comp = self._comp_for_of(node)
-        if comp is not None:
-            return self.elements_missing(comp.iter, name)
         return f"`{name}` is bound by a `{type(statement).__name__}` statement"
 
     def _comp_for_of(self, node: cst.CSTNode) -> cst.CompFor | None:
