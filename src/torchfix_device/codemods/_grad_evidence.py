@@ -225,6 +225,10 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             positional = [a for a in call.args if a.keyword is None]
             if not call.args or (len(positional) >= 2 and not any(a.star for a in call.args)):
                 return None  # sizes: a new, empty tensor
+            if len(call.args) == 1 and call.args[0].star == "*" and all(
+                isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) >= 2 for v in self._values_of(call.args[0].value)
+            ):
+                return None  # x.new(*size), size = (a, b): sizes too
             return self.args_missing(call)
         if method in SHAPE_METHODS:
             return self.missing(receiver)  # sizes, dims, indices, a tensor giving its shape or type
