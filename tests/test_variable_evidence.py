@@ -292,3 +292,43 @@ def _reaching(source: str, name: str = "x") -> list[int]:
 )
 def test_reaching_bindings(source: str, lines: list[int]) -> None:
     assert _reaching(source) == lines
+
+
+# -- module-level bindings without the skeleton's analysis (codemods/_module_bindings.py) ----------
+MODULE_SOURCES = [
+    "import os\nimport a.b.c\nimport a.b as ab\nfrom m import n as k, o\nfrom . import rel\nfrom .pkg import t as u\n",
+    "x = 1\nx: int\ny: float = 2\nz += 1\na, (b, *c) = f()\nd[0] = e.f = 3\nfor i, (j, k) in pairs:\n    q = i\n",
+    "with open(p) as fh, lock:\n    w = fh.read()\ntry:\n    pass\nexcept E as err:\n    r = err\nif (n := 3):\n    pass\n",
+    "def f(x):\n    g = 1\n    return g\nclass C:\n    h = 2\n@deco\ndef d(): pass\nlam = lambda v: v\nsq = [s * s for s in range(3)]\n",
+    "while (m := next(it)) is not None:\n    total = m\nelse:\n    total = 0\nprint((p := 5))\n",
+]
+
+
+@pytest.mark.parametrize("source", MODULE_SOURCES)
+def test_module_bindings_are_libcsts(source: str) -> None:
+    from torchfix_device.codemods._module_bindings import module_bindings
+    from torchfix_device.scopes import ModuleSkeleton
+
+    module = cst.parse_module(source)
+    ours = module_bindings(module)
+    assert not ours.everything_unknown and ours.by_name
+    skeleton = ModuleSkeleton(module)
+    names = {n.value for n in _walk_names(module)} | set(ours.by_name)
+    compared = 0
+    for name in sorted(names - ours.unknown):
+        exact = {id(a.node) for a in skeleton.bindings(name) if hasattr(a, "node")}
+        assert {id(b.node) for b in ours.by_name.get(name, ())} == exact, name
+        compared += bool(exact)
+    assert compared >= 3
+    scope = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)[module]
+    for name, bindings in ours.by_name.items():  # what an import gives `name.attr`
+        theirs = list(scope.assignments[name])
+        if len(bindings) == len(theirs) == 1 and bindings[0].imported:
+            spelt = f"{name}.attr"
+            assert bindings[0].qualified_names_for(spelt) == {q.name for q in theirs[0].get_qualified_names_for(spelt)}, name
+
+
+def _walk_names(module: cst.Module):
+    from torchfix_device import _cst
+
+    return [n for n in _cst.walk(module) if isinstance(n, cst.Name)]

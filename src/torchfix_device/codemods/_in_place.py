@@ -29,15 +29,33 @@ def in_place(method: str) -> bool:
 
 def aliases(evidence: "Evidence", name: str, scope: cst.CSTNode) -> list[str]:
     """``name`` and the names assigned from it in ``scope`` (``y = x``), transitively."""
-    where = evidence.module if isinstance(scope, cst.Module) else scope
-    copies = [
-        (n.value.value, t.target.value) for n in _cst.walk(where) if isinstance(n, cst.Assign) and isinstance(n.value, cst.Name)
-        for t in n.targets if isinstance(t.target, cst.Name)
-    ]
+    copies = index_of(evidence, scope).copies
     found = [name]
     for held in found:
         found.extend(target for source, target in copies if source == held and target not in found)
     return found
+
+
+class ScopeIndex:
+    """The ``Name`` nodes of a scope by name, and its copies (``y = x``): one walk per scope."""
+
+    def __init__(self, where: cst.CSTNode) -> None:
+        self.names: dict[str, list[cst.Name]] = {}
+        self.copies: list[tuple[str, str]] = []
+        for node in _cst.walk(where):
+            if isinstance(node, cst.Name):
+                self.names.setdefault(node.value, []).append(node)
+            elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Name):
+                self.copies.extend((node.value.value, t.target.value) for t in node.targets if isinstance(t.target, cst.Name))
+
+
+def index_of(evidence: "Evidence", scope: cst.CSTNode) -> ScopeIndex:
+    """``scope``'s index (the whole module's for a module-level name), made once."""
+    where = evidence.module if isinstance(scope, cst.Module) else scope
+    indexes: dict[int, ScopeIndex] = evidence.__dict__.setdefault("_scope_indexes", {})
+    if id(where) not in indexes:
+        indexes[id(where)] = ScopeIndex(where)
+    return indexes[id(where)]
 
 
 def changes_of(evidence: "Evidence", name: str, scope: cst.CSTNode) -> str | None:
@@ -51,10 +69,7 @@ def changes_of(evidence: "Evidence", name: str, scope: cst.CSTNode) -> str | Non
 
 
 def _changes_of_one(evidence: "Evidence", name: str, scope: cst.CSTNode) -> str | None:
-    where = evidence.module if isinstance(scope, cst.Module) else scope
-    for node in _cst.walk(where):
-        if not (isinstance(node, cst.Name) and node.value == name):
-            continue
+    for node in index_of(evidence, scope).names.get(name, ()):
         above = evidence.parent(node)
         shown = f"`{name}` is changed in place"
         if isinstance(above, cst.Attribute) and above.value is node:

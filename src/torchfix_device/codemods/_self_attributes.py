@@ -110,8 +110,9 @@ class SelfAttributeEvidence:
         """Every value ``attr`` is given: expressions, and ``("call", call)`` for an in-place
         method whose arguments are what it is changed by. None when something writes it
         another way, or may."""
-        classes = [c for c in _cst.walk_statements(self.module) if isinstance(c, cst.ClassDef)]
-        if not self._bases_shown(cls, {c.name.value: c for c in classes}, set()):
+        index: _AttributeIndex = self.__dict__.get("_attribute_index") or self.__dict__.setdefault("_attribute_index", _AttributeIndex(self.module))
+        classes = index.classes
+        if index.dynamic or not self._bases_shown(cls, {c.name.value: c for c in classes}, set()):
             return None
         values: list[object] = []
         methods = [s for c in classes for s in _body(c) if isinstance(s, cst.FunctionDef)]
@@ -120,11 +121,7 @@ class SelfAttributeEvidence:
             for small in _small_statements(statement):
                 if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == attr for t in small.targets):
                     values.append(small.value)
-        for node in _cst.walk(self.module):
-            if isinstance(node, cst.Name) and node.value in ("setattr", "vars", "__dict__", "__setattr__"):
-                return None
-            if not (isinstance(node, cst.Attribute) and node.attr.value == attr):
-                continue
+        for node in index.attributes.get(attr, ()):
             method = _method_of(node, methods, self.parent)
             own = method is not None and isinstance(node.value, cst.Name) and node.value.value == selves.get(id(method))
             above = self.parent(node)
@@ -153,16 +150,33 @@ class SelfAttributeEvidence:
             elif own and isinstance(above, cst.Attribute) and above.value is node and above.attr.value in ("requires_grad", "grad"):
                 if isinstance(self.parent(above), (cst.AssignTarget, cst.AugAssign)):
                     return None
-        for node in _cst.walk(self.module):
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in REGISTERING:
-                if not (len(node.args) >= 2 and isinstance(node.args[0].value, cst.SimpleString)):
-                    return None  # registered under a name not shown
-                if node.args[0].value.evaluated_value != attr:
-                    continue
-                if node.func.attr.value != "register_buffer":
-                    return None  # a parameter or a module of that name
-                values.append(node.args[1].value)
+        for node in index.registering:
+            if not (len(node.args) >= 2 and isinstance(node.args[0].value, cst.SimpleString)):
+                return None  # registered under a name not shown
+            if node.args[0].value.evaluated_value != attr:
+                continue
+            if cst.ensure_type(node.func, cst.Attribute).attr.value != "register_buffer":
+                return None  # a parameter or a module of that name
+            values.append(node.args[1].value)
         return values
+
+
+class _AttributeIndex:
+    """One walk of the module: its classes, every ``x.<attr>`` by attribute name, the
+    registering calls, and whether ``setattr``-like code may write any attribute."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.classes = [c for c in _cst.walk_statements(module) if isinstance(c, cst.ClassDef)]
+        self.attributes: dict[str, list[cst.Attribute]] = {}
+        self.registering: list[cst.Call] = []
+        self.dynamic = False
+        for node in _cst.walk(module):
+            if isinstance(node, cst.Attribute):
+                self.attributes.setdefault(node.attr.value, []).append(node)
+            elif isinstance(node, cst.Name) and node.value in ("setattr", "vars", "__dict__", "__setattr__"):
+                self.dynamic = True
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in REGISTERING:
+                self.registering.append(node)
 
 
 def _body(cls: cst.ClassDef) -> list[cst.BaseStatement]:

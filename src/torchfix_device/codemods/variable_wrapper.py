@@ -9,6 +9,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from torchfix_device import _cst
 from torchfix_device.candidates import FileFacts
 from torchfix_device.codemod import Codemod
+from torchfix_device.codemods._any_node_names import AnyNodeNames
 from torchfix_device.codemods._grad_changes import changed_in_place
 from torchfix_device.codemods._grad_evidence import GradEvidence
 from torchfix_device.codemods._no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop
@@ -295,26 +296,30 @@ class VariableWrapper(VariableImportTracking, Codemod):
     def _loops(self) -> tuple[dict[int, cst.For | cst.While], dict[int, str]]:
         if self._wrap is None:
             evidence = self._evidence()
-            self._wrap = loops_to_wrap(self.visited_module, evidence.parent, self._exact_names, self._is_volatile_variable)
+            self._wrap = loops_to_wrap(self.visited_module, evidence.parent, self._names_anywhere, self._is_volatile_variable)
         return self._wrap
 
     def _is_volatile_variable(self, call: cst.Call) -> bool:
-        names = self._exact_names(call.func)
+        names = self._names_anywhere(call.func)
         volatile = _cst.keyword_arg(call, "volatile")
         return bool(names) and names <= VARIABLE and volatile is not None and is_true(volatile.value) and unsupported(call) is None
 
     def _evidence(self) -> GradEvidence:
         if self._grad_evidence is None:
-            self._grad_evidence = GradEvidence(self.visited_module, self._exact_names, self._exact_bindings)
+            evidence = GradEvidence(self.visited_module, self._names_anywhere, self._bindings_anywhere)
+            self._any_node_names = AnyNodeNames(self, self.visited_module, evidence.parent)
+            self._grad_evidence = evidence
         return self._grad_evidence
 
-    def _exact_names(self, node: cst.CSTNode) -> set[str]:
-        """libcst's qualified names of any node of the module (the engine's faster answers hold
+    def _names_anywhere(self, node: cst.CSTNode) -> set[str]:
+        """libcst's qualified names of any node of the module (the engine's own answers hold
         for the statement being visited only)."""
-        return Codemod.qualified_names(self, node)
+        self._evidence()
+        return self._any_node_names.qualified_names(node)
 
-    def _exact_bindings(self, name: str, node: cst.CSTNode) -> set[object]:
-        return Codemod.bindings_visible_at(self, name, node)
+    def _bindings_anywhere(self, name: str, node: cst.CSTNode) -> set[object]:
+        self._evidence()
+        return self._any_node_names.bindings(name, node)
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
