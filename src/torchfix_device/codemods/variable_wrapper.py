@@ -57,7 +57,8 @@ class VariableWrapper(VariableImportTracking, Codemod):
     named `Variable`, or a rebinding after the import leave it alone.
     The `Variable` import is removed once the name it binds appears nowhere else (docstrings
     aside), and so is a line `x = Variable(x)` (or `a, b = Variable(a), Variable(b)`) that would
-    become `x = x` (kept when a comment is attached to it or it is its block's only statement).
+    become `x = x` (its comments above move to the next statement; kept when a comment follows
+    it on its line, or it is its block's only statement, except in an `else:` that then goes).
 
     ## Why is this bad?
     Since PyTorch 0.4 `Variable` and `Tensor` are the same class. `Variable(x)` is a deprecated
@@ -155,6 +156,7 @@ class VariableWrapper(VariableImportTracking, Codemod):
         self._wrap: tuple[dict[int, cst.For | cst.While], dict[int, str]] | None = None
         self._volatile_spelt = False
         self._carried: set[int] = set()
+        self._no_ops: set[int] = set()
         """``id`` of the ``x = x`` lines left by an unwrap that go once their comments moved."""
         return None
 
@@ -329,12 +331,27 @@ class VariableWrapper(VariableImportTracking, Codemod):
         statement after it (kept where there is none)."""
         if not (is_self_assignment(updated_node) and not is_self_assignment(original_node)):
             return updated_node
-        if updated_node.trailing_whitespace.comment is not None or self._only_statement(original_node):
+        if updated_node.trailing_whitespace.comment is not None:
+            return updated_node
+        if self._only_statement(original_node):
+            if not has_comment(updated_node):
+                self._no_ops.add(id(updated_node))  # an `else:` holding only it goes (leave_If)
             return updated_node
         if has_comment(updated_node):
             self._carried.add(id(updated_node))
             return updated_node
         return cst.RemoveFromParent()
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        """``else:`` left holding nothing but ``x = x`` (or emptied) by unwraps goes."""
+        orelse = updated_node.orelse
+        if not (isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock)):
+            return updated_node
+        if orelse.body.header.comment is not None or any(line.comment for line in orelse.leading_lines):
+            return updated_node
+        if all(id(statement) in self._no_ops for statement in orelse.body.body):
+            return updated_node.with_changes(orelse=None)  # also when every statement was removed
+        return updated_node
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
         return updated_node.with_changes(body=self._carry_comments(updated_node.body)) if self._carried else updated_node
