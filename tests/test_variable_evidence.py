@@ -180,6 +180,7 @@ def test_volatile_loops_left_alone_say_why() -> None:
     assert messages[13].startswith("`volatile=True` inputs")  # the wrapped `for`
     assert "the loop it feeds now runs under" in messages[46] and messages[47].startswith("`volatile=True` inputs")
     assert "the loop it feeds is left as it is: it also trains (`.zero_grad()`)" in messages[54]
+    assert "the loop it feeds is left as it is: the code after it trains (`.backward()`)" in messages[64]
 
 
 # -- what stays unsafe, and why ------------------------------------------------------------------

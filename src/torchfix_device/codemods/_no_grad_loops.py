@@ -11,7 +11,8 @@ assigned to), and keeps it when
 - it is not already under ``with torch.no_grad():`` (or in a function decorated with it);
 - it does not train: no ``.backward()``, ``.step()``, ``.zero_grad()``,
   ``torch.autograd.grad``/``backward``, ``requires_grad_`` or ``.requires_grad =`` in it (under
-  ``no_grad`` those would fail or do nothing);
+  ``no_grad`` those would fail or do nothing), nor in the statements after it in its block
+  (which could train through a value it computed);
 - it holds no ``yield`` or ``await`` (the grad mode would leak to the code that runs meanwhile).
 
 A loop inside another loop that is wrapped is not wrapped again. Inside the loop, every value
@@ -83,14 +84,30 @@ def why_not_wrapped(loop: cst.For | cst.While, parent: Parent, names: QualifiedN
     for node in _cst.walk(loop):
         if isinstance(node, (cst.Yield, cst.Await)):
             return f"it holds a `{'yield' if isinstance(node, cst.Yield) else 'await'}`"
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in TRAINING_METHODS:
-                return f"it also trains (`.{func.attr.value}()`)"
-            if names(func) & TRAINING_FUNCTIONS:
-                return "it also trains (`torch.autograd`)"
-        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Attribute) and node.target.attr.value == "requires_grad":
-            return "it sets `requires_grad`"
+        training = _training(node, names)
+        if training is not None:
+            return f"it also trains ({training})"
+    block = parent(loop)
+    siblings = list(block.body) if isinstance(block, (cst.Module, cst.IndentedBlock)) else []
+    for later in siblings[siblings.index(loop) + 1:] if loop in siblings else []:
+        for node in _cst.walk(later):
+            training = _training(node, names)
+            if training is not None:
+                return f"the code after it trains ({training}), maybe through what it computed"
+    return None
+
+
+def _training(node: cst.CSTNode, names: QualifiedNames) -> str | None:
+    """``.backward()``, ``.step()``, ``.zero_grad()``, ``torch.autograd.grad``, a
+    ``requires_grad`` set: what ``torch.no_grad()`` would break."""
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in TRAINING_METHODS:
+            return f"`.{func.attr.value}()`"
+        if names(func) & TRAINING_FUNCTIONS:
+            return "`torch.autograd`"
+    if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Attribute) and node.target.attr.value == "requires_grad":
+        return "`.requires_grad =`"
     return None
 
 
