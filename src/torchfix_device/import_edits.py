@@ -4,7 +4,7 @@ libcst's ``RemoveImportsVisitor`` (what ``RemoveImportsVisitor.remove_unused_imp
 first runs a whole-module scope analysis to learn which imports are unused, then rebuilds every
 node of the module through its matcher dispatch: on a 650-line model file that was a second,
 for one import. A codemod that knows which import aliases to drop (see
-``codemods/variable_wrapper.py``) hands them to :func:`remove_import_aliases`, which applies
+``codemods/_variable_import.py``, TFD009) hands them to :func:`remove_import_aliases`, which applies
 libcst's own removal of those aliases (its comma and comment handling, the statement dropped
 when no alias is left) while visiting only statements, never an expression.
 """

@@ -1,116 +1,134 @@
 from __future__ import annotations
 
-from collections import Counter
+from typing import Sequence
 
 import libcst as cst
 import libcst.matchers as m
 from libcst.codemod.visitors import AddImportsVisitor
 
 from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
 from torchfix_device.candidates import FileFacts
-from torchfix_device.import_edits import remove_import_aliases
+from torchfix_device.codemod import Codemod
+from torchfix_device.codemods._any_node_names import AnyNodeNames
+from torchfix_device.codemods._grad_changes import changed_in_place
+from torchfix_device.codemods._grad_evidence import GradEvidence
+from torchfix_device.codemods._no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop
+from torchfix_device.codemods._variable_import import VariableImportTracking
+from torchfix_device.codemods._variable_syntax import (
+    atom,
+    data_receiver,
+    has_comment,
+    is_self_assignment,
+    is_true,
+    literal_data,
+    method_call,
+    unsupported,
+)
 
 VARIABLE = {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
-VARIABLE_MODULES = ("torch.autograd", "torch.autograd.variable")
 VARIABLE_NAME = frozenset({"Variable"})
 
-# torch functions whose result is a new tensor that does not require grad (unless asked to):
-# they take no tensor whose graph they could continue.
+# torch functions that take ``requires_grad=`` and make a new tensor from no tensor's graph.
 FACTORIES_WITH_REQUIRES_GRAD = {
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange",
     "linspace", "logspace", "eye", "tensor", "zeros_like", "ones_like", "empty_like",
     "full_like", "rand_like", "randn_like", "randint_like",
 }
-FRESH_FUNCTIONS = FACTORIES_WITH_REQUIRES_GRAD | {"from_numpy"}
-# Tensor methods that give a tensor that requires grad only when their receiver does.
-NO_GRAD_KEEPING_METHODS = {
-    "float", "double", "half", "bfloat16", "long", "int", "short", "byte", "char", "bool",
-    "cuda", "cpu", "to", "type", "view", "reshape", "unsqueeze", "squeeze", "permute",
-    "transpose", "t", "contiguous", "clone", "expand", "flatten", "fill_", "zero_", "normal_",
-    "uniform_", "pin_memory",
-}
-# Expressions that can stand as the receiver of ``.attr`` / an operand without parentheses.
-ATOMS = (
-    cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.ConcatenatedString,
-    cst.FormattedString, cst.Integer, cst.Float, cst.Imaginary, cst.List, cst.Dict, cst.Set,
-    cst.ListComp, cst.SetComp, cst.DictComp, cst.Ellipsis,
-)
 
 
-class VariableWrapper(Codemod):
+class VariableWrapper(VariableImportTracking, Codemod):
     """
     ## What it does
     Removes the `torch.autograd.Variable` wrapper, however it was imported
     (`from torch.autograd import Variable`, `torch.autograd.Variable`):
-    `Variable(torch.randn(3))` → `torch.randn(3)`,
-    `Variable(torch.randn(3), requires_grad=True)` → `torch.randn(3, requires_grad=True)`,
-    `Variable(torch.from_numpy(a).float(), requires_grad=True)` →
-    `torch.from_numpy(a).float().requires_grad_()`, and `volatile=True/False` (which has had no
-    effect since PyTorch 0.4) is dropped. `Variable(a + b).cuda()` becomes `(a + b).cuda()`.
-    `Variable(h.data)` → `h.detach()`; `Variable(torch.Tensor([1.0]), requires_grad=True)` (a
-    list of float literals) → `torch.tensor([1.0], requires_grad=True)`.
-    `isinstance(x, Variable)` → `isinstance(x, torch.Tensor)`, and `type(h) == Variable` /
-    `type(h) is Variable` → `isinstance(h, torch.Tensor)` (`!=` / `is not` → `not isinstance(...)`),
-    adding `import torch` where it is missing.
+    `Variable(x)` → `x`, `Variable(torch.randn(3), requires_grad=True)` →
+    `torch.randn(3, requires_grad=True)`, `Variable(w, requires_grad=True)` →
+    `w.detach().requires_grad_()` (`w.requires_grad_()` where `w` is a new tensor nobody else
+    holds), `Variable(torch.Tensor([1, 2]), requires_grad=True)` →
+    `torch.tensor([1.0, 2.0], requires_grad=True)`, `Variable(h.data)` → `h.detach()`;
+    `Variable(a + b).cuda()` becomes `(a + b).cuda()`. `volatile=` (no effect since PyTorch 0.4)
+    is dropped; where `volatile=True` is given in a loop that does not train, the loop is put
+    under `with torch.no_grad():`, which is what `volatile` did. `isinstance(x, Variable)` →
+    `isinstance(x, torch.Tensor)`, and `type(h) == Variable` / `type(h) is Variable` →
+    `isinstance(h, torch.Tensor)` (`!=` / `is not` → `not isinstance(...)`), adding
+    `import torch` where it is missing.
     `Variable` counts only where every binding that reaches the name is
     `torch.autograd.Variable`: a module-level `Variable = lambda ...`, a class or a parameter
     named `Variable`, or a rebinding after the import leave it alone.
     The `Variable` import is removed once the name it binds appears nowhere else (docstrings
     aside), and so is a line `x = Variable(x)` (or `a, b = Variable(a), Variable(b)`) that would
-    become `x = x` (kept when a comment is attached to it or it is its block's only statement).
+    become `x = x` (its comments above move to the next statement; kept when a comment follows
+    it on its line, or it is its block's only statement, except in an `else:` that then goes).
 
     ## Why is this bad?
     Since PyTorch 0.4 `Variable` and `Tensor` are the same class. `Variable(x)` is a deprecated
     wrapper that today returns `x.detach()` (a new tensor cut from the autograd graph), and
-    `volatile=True` only prints `UserWarning: volatile was removed and now has no effect`: code
-    that relies on it for inference runs with autograd on. Use `with torch.no_grad():` instead.
+    `volatile=True` only prints `UserWarning: volatile was removed and now has no effect`: an
+    evaluation loop that relied on it builds an autograd graph it never uses.
+    `type(h) == Variable` is always False: the branch meant for tensors is never taken.
 
     ## Example
     ```python
     from torch.autograd import Variable
 
-    noise = Variable(torch.randn(batch, dim))
+    for images, labels in train_loader:  # a torch.utils.data.DataLoader
+        images, labels = Variable(images), Variable(labels)
+        ...
     w = Variable(torch.zeros(dim, 1), requires_grad=True)
-    state = Variable(torch.from_numpy(obs).float().unsqueeze(0), volatile=True)
     hidden = Variable(h.data)
     if type(hidden) == Variable:  # always False since PyTorch 0.4
         ...
+    for images, labels in test_loader:
+        outputs = model(Variable(images, volatile=True))
     ```
 
     ## Use instead
     ```python
-    noise = torch.randn(batch, dim)
+    for images, labels in train_loader:
+        ...
     w = torch.zeros(dim, 1, requires_grad=True)
-    state = torch.from_numpy(obs).float().unsqueeze(0)  # under `with torch.no_grad():`
     hidden = h.detach()
     if isinstance(hidden, torch.Tensor):
         ...
+    with torch.no_grad():
+        for images, labels in test_loader:
+            outputs = model(images)
     ```
 
     ## Not rewritten
     Calls with `*args`/`**kwargs`, `data=` by keyword, more than one positional argument, other
-    keywords, or a `volatile=` that is not a literal `True`/`False`: reported for manual review.
+    keywords, or a `volatile=` whose value runs code: reported for manual review.
     `Variable` used as another value (`issubclass(T, Variable)`, a tuple in `isinstance`) is left
     alone, and so is a `Variable` that may be anything else (a name also bound to a lambda, a
     class or a parameter) or that comes from a star import (`from torch.autograd import *`: what
-    it binds is not known, so it is not guessed).
+    it binds is not known, so it is not guessed). A loop with `volatile=True` inputs that also
+    trains (`.backward()`, `.step()`, `.zero_grad()`, `torch.autograd.grad`), holds a `yield` or
+    `await`, or already runs under `torch.no_grad()` is not wrapped (the message says which).
 
     ## Fix safety
-    Safe where the wrapped expression is provably a fresh tensor that does not require grad (a
-    factory call such as `torch.randn`/`torch.zeros`/`torch.from_numpy`, a legacy constructor
-    given sizes or a list, `x.data`, `x.detach()`, conversions and reshapes of those, or one of
-    those times a number): there the `.detach()` that `Variable` does is a no-op.
-    `Variable(h.data)` → `h.detach()` gives the same values and storage without grad.
-    `torch.tensor([...floats])` takes the default dtype as `torch.Tensor([...])` does.
-    `isinstance(x, Variable)` is `isinstance(x, torch.Tensor)` on PyTorch ≥ 0.4. The
-    `type(h) == Variable` rewrite changes behaviour on purpose: the comparison is always False
-    today (a bug), and the rewrite takes the branch that was meant.
-    Unsafe for anything else (`Variable(inputs)` → `inputs`,
-    `Variable(w, requires_grad=True)` → `w.requires_grad_()`): if `inputs` already requires grad,
-    `Variable` cut it from the graph and the rewrite does not, and `requires_grad_()` now marks
-    `w` itself instead of a detached copy. These fixes are applied only with `--unsafe-fixes`;
-    where the input may require grad, write `inputs.detach()` by hand.
+    `Variable(x)` → `x` is safe where `x` provably cannot require grad, so the `.detach()` that
+    `Variable` does is a no-op, and its result is not made to require grad in place later
+    (`.requires_grad = True`, `.requires_grad_()`, an in-place change by a tensor that may
+    require grad) where it is `x` itself. The evidence, from this file alone: factories
+    (`torch.zeros`, `torch.from_numpy`, `x.new(2, 3)`), `x.data`, `x.detach()`, integer and
+    boolean results, NumPy values, torch functions, tensor methods and operators of such values;
+    a batch of a `torch.utils.data.DataLoader` without a `collate_fn` over a `torchvision`
+    data set with `torchvision.transforms` (not `Lambda`) or a `TensorDataset` of such tensors;
+    an attribute of such a data set; an attribute of `self` every assignment of which in its
+    class is such a value; a name every binding of which that may reach the read (flow of the
+    function or module, libcst's bindings) is one. A parameter, a project function's result, a
+    data set of the project's own is no evidence: the fix is unsafe and the message says what is
+    missing. Not seen: code in other files changing a global or an attribute, and a callee that
+    makes its argument require grad in place (`Variable(x)` passed to it gave it a new object).
+    `Variable(x, requires_grad=True)` is a new leaf sharing `x`'s storage, exactly
+    `x.detach().requires_grad_()` (safe); `x.requires_grad_()` is used only where `x` is a new
+    tensor nobody else holds, `torch.tensor([...])` only for number literals (integers written as
+    floats, so the dtype stays `torch.Tensor`'s default one). `Variable(h.data)` → `h.detach()`
+    gives the same values and storage without grad. `isinstance(x, Variable)` is
+    `isinstance(x, torch.Tensor)` on PyTorch ≥ 0.4. Two rewrites change what runs on PyTorch 2.x
+    on purpose, back to what the 0.3 program meant: `type(h) == Variable` (always False today)
+    takes the branch that was meant, and a loop under `torch.no_grad()` gives the same values
+    with no graph, as `volatile=True` did (the loop's results do not require grad).
     """
 
     code = "TFD009"
@@ -133,76 +151,21 @@ class VariableWrapper(Codemod):
         """``id`` of the operands of ``and``/``or``, where ``not x`` needs no parentheses."""
         self._only_statements: set[int] = set()
         self._rewrote = False
-        self._imports: dict[cst.ImportAlias, tuple[cst.ImportFrom, str, str | None]] = {}
-        self._import_originals: dict[int, cst.ImportFrom] = {}
-        """``id`` of each recorded import (libcst's copy) → the original it was copied from."""
-        self._names: Counter[str] = Counter()
-        self._removed_names: Counter[str] = Counter()
-        self._strings: list[cst.SimpleString] = []
-        self._docstrings: set[int] = set()
+        self.start_import_tracking()
+        self._grad_evidence: GradEvidence | None = None
+        self._wrap: tuple[dict[int, cst.For | cst.While], dict[int, str]] | None = None
+        self._volatile_spelt = False
+        self._carried: set[int] = set()
+        self._no_ops: set[int] = set()
+        """``id`` of the ``x = x`` lines left by an unwrap that go once their comments moved."""
         return None
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        unused = {alias: found for alias, found in self._imports.items() if self._rewrote and self._unused(found)}
-        if unused:
-            objects = [(module, "Variable", asname) for _, module, asname in unused.values()]
-            aliases = self._aliases_in(updated_node, {alias: statement for alias, (statement, _, _) in unused.items()})
-            updated_node = remove_import_aliases(self.context, updated_node, objects, aliases)
+        if self._carried:
+            updated_node = updated_node.with_changes(body=self._carry_comments(updated_node.body))
+        if self._rewrote:
+            updated_node = self.without_unused_imports(updated_node)
         return super().leave_Module(original_node, updated_node)
-
-    # -- the `Variable` import --------------------------------------------------------------
-    # The import goes when the name it binds appears nowhere else in the rewritten module:
-    # counted during the walk (every Name node, less the import's own and the callees of the
-    # rewritten calls), so no scope analysis is needed. A name still spelt somewhere (a use
-    # left alone, an attribute or local variable of that name, a string other than a docstring
-    # such as an `__all__` entry or a string annotation) keeps it. The count needs every
-    # statement visited: this codemod must have no stage-1 site function (candidates.SITES).
-    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
-        if updated_node.module is None or updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
-            return updated_node
-        module = _cst.dotted_name(updated_node.module)
-        if module in VARIABLE_MODULES:
-            for alias in updated_node.names:
-                if _cst.dotted_name(alias.name) == "Variable":
-                    asname = _cst.dotted_name(alias.asname.name) if alias.asname else None
-                    self._imports[alias] = (updated_node, module, asname)
-                    self._import_originals[id(updated_node)] = original_node
-        return updated_node
-
-    def _aliases_in(
-        self, module: cst.Module, aliases: dict[cst.ImportAlias, cst.ImportFrom]
-    ) -> dict[cst.ImportAlias, cst.ImportFrom]:
-        """``aliases`` as they are in ``module``: a statement in which nothing was rewritten is
-        the original object there, not libcst's copy (``Codemod.on_leave``), so an import in it
-        is the original one, its aliases at the same places."""
-        present = {id(n) for n in _cst.walk_statements(module) if isinstance(n, cst.ImportFrom)}
-        found: dict[cst.ImportAlias, cst.ImportFrom] = {}
-        for alias, statement in aliases.items():
-            if id(statement) not in present:
-                original = self._import_originals[id(statement)]
-                alias = original.names[list(statement.names).index(alias)]  # type: ignore[index,arg-type]
-                statement = original
-            found[alias] = statement
-        return found
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self._names[node.value] += 1
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self._strings.append(node)
-
-    def visit_Expr(self, node: cst.Expr) -> None:
-        if isinstance(node.value, cst.SimpleString):
-            self._docstrings.add(id(node.value))
-
-    def _unused(self, found: tuple[cst.ImportFrom, str, str | None]) -> bool:
-        """Whether the name an import of ``Variable`` binds is spelt nowhere but in that import
-        (and the imports of ``Variable`` binding the same name) after the rewrite."""
-        bound = found[2] or "Variable"
-        in_imports = sum(1 for _, _, asname in self._imports.values() if (asname or "Variable") == bound)
-        if self._names[bound] - in_imports - self._removed_names[bound] > 0:
-            return False
-        return not any(bound in s.value for s in self._strings if id(s) not in self._docstrings)
 
     # -- where a replacement needs parentheses --------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -213,6 +176,8 @@ class VariableWrapper(Codemod):
 
     def visit_Call(self, node: cst.Call) -> None:
         self._tight.add(id(node.func))
+        if not self._volatile_spelt and any(a.keyword is not None and a.keyword.value == "volatile" for a in node.args):
+            self._volatile_spelt = True  # a loop left after this may hold a `volatile=` site
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
         self._tight.add(id(node.expression))
@@ -243,66 +208,169 @@ class VariableWrapper(Codemod):
             return updated_node.with_changes(args=args)
         if not self._is_variable(original_node.func):
             return updated_node
-        problem = _unsupported(original_node)
+        problem = unsupported(original_node)
         if problem:
             self.report(original_node, f"`Variable(...)` {problem}: remove the wrapper by hand", fixable=False)
             return updated_node
-        data = updated_node.args[0].value
         requires = _cst.keyword_arg(updated_node, "requires_grad")
-        volatile = _cst.keyword_arg(original_node, "volatile")
         requires_value = None if requires is None or m.matches(requires.value, m.Name("False")) else requires.value
-        fresh = self._is_fresh(original_node.args[0].value) or self._float_list_tensor(original_node.args[0].value)
-
-        data_of = _data_receiver(data) if _data_receiver(original_node.args[0].value) is not None else None
-        if requires_value is None and data_of is not None:
-            new: cst.BaseExpression = cst.Call(func=cst.Attribute(value=_atom(data_of), attr=cst.Name("detach")))
-            shown = "`.detach()`"
-        elif requires_value is None:
-            new = data
-            shown = "the tensor itself"
-        elif self._float_list_tensor(original_node.args[0].value):
-            literal = cst.ensure_type(data, cst.Call)
-            new = _cst.add_keyword_arg(
-                literal.with_changes(func=cst.Attribute(value=cst.Name("torch"), attr=cst.Name("tensor"))),
-                "requires_grad", requires_value,
-            )
-            AddImportsVisitor.add_needed_import(self.context, "torch")
-            shown = "`torch.tensor(..., requires_grad=...)`"
-        elif fresh and self._factory_taking_requires_grad(original_node.args[0].value):
-            new = _cst.add_keyword_arg(cst.ensure_type(data, cst.Call), "requires_grad", requires_value)
-            shown = "`requires_grad=` on the factory call"
-        else:
-            args = [] if m.matches(requires_value, m.Name("True")) else [cst.Arg(requires_value)]
-            new = cst.Call(func=cst.Attribute(value=_atom(data), attr=cst.Name("requires_grad_")), args=args)
-            shown = "`.requires_grad_()`"
+        new, shown, why_unsafe = self._unwrapped(original_node, updated_node, requires_value)
         message = f"`Variable(...)` is a deprecated wrapper since PyTorch 0.4: use {shown}"
-        if volatile is not None and m.matches(volatile.value, m.Name("True")):
-            message += "; `volatile=True` has no effect: run inference under `with torch.no_grad():`"
-        if not fresh:
-            message += " (unsafe: `Variable` also detached the tensor from the autograd graph)"
-        if not self.report(original_node, message, safe=None if fresh else False):
+        message += self._volatile_note(original_node)
+        if why_unsafe is not None:
+            message += f" (unsafe: `Variable` also detached it from the autograd graph, and {why_unsafe})"
+        if not self.report(original_node, message, safe=False if why_unsafe else None):
             return updated_node
         self._rewrote = True
         if isinstance(original_node.func, cst.Name):
             self._removed_names[original_node.func.value] += 1
         if id(original_node) in self._tight:
-            new = _atom(new)
+            new = atom(new)
         if isinstance(new, (cst.NamedExpr, cst.Yield)) and not new.lpar:
-            new = _atom(new, force=True)
+            new = atom(new, force=True)
         if updated_node.lpar:
             new = new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
         return new
 
+    def _unwrapped(
+        self, original: cst.Call, updated: cst.Call, requires: cst.BaseExpression | None
+    ) -> tuple[cst.BaseExpression, str, str | None]:
+        """The replacement of ``Variable(x, ...)``, how the message shows it, and why it is
+        unsafe (None: it is safe)."""
+        given = original.args[0].value
+        data = updated.args[0].value
+        evidence = self._evidence()
+        if requires is None:
+            receiver = data_receiver(data) if data_receiver(given) is not None else None
+            if receiver is not None:
+                return method_call(receiver, ("detach", [])), "`.detach()`", None
+            why = evidence.missing(given)
+            if why is None and not evidence.fresh(given):
+                why = changed_in_place(evidence, original)
+            return data, "the tensor itself", None if why is None else f"nothing shows it cannot require grad: {why}"
+        literal = literal_data(given.args[0].value) if self._default_tensor_of_list(given) else None
+        if literal is not None:
+            AddImportsVisitor.add_needed_import(self.context, "torch")
+            call = cst.parse_expression("torch.tensor(x)").with_changes(args=[cst.Arg(literal)])
+            return _cst.add_keyword_arg(call, "requires_grad", requires), "`torch.tensor(..., requires_grad=...)`", None
+        fresh = evidence.fresh(given) and evidence.missing(given) is None
+        if fresh and self._factory_taking_requires_grad(given):
+            return _cst.add_keyword_arg(cst.ensure_type(data, cst.Call), "requires_grad", requires), "`requires_grad=` on the factory call", None
+        args = [] if is_true(requires) else [cst.Arg(requires)]
+        if fresh:
+            return method_call(data, ("requires_grad_", args)), "`.requires_grad_()`", None
+        # ``Variable(x, requires_grad=True)`` is a new leaf sharing ``x``'s storage: exactly this.
+        return method_call(data, ("detach", []), ("requires_grad_", args)), "`.detach().requires_grad_()`", None
+
+    def _volatile_note(self, call: cst.Call) -> str:
+        volatile = _cst.keyword_arg(call, "volatile")
+        if volatile is None:
+            return ""
+        if not is_true(volatile.value):
+            return "; `volatile=` has no effect since PyTorch 0.4 (where it is True, run under `with torch.no_grad():`)"
+        loop = volatile_loop(call, self._evidence().parent)
+        wrapped, reasons = self._loops()
+        if loop is not None and id(loop) in wrapped:
+            return "; `volatile=True` has no effect since PyTorch 0.4: the loop it feeds now runs under `with torch.no_grad():`"
+        if id(call) in reasons:
+            return f"; `volatile=True` has no effect since PyTorch 0.4: run inference under `with torch.no_grad():` (the loop it feeds is left as it is: {reasons[id(call)]})"
+        return "; `volatile=True` has no effect since PyTorch 0.4: run inference under `with torch.no_grad():`"
+
+    # -- `volatile=True` in a loop: the loop under `torch.no_grad()` -----------------------
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.BaseStatement:
+        return self._wrap_loop(original_node, updated_node)
+
+    def leave_While(self, original_node: cst.While, updated_node: cst.While) -> cst.BaseStatement:
+        return self._wrap_loop(original_node, updated_node)
+
+    def _wrap_loop(self, original: cst.For | cst.While, updated: cst.For | cst.While) -> cst.BaseStatement:
+        if not self._volatile_spelt or id(original) not in self._loops()[0]:
+            return updated
+        message = (
+            "`volatile=True` inputs: in PyTorch 0.3 this loop built no autograd graph; since 0.4 only "
+            "`with torch.no_grad():` does that: run the loop under it"
+        )
+        if not self.report(original, message):
+            return updated
+        AddImportsVisitor.add_needed_import(self.context, "torch")
+        return under_no_grad(updated)
+
+    def _loops(self) -> tuple[dict[int, cst.For | cst.While], dict[int, str]]:
+        if self._wrap is None:
+            evidence = self._evidence()
+            self._wrap = loops_to_wrap(self.visited_module, evidence.parent, self._names_anywhere, self._is_volatile_variable)
+        return self._wrap
+
+    def _is_volatile_variable(self, call: cst.Call) -> bool:
+        names = self._names_anywhere(call.func)
+        volatile = _cst.keyword_arg(call, "volatile")
+        return bool(names) and names <= VARIABLE and volatile is not None and is_true(volatile.value) and unsupported(call) is None
+
+    def _evidence(self) -> GradEvidence:
+        if self._grad_evidence is None:
+            evidence = GradEvidence(self.visited_module, self._names_anywhere, self._bindings_anywhere)
+            self._any_node_names = AnyNodeNames(self, self.visited_module, evidence.parent)
+            self._grad_evidence = evidence
+        return self._grad_evidence
+
+    def _names_anywhere(self, node: cst.CSTNode) -> set[str]:
+        """libcst's qualified names of any node of the module (the engine's own answers hold
+        for the statement being visited only)."""
+        self._evidence()
+        return self._any_node_names.qualified_names(node)
+
+    def _bindings_anywhere(self, name: str, node: cst.CSTNode) -> set[object]:
+        self._evidence()
+        return self._any_node_names.bindings(name, node)
+
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.BaseStatement | cst.RemovalSentinel:
-        """``x = Variable(x)`` became ``x = x``: the line goes, unless a comment is attached to it
-        or it is the only statement of its block."""
-        if not (_is_self_assignment(updated_node) and not _is_self_assignment(original_node)):
+        """``x = Variable(x)`` became ``x = x``: the line goes, unless a comment follows it on
+        its line or it is the only statement of its block; the comments above it go to the
+        statement after it (kept where there is none)."""
+        if not (is_self_assignment(updated_node) and not is_self_assignment(original_node)):
             return updated_node
-        if _has_comment(updated_node) or self._only_statement(original_node):
+        if updated_node.trailing_whitespace.comment is not None:
+            return updated_node
+        if self._only_statement(original_node):
+            if not has_comment(updated_node):
+                self._no_ops.add(id(updated_node))  # an `else:` holding only it goes (leave_If)
+            return updated_node
+        if has_comment(updated_node):
+            self._carried.add(id(updated_node))
             return updated_node
         return cst.RemoveFromParent()
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        """``else:`` left holding nothing but ``x = x`` (or emptied) by unwraps goes."""
+        orelse = updated_node.orelse
+        if not (isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock)):
+            return updated_node
+        if orelse.body.header.comment is not None or any(line.comment for line in orelse.leading_lines):
+            return updated_node
+        if all(id(statement) in self._no_ops for statement in orelse.body.body):
+            return updated_node.with_changes(orelse=None)  # also when every statement was removed
+        return updated_node
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        return updated_node.with_changes(body=self._carry_comments(updated_node.body)) if self._carried else updated_node
+
+    def _carry_comments(self, body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """``body`` without the self-assignments marked to go, their comments above the next
+        statement (one that is no import, which the import edits must find as it is)."""
+        kept: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []
+        for index, statement in enumerate(body):
+            following = body[index + 1] if index + 1 < len(body) else None
+            if id(statement) in self._carried and following is not None and not _cst.is_import_statement(following):
+                carried.extend(cst.ensure_type(statement, cst.SimpleStatementLine).leading_lines)
+                continue
+            if carried:
+                statement = statement.with_changes(leading_lines=[*carried, *statement.leading_lines])
+                carried = []
+            kept.append(statement)
+        return kept
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if len(node.body) == 1:
@@ -368,58 +436,23 @@ class VariableWrapper(Codemod):
         if negated:
             new = cst.UnaryOperation(operator=cst.Not(), expression=new)
             if id(original_node) in self._tight and id(original_node) not in self._bool_operands:
-                new = _atom(new, force=True)
+                new = atom(new, force=True)
         if updated_node.lpar:
             new = new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
         return new
 
-    def _float_list_tensor(self, expr: cst.BaseExpression) -> bool:
-        """``torch.Tensor([1.0, -2.5])``: a flat list of float literals, which ``torch.tensor``
-        gives the same default floating dtype."""
-        if not (isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None and not expr.args[0].star):
-            return False
-        if self.qualified_names(expr.func) != {"torch.Tensor"}:
-            return False
-        value = expr.args[0].value
-        elements = value.elements if isinstance(value, cst.List) else ()
-        return bool(elements) and all(isinstance(e, cst.Element) and _is_float(e.value) for e in elements)
+    def _default_tensor_of_list(self, expr: cst.BaseExpression) -> bool:
+        """``torch.Tensor([...])``: the default floating dtype, whatever the list holds."""
+        return (
+            isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None
+            and not expr.args[0].star and self.qualified_names(expr.func) == {"torch.Tensor"}
+        )
 
     def _is_variable(self, func: cst.BaseExpression) -> bool:
         """``func`` is ``torch.autograd.Variable`` whatever binding reaches it: a name that may
         also be a lambda, a class or a parameter of that spelling is not."""
         qualified = self.qualified_names(func, ending_in=VARIABLE_NAME)
         return bool(qualified) and qualified <= VARIABLE
-
-    # -- evidence ---------------------------------------------------------------------------
-    def _is_fresh(self, expr: cst.BaseExpression) -> bool:
-        """A new tensor that does not require grad and that nothing else refers to."""
-        if isinstance(expr, cst.Attribute):
-            return expr.attr.value == "data"
-        if isinstance(expr, cst.BinaryOperation):
-            return (self._is_fresh(expr.left) and _is_number(expr.right)) or (
-                _is_number(expr.left) and self._is_fresh(expr.right)
-            )
-        if not isinstance(expr, cst.Call) or any(a.star for a in expr.args):
-            return False
-        if _cst.keyword_arg(expr, "requires_grad") is not None:
-            return False
-        qualified = self.qualified_names(expr.func)
-        if any(q.startswith("torch.") and q.count(".") == 1 and q[6:] in FRESH_FUNCTIONS for q in qualified):
-            return True
-        legacy = _cst.legacy_tensor_type(qualified)
-        if legacy is not None:
-            args = list(expr.args)
-            return all(a.keyword is None for a in args) and (
-                (len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)))
-                or all(isinstance(a.value, cst.Integer) for a in args)
-            )
-        if isinstance(expr.func, cst.Attribute):
-            method = expr.func.attr.value
-            if method == "detach" and not expr.args:
-                return True
-            if method in NO_GRAD_KEEPING_METHODS:
-                return self._is_fresh(expr.func.value)
-        return False
 
     def _factory_taking_requires_grad(self, expr: cst.BaseExpression) -> bool:
         if not isinstance(expr, cst.Call):
@@ -429,72 +462,3 @@ class VariableWrapper(Codemod):
             for q in self.qualified_names(expr.func)
         )
 
-
-def _unsupported(call: cst.Call) -> str | None:
-    if any(a.star for a in call.args):
-        return "with `*args`/`**kwargs`"
-    positional = _cst.positional_args(call)
-    if len(positional) != 1 or call.args[0].keyword is not None:
-        return "without exactly one positional argument"
-    for arg in call.args[1:]:
-        keyword = arg.keyword.value if arg.keyword else ""
-        if keyword not in ("requires_grad", "volatile"):
-            return f"with `{keyword}=`"
-        if keyword == "volatile" and not m.matches(arg.value, m.Name("True") | m.Name("False")):
-            return "with a `volatile=` that is not `True`/`False`"
-    return None
-
-
-def _is_self_assignment(line: cst.SimpleStatementLine) -> bool:
-    """``x = x`` or ``a, b = a, b`` alone on its line."""
-    if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign):
-        return False
-    assign = line.body[0]
-    return len(assign.targets) == 1 and _names(assign.targets[0].target) is not None and (
-        _names(assign.targets[0].target) == _names(assign.value)
-    )
-
-
-def _names(expr: cst.BaseExpression) -> list[str] | None:
-    """``["x"]`` for ``x``, ``["a", "b"]`` for ``a, b`` (no parentheses, no starred element)."""
-    if expr.lpar:
-        return None
-    if isinstance(expr, cst.Name):
-        return [expr.value]
-    if isinstance(expr, cst.Tuple) and expr.elements and all(
-        isinstance(e, cst.Element) and isinstance(e.value, cst.Name) and not e.value.lpar for e in expr.elements
-    ):
-        return [cst.ensure_type(e.value, cst.Name).value for e in expr.elements]
-    return None
-
-
-def _has_comment(line: cst.SimpleStatementLine) -> bool:
-    return line.trailing_whitespace.comment is not None or any(
-        empty.comment is not None for empty in line.leading_lines
-    )
-
-
-def _data_receiver(expr: cst.BaseExpression) -> cst.BaseExpression | None:
-    """``h`` for ``h.data``."""
-    if isinstance(expr, cst.Attribute) and expr.attr.value == "data" and not expr.lpar:
-        return expr.value
-    return None
-
-
-def _is_float(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        return _is_float(expr.expression)
-    return isinstance(expr, cst.Float)
-
-
-def _is_number(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.UnaryOperation):
-        return _is_number(expr.expression)
-    return isinstance(expr, (cst.Integer, cst.Float))
-
-
-def _atom(expr: cst.BaseExpression, force: bool = False) -> cst.BaseExpression:
-    """``expr`` in parentheses unless it can stand as a receiver/operand as it is."""
-    if expr.lpar or (isinstance(expr, ATOMS) and not force):
-        return expr
-    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])

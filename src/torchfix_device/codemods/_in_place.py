@@ -1,0 +1,94 @@
+"""Changes in place that can make a tensor require grad, found where a name is used.
+
+``x.requires_grad = True``, ``x.requires_grad_()``, ``x.grad = ...``, ``x.data = ...``, and an
+in-place change by a value that may require grad (``x.add_(w)``, ``x[i] = w``, ``x += w``,
+``x[i] += w``) make the object ``x`` holds require grad (or change what autograd sees of it).
+:func:`changes_of` finds them in a scope (a function, or the whole module for a module-level
+name), through ``x`` and the names it is copied to (``y = x``). It is flow-insensitive: a change
+anywhere in the scope counts. Used for the evidence about a name
+(:class:`~torchfix_device.codemods._grad_evidence.GradEvidence`) and for what happens to an
+unwrapped ``Variable(x)`` (:mod:`._grad_changes`). ``evidence`` answers ``parent``,
+``module``, ``missing`` and ``args_missing``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from torchfix_device import _cst
+
+Evidence = Any
+
+
+def in_place(method: str) -> bool:
+    """``add_``, ``fill_``: an in-place tensor method (not ``__x__``)."""
+    return method.endswith("_") and not method.startswith("_")
+
+
+def aliases(evidence: "Evidence", name: str, scope: cst.CSTNode) -> list[str]:
+    """``name`` and the names assigned from it in ``scope`` (``y = x``), transitively."""
+    copies = index_of(evidence, scope).copies
+    found = [name]
+    for held in found:
+        found.extend(target for source, target in copies if source == held and target not in found)
+    return found
+
+
+class ScopeIndex:
+    """The ``Name`` nodes of a scope by name, and its copies (``y = x``): one walk per scope."""
+
+    def __init__(self, where: cst.CSTNode) -> None:
+        self.names: dict[str, list[cst.Name]] = {}
+        self.copies: list[tuple[str, str]] = []
+        for node in _cst.walk(where):
+            if isinstance(node, cst.Name):
+                self.names.setdefault(node.value, []).append(node)
+            elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Name):
+                self.copies.extend((node.value.value, t.target.value) for t in node.targets if isinstance(t.target, cst.Name))
+
+
+def index_of(evidence: "Evidence", scope: cst.CSTNode) -> ScopeIndex:
+    """``scope``'s index (the whole module's for a module-level name), made once."""
+    where = evidence.module if isinstance(scope, cst.Module) else scope
+    indexes: dict[int, ScopeIndex] = evidence.__dict__.setdefault("_scope_indexes", {})
+    if id(where) not in indexes:
+        indexes[id(where)] = ScopeIndex(where)
+    return indexes[id(where)]
+
+
+def changes_of(evidence: "Evidence", name: str, scope: cst.CSTNode) -> str | None:
+    """Why the object ``name`` holds in ``scope`` may be made to require grad in place (None:
+    as far as ``scope`` shows, it is not), through ``name`` or a name copied from it."""
+    for held in aliases(evidence, name, scope):
+        found = _changes_of_one(evidence, held, scope)
+        if found is not None:
+            return found
+    return None
+
+
+def _changes_of_one(evidence: "Evidence", name: str, scope: cst.CSTNode) -> str | None:
+    for node in index_of(evidence, scope).names.get(name, ()):
+        above = evidence.parent(node)
+        shown = f"`{name}` is changed in place"
+        if isinstance(above, cst.Attribute) and above.value is node:
+            attr = above.attr.value
+            grand = evidence.parent(above)
+            if attr in ("requires_grad", "grad", "data") and isinstance(grand, (cst.AssignTarget, cst.AugAssign)):
+                return f"{shown} (`{name}.{attr} = ...`)"
+            if attr == "requires_grad_":
+                return f"{shown} (`{name}.requires_grad_()`)"
+            if in_place(attr) and isinstance(grand, cst.Call) and evidence.args_missing(grand) is not None:
+                return f"{shown} (`{name}.{attr}(...)` with a value that may require grad)"
+        elif isinstance(above, cst.Subscript) and above.value is node:
+            grand = evidence.parent(above)
+            if isinstance(grand, cst.AssignTarget):
+                assign = evidence.parent(grand)
+                if isinstance(assign, cst.Assign) and evidence.missing(assign.value) is not None:
+                    return f"{shown} (`{name}[...] = ...` with a value that may require grad)"
+            if isinstance(grand, cst.AugAssign) and grand.target is above and evidence.missing(grand.value) is not None:
+                return f"{shown} (`{name}[...]` augmented with a value that may require grad)"
+        elif isinstance(above, cst.AugAssign) and above.target is node and evidence.missing(above.value) is not None:
+            return f"{shown} (`{name} {_cst.code_of(above.operator).strip()} ...` with a value that may require grad)"
+    return None

@@ -1,0 +1,218 @@
+"""What an attribute of ``self`` holds, where its class shows every value it is given.
+
+``self.memory`` read in a method of class ``C`` (``self`` being the method's first parameter) is
+grad-free for :class:`~torchfix_device.codemods._grad_evidence.GradEvidence` when every way this
+file gives ``memory`` a value is grad-free:
+
+- ``self.memory = v`` (``v`` judged where it stands), ``self.memory: T = v``,
+  ``self.memory += v``, ``self.memory[i] = v``, ``self.memory.fill_(v)`` in the methods of any
+  class of the file (a subclass or a base of ``C`` may write it too), ``memory = v`` in a class
+  body, ``self.register_buffer("memory", v)``;
+- at least one such value is seen; nothing else in the file writes an attribute of that name
+  (``other.memory = ...``), registers a parameter or module (``register_parameter``,
+  ``add_module``), and ``setattr``, ``__setattr__``, ``__dict__`` and ``vars`` appear nowhere in
+  it;
+- every base class of ``C`` is ``object``, ``torch.nn.Module`` or a class of this file with such
+  bases (a base from elsewhere may write the attribute).
+
+A subclass in another file, or code there writing the attribute, is not seen.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchfix_device import _cst
+
+
+REGISTERING = {"register_buffer", "register_parameter", "add_module", "register_module"}
+
+
+class SelfAttributeEvidence:
+    """``self_attribute_missing`` of :class:`GradEvidence` (which supplies ``parent``,
+    ``module``, ``missing`` and ``args_missing``)."""
+
+    module: cst.Module
+
+    def names(self, node: cst.CSTNode) -> set[str]:  # pragma: no cover - supplied
+        raise NotImplementedError
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:  # pragma: no cover - supplied
+        raise NotImplementedError
+
+    def missing(self, expr: cst.BaseExpression) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def args_missing(self, call: cst.Call) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def self_attribute_missing(self, expr: cst.Attribute) -> str | None:
+        """None when ``expr`` (``self.<name>``) is grad-free; else the evidence missing."""
+        shown = f"`{_cst.code_of(expr)}` is an attribute whose value this file does not show"
+        cls = self._class_of_self(expr.value)
+        if cls is None:
+            return shown
+        attr = expr.attr.value
+        assumed: set[tuple[int, str]] = self.__dict__.setdefault("_attributes_assumed", set())
+        key = (id(cls), attr)
+        if key in assumed:
+            return None  # being proven (see GradEvidence: a greatest fixpoint)
+        assumed.add(key)
+        try:
+            values = self._attribute_values(cls, attr)
+            if not values:
+                return shown  # written some other way, or nowhere this file shows
+            for value in values:
+                found = self.missing(value) if isinstance(value, cst.BaseExpression) else self.args_missing(value[1])
+                if found is not None:
+                    return f"`{_cst.code_of(expr)}` may be given a value that requires grad: {found}"
+            return None
+        finally:
+            assumed.discard(key)
+
+    def _class_of_self(self, receiver: cst.BaseExpression) -> cst.ClassDef | None:
+        """The class whose method has ``receiver`` as its first parameter (not rebound)."""
+        if not isinstance(receiver, cst.Name):
+            return None
+        above = self.parent(receiver)
+        while above is not None and not isinstance(above, cst.FunctionDef):
+            if isinstance(above, (cst.Lambda, cst.ClassDef)):
+                return None
+            above = self.parent(above)
+        if above is None or not above.params.params or above.params.params[0].name.value != receiver.value:
+            return None
+        block = self.parent(above)
+        cls = self.parent(block) if block is not None else None
+        if not isinstance(cls, cst.ClassDef):
+            return None
+        if any(_binds(node, receiver.value) for node in _cst.walk(above.body)):
+            return None
+        return cls
+
+    def _bases_shown(self, cls: cst.ClassDef, local: dict[str, cst.ClassDef], seen: set[int]) -> bool:
+        """Every base class of ``cls`` is ``object``, ``torch.nn.Module`` or a class of this
+        file whose own bases are (their methods are the file's, seen by the scan)."""
+        if id(cls) in seen:
+            return True
+        seen.add(id(cls))
+        for base in cls.bases:
+            if base.keyword is not None or base.star:
+                return False
+            names = self.names(base.value)
+            if names and names <= {"builtins.object", "torch.nn.Module", "torch.nn.modules.module.Module"}:
+                continue
+            inner = local.get(base.value.value) if isinstance(base.value, cst.Name) else None
+            if inner is None or not self._bases_shown(inner, local, seen):
+                return False
+        return True
+
+    def _attribute_values(self, cls: cst.ClassDef, attr: str) -> list[object] | None:
+        """Every value ``attr`` is given: expressions, and ``("call", call)`` for an in-place
+        method whose arguments are what it is changed by. None when something writes it
+        another way, or may."""
+        index: _AttributeIndex = self.__dict__.get("_attribute_index") or self.__dict__.setdefault("_attribute_index", _AttributeIndex(self.module))
+        classes = index.classes
+        if index.dynamic or not self._bases_shown(cls, {c.name.value: c for c in classes}, set()):
+            return None
+        values: list[object] = []
+        methods = [s for c in classes for s in _body(c) if isinstance(s, cst.FunctionDef)]
+        selves = {id(m): m.params.params[0].name.value for m in methods if m.params.params}
+        for statement in (s for c in classes for s in _body(c)):
+            for small in _small_statements(statement):
+                if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == attr for t in small.targets):
+                    values.append(small.value)
+        for node in index.attributes.get(attr, ()):
+            method = _method_of(node, methods, self.parent)
+            own = method is not None and isinstance(node.value, cst.Name) and node.value.value == selves.get(id(method))
+            above = self.parent(node)
+            if isinstance(above, cst.AssignTarget):
+                if not own:
+                    return None
+                assign = cst.ensure_type(self.parent(above), cst.Assign)
+                if above.target is not node:
+                    return None  # unpacked: not followed
+                values.append(assign.value)
+            elif isinstance(above, (cst.AugAssign, cst.AnnAssign)) and above.target is node:
+                if not own or above.value is None:
+                    return None
+                values.append(above.value)
+            elif own and isinstance(above, cst.Subscript) and above.value is node:
+                grand = self.parent(above)
+                if isinstance(grand, cst.AssignTarget):
+                    values.append(cst.ensure_type(self.parent(grand), cst.Assign).value)
+                elif isinstance(grand, cst.AugAssign) and grand.target is above:
+                    values.append(grand.value)
+            elif own and isinstance(above, cst.Attribute) and above.value is node and above.attr.value.endswith("_"):
+                call = self.parent(above)
+                if above.attr.value == "requires_grad_" or not isinstance(call, cst.Call):
+                    return None
+                values.append(("call", call))
+            elif own and isinstance(above, cst.Attribute) and above.value is node and above.attr.value in ("requires_grad", "grad"):
+                if isinstance(self.parent(above), (cst.AssignTarget, cst.AugAssign)):
+                    return None
+        for node in index.registering:
+            if not (len(node.args) >= 2 and isinstance(node.args[0].value, cst.SimpleString)):
+                return None  # registered under a name not shown
+            if node.args[0].value.evaluated_value != attr:
+                continue
+            if cst.ensure_type(node.func, cst.Attribute).attr.value != "register_buffer":
+                return None  # a parameter or a module of that name
+            values.append(node.args[1].value)
+        return values
+
+
+class _AttributeIndex:
+    """One walk of the module: its classes, every ``x.<attr>`` by attribute name, the
+    registering calls, and whether ``setattr``-like code may write any attribute."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.classes = [c for c in _cst.walk_statements(module) if isinstance(c, cst.ClassDef)]
+        self.attributes: dict[str, list[cst.Attribute]] = {}
+        self.registering: list[cst.Call] = []
+        self.dynamic = False
+        for node in _cst.walk(module):
+            if isinstance(node, cst.Attribute):
+                self.attributes.setdefault(node.attr.value, []).append(node)
+            elif isinstance(node, cst.Name) and node.value in ("setattr", "vars", "__dict__", "__setattr__"):
+                self.dynamic = True
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in REGISTERING:
+                self.registering.append(node)
+
+
+def _body(cls: cst.ClassDef) -> list[cst.BaseStatement]:
+    body = cls.body
+    return list(body.body) if isinstance(body, cst.IndentedBlock) else []
+
+
+def _small_statements(statement: cst.CSTNode) -> list[cst.BaseSmallStatement]:
+    return list(statement.body) if isinstance(statement, cst.SimpleStatementLine) else []
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    """``node`` rebinds ``name`` (an assignment, a loop or ``with`` target, a walrus)."""
+    if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+        return name in _bound_names(node.target)
+    if isinstance(node, cst.AsName):
+        return name in _bound_names(node.name)
+    return False
+
+
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    """The names a target binds: ``a, (b, *c)`` binds a, b, c; ``x.y``, ``x[i]`` bind none."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _bound_names(e.value)}
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()
+
+
+def _method_of(node: cst.CSTNode, methods: list[cst.FunctionDef], parent) -> cst.FunctionDef | None:  # noqa: ANN001
+    ids = {id(m) for m in methods}
+    above = parent(node)
+    while above is not None:
+        if id(above) in ids:
+            return above  # type: ignore[return-value]
+        above = parent(above)
+    return None

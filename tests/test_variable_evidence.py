@@ -1,0 +1,335 @@
+"""TFD009 on evidence (issue 20, idiom 5): ``Variable(x)`` → ``x`` is a safe fix only where ``x``
+provably cannot require grad, and ``volatile=True`` in an evaluation loop puts the loop under
+``torch.no_grad()``. Each fixture's ``.in.py`` and ``.out.py`` run on CPU and what a user
+observes is compared; the sites left unsafe are shown to be real traps (the unsafe rewrite
+changes what the program does there) and to name the evidence that is missing."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import types
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
+
+from conftest import run_cli
+from torchfix_device.codemods._name_flow import reaching_bindings
+from torchfix_device.codemods.variable_wrapper import VariableWrapper
+from torchfix_device.engine import transform_source
+
+torch = pytest.importorskip("torch")
+
+FIXTURES = Path(__file__).parent / "fixtures" / "variable_wrapper"
+
+
+# -- running a fixture -------------------------------------------------------------------------
+def _fake_torchvision() -> dict[str, types.ModuleType]:
+    """A torchvision stand-in (CI has none): an MNIST-like data set of seeded uint8 images and
+    the transforms the fixtures use, each as torchvision defines it."""
+    vision, datasets, transforms = (types.ModuleType(n) for n in ("torchvision", "torchvision.datasets", "torchvision.transforms"))
+
+    class MNIST(torch.utils.data.Dataset):
+        def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
+            generator = torch.Generator().manual_seed(0 if train else 1)
+            self.data = torch.randint(0, 256, (8, 28, 28), generator=generator, dtype=torch.uint8)
+            self.targets = torch.randint(0, 10, (8,), generator=generator)
+            self.train_data = self.test_data = self.data  # the names of torchvision 0.2
+            self.transform = transform
+
+        def __len__(self):
+            return len(self.data)
+
+        def __getitem__(self, index):
+            image = self.data[index]
+            return (self.transform(image) if self.transform else image), int(self.targets[index])
+
+    class Compose:
+        def __init__(self, steps):
+            self.steps = steps
+
+        def __call__(self, x):
+            for step in self.steps:
+                x = step(x)
+            return x
+
+    class Normalize:
+        def __init__(self, mean, std):
+            self.mean, self.std = mean, std
+
+        def __call__(self, x):
+            return (x - self.mean[0]) / self.std[0]
+
+    datasets.MNIST = MNIST
+    transforms.Compose, transforms.Normalize = Compose, Normalize
+    transforms.ToTensor = lambda: (lambda image: image.float().div(255).unsqueeze(0))
+    transforms.Lambda = lambda f: f
+    vision.datasets, vision.transforms = datasets, transforms
+    return {"torchvision": vision, "torchvision.datasets": datasets, "torchvision.transforms": transforms}
+
+
+def _run(source: str, name: str) -> tuple[dict, str]:
+    """Execute ``source`` (a fixture, before or after) as a fresh module; its namespace and
+    what it printed."""
+    namespace: dict = {"__name__": f"fixture_{name}"}
+    out = io.StringIO()
+    saved = {k: sys.modules.get(k) for k in _fake_torchvision()}
+    sys.modules.update(_fake_torchvision())
+    try:
+        torch.manual_seed(0)
+        with contextlib.redirect_stdout(out):
+            exec(compile(source, name, "exec"), namespace)
+    finally:
+        for key, module in saved.items():
+            if module is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = module
+    return namespace, out.getvalue()
+
+
+def _tensors(namespace: dict) -> dict[str, tuple]:
+    return {
+        name: (str(v.dtype), tuple(v.shape), v.requires_grad, v.detach().double().flatten().tolist())
+        for name, v in namespace.items() if isinstance(v, torch.Tensor)
+    }
+
+
+def _before_after(stem: str, unsafe: bool = False) -> tuple[tuple[dict, str], tuple[dict, str]]:
+    before = (FIXTURES / f"{stem}.in.py").read_text(encoding="utf-8")
+    after = transform_source(before, [VariableWrapper], unsafe_fixes=unsafe).text
+    if not unsafe:
+        assert after == (FIXTURES / f"{stem}.out.py").read_text(encoding="utf-8")
+    return _run(before, f"{stem}_before"), _run(after, f"{stem}_after")
+
+
+def _messages(stem: str) -> dict[int, str]:
+    """Line → the messages of the findings on it (joined)."""
+    source = (FIXTURES / f"{stem}.in.py").read_text(encoding="utf-8")
+    found: dict[int, str] = {}
+    for finding in transform_source(source, [VariableWrapper]).findings:
+        found[finding.line] = f"{found[finding.line]}\n{finding.message}" if finding.line in found else finding.message
+    return found
+
+
+# -- the safe rewrites keep what a user observes ------------------------------------------------
+@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad"])
+def test_safe_unwraps_keep_what_the_program_does(stem: str) -> None:
+    (before, printed_before), (after, printed_after) = _before_after(stem)
+    assert printed_before and printed_before == printed_after
+    tensors = _tensors(before)
+    assert tensors and tensors == _tensors(after)
+
+
+def test_data_loader_batches_stay_batches_without_grad() -> None:
+    (before, _), (after, _) = _before_after("data_loader")
+    assert not after["first"].requires_grad and torch.equal(before["first"], after["first"])
+    assert after["train_epoch"].__code__.co_names.count("Variable") == 0
+
+
+def test_requires_grad_rewrites_make_the_same_leaves() -> None:
+    (before, _), (after, _) = _before_after("requires_grad")
+    for name in ("w", "x", "m", "big", "v", "u"):
+        old, new = before[name], after[name]
+        assert (old.dtype, old.requires_grad, old.is_leaf) == (new.dtype, new.requires_grad, new.is_leaf)
+        assert torch.equal(old.detach(), new.detach())
+    assert after["m"].dtype == torch.float32  # integers written as floats: torch.Tensor's dtype
+    assert not after["w0"].requires_grad and after["w0"].grad is None  # `w0` itself untouched
+    assert torch.equal(after["w"].grad, before["w"].grad)
+
+
+def test_integer_lists_follow_the_default_dtype() -> None:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        (before, _), (after, _) = _before_after("requires_grad")
+        assert before["m"].dtype == after["m"].dtype == before["x"].dtype == after["x"].dtype == torch.float64
+    finally:
+        torch.set_default_dtype(previous)
+
+
+# -- volatile=True: the loop under torch.no_grad() ------------------------------------------------
+def test_volatile_loop_builds_no_graph_as_in_pytorch_0_3() -> None:
+    (before, printed_before), (after, printed_after) = _before_after("volatile_loop")
+    assert printed_before == printed_after
+    correct_before, outputs_before = before["evaluate"]()
+    correct_after, outputs_after = after["evaluate"]()
+    assert correct_before == correct_after and len(outputs_after) == 3
+    for old, new in zip(outputs_before, outputs_after):
+        assert torch.equal(old.detach(), new)
+        # On torch 2.x `volatile` is ignored, so the original builds a graph; 0.3 built none,
+        # which is what the loop under torch.no_grad() gives.
+        assert old.requires_grad and old.grad_fn is not None
+        assert not new.requires_grad and new.grad_fn is None
+    assert before["nested"]() == after["nested"]()
+    # A loop fed by a volatile input made before it (a generation loop feeding back its state).
+    old, new = before["generate"](4), after["generate"](4)
+    assert torch.equal(old.detach(), new) and old.requires_grad and not new.requires_grad
+    assert torch.is_grad_enabled()
+
+
+def test_volatile_loops_left_alone_say_why() -> None:
+    messages = _messages("volatile_loop")
+    assert "the loop it feeds is left as it is: it also trains (`.zero_grad()`)" in messages[23]
+    assert "the loop it feeds is left as it is: it holds a `yield`" in messages[33]
+    assert "the loop it feeds now runs under `with torch.no_grad():`" in messages[14]
+    assert messages[13].startswith("`volatile=True` inputs")  # the wrapped `for`
+    assert "the loop it feeds now runs under" in messages[46] and messages[47].startswith("`volatile=True` inputs")
+    assert "the loop it feeds is left as it is: it also trains (`.zero_grad()`)" in messages[54]
+    assert "the loop it feeds is left as it is: the code after it trains (`.backward()`)" in messages[64]
+
+
+# -- what stays unsafe, and why ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "stem, line, missing",
+    [
+        ("data_loader", 36, "`batch` is an item of `custom`: a `DataLoader` with a `collate_fn=` of its own"),
+        ("data_loader", 41, "`x` is an item of `data`: `data` is a parameter of `evaluate`"),
+        ("torchvision_loader", 26, "`transforms.Lambda` runs any code"),
+        ("local_evidence", 62, "`x` is a parameter of `unknown`"),
+        ("local_evidence", 69, "`x` is a parameter of `one_path`"),
+        ("local_evidence", 73, "`marked` is changed in place (`marked.requires_grad = ...`)"),
+        ("local_evidence", 77, "`copy` is changed in place (`copy.requires_grad_()`)"),
+        ("local_evidence", 83, "`grown` is changed in place (`grown.add_(...)` with a value that may require grad)"),
+        ("local_evidence", 86, "`same` is changed in place (`same.requires_grad_()`)"),
+        ("local_evidence", 100, "`self.table` may be given a value that requires grad: `w` is a parameter of `shift`"),
+        ("local_evidence", 127, "`self.w` is an attribute whose value this file does not show"),
+        ("local_evidence", 127, "`self.never_set` is an attribute whose value this file does not show"),
+        ("local_evidence", 133, "`w` is an item of `layer.parameters()`"),
+    ],
+)
+def test_sites_without_evidence_stay_and_say_what_is_missing(stem: str, line: int, missing: str) -> None:
+    message = _messages(stem)[line]
+    assert "(unsafe: `Variable` also detached it from the autograd graph" in message
+    assert missing in message
+
+
+def test_the_traps_are_real() -> None:
+    """Where evidence is missing the unsafe rewrite does change the program: shown for a
+    value changed in place (directly, through an alias, before the wrap), a parameter, a
+    collate_fn."""
+    (before, printed_before), (after, printed_after) = _before_after("local_evidence", unsafe=True)
+    # `later` (changed through `marked`), `kept` (through an alias), `grown` (by a parameter in
+    # place before the wrap): without grad before, requiring grad after the unsafe rewrite
+    for name in ("later", "kept", "seen", "base"):
+        assert not before[name].requires_grad and after[name].requires_grad, name
+    assert printed_before != printed_after
+    leaf = torch.ones(2, requires_grad=True)
+    assert not before["unknown"](leaf).requires_grad and after["unknown"](leaf).requires_grad
+    assert not any(w.requires_grad for w in before["weights"]) and all(w.requires_grad for w in after["weights"])
+    holder = before["Holder"](), after["Holder"]()
+    holder[0].never_set = holder[1].never_set = torch.zeros(1)
+    assert not holder[0]()[0].requires_grad and holder[1]()[0].requires_grad  # a registered parameter
+    source = (FIXTURES / "data_loader.in.py").read_text(encoding="utf-8").replace(
+        "collate_fn=lambda batch: batch", "collate_fn=lambda batch: [[leaf * 2]]"
+    ).replace("custom = DataLoader", "leaf = torch.ones(2, requires_grad=True)\ncustom = DataLoader")
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    assert "item = batch[0][0]" in unsafe
+    old, new = _run(source, "collate_before")[0], _run(unsafe, "collate_after")[0]
+    assert not old["item"].requires_grad and new["item"].requires_grad
+
+
+def test_a_notebook_is_one_program(tmp_path: Path) -> None:
+    """The DataLoader of one cell is evidence for the loops of the others."""
+    cells = [
+        "import torch\nfrom torch.autograd import Variable\nfrom torch.utils.data import DataLoader, TensorDataset",
+        "loader = DataLoader(TensorDataset(torch.randn(4, 2), torch.zeros(4)), batch_size=2)",
+        "for x, y in loader:\n    x = Variable(x, volatile=True)\n    print(x.sum())",
+    ]
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": c} for c in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    path = tmp_path / "eval.ipynb"
+    path.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
+    out = run_cli("apply", "eval.ipynb", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    assert sources[0] == "import torch\nfrom torch.utils.data import DataLoader, TensorDataset"
+    assert sources[2] == "with torch.no_grad():\n    for x, y in loader:\n        print(x.sum())"
+
+
+# -- the order of bindings (codemods/_name_flow.py) ------------------------------------------------
+def _reaching(source: str, name: str = "x") -> list[int]:
+    """Lines of the bindings of ``name`` reaching its read in ``use(x)``."""
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    scopes, parents, positions = (wrapper.resolve(p) for p in (ScopeProvider, ParentNodeProvider, PositionProvider))
+    read = next(
+        n for n in scopes if isinstance(n, cst.Name) and n.value == name
+        and isinstance(parents.get(n), cst.Arg) and isinstance(parents[parents[n]], cst.Call)
+        and getattr(parents[parents[n]].func, "value", None) == "use"
+    )
+    bindings = [a.node for a in scopes[read][name]]
+    scope = scopes[read].node if hasattr(scopes[read], "node") else wrapper.module
+    found = reaching_bindings(scope, name, bindings, read, parents.get)
+    if found is None:
+        return [-1]
+    return sorted(positions[b].start.line for b in found)
+
+
+@pytest.mark.parametrize(
+    "source, lines",
+    [
+        ("x = 1\nx = 2\nuse(x)\n", [2]),
+        ("x = 1\nif c:\n    x = 2\nuse(x)\n", [1, 3]),
+        ("x = 1\nif c:\n    x = 2\nelse:\n    x = 3\nuse(x)\n", [3, 5]),
+        ("for x in y:\n    use(x)\n    x = 2\n", [1]),
+        ("x = 0\nwhile c:\n    use(x)\n    x = 2\n", [1, 4]),
+        ("x = 0\nfor i in y:\n    if c:\n        x = 1\n        continue\n    x = 2\nuse(x)\n", [1, 4, 6]),
+        ("x = 0\nfor i in y:\n    x = 1\n    break\n    x = 2\nuse(x)\n", [1, 3]),
+        ("x = 0\ntry:\n    x = 1\n    f()\n    x = 2\nexcept E:\n    use(x)\n", [1, 3, 5]),
+        ("def f(x):\n    x = g(x)\n    return use(x)\n", [2]),
+        ("def f(x):\n    if c:\n        x = 1\n    return use(x)\n", [1, 3]),
+        ("def f(x):\n    if c:\n        return 0\n    use(x)\n", [1]),
+        ("x = 0\nif (x := 1):\n    pass\nuse(x)\n", [1, 2]),
+        ("x = 0\nwith open(p) as f:\n    x = 1\nuse(x)\n", [1, 3]),
+        ("x = 0\nmatch v:\n    case 1:\n        x = 1\nuse(x)\n", [-1]),
+        ("x = 0\ndef g():\n    global x\n    x = 1\nuse(x)\n", [-1]),
+    ],
+)
+def test_reaching_bindings(source: str, lines: list[int]) -> None:
+    assert _reaching(source) == lines
+
+
+# -- module-level bindings without the skeleton's analysis (codemods/_module_bindings.py) ----------
+MODULE_SOURCES = [
+    "import os\nimport a.b.c\nimport a.b as ab\nfrom m import n as k, o\nfrom . import rel\nfrom .pkg import t as u\n",
+    "x = 1\nx: int\ny: float = 2\nz += 1\na, (b, *c) = f()\nd[0] = e.f = 3\nfor i, (j, k) in pairs:\n    q = i\n",
+    "with open(p) as fh, lock:\n    w = fh.read()\ntry:\n    pass\nexcept E as err:\n    r = err\nif (n := 3):\n    pass\n",
+    "def f(x):\n    g = 1\n    return g\nclass C:\n    h = 2\n@deco\ndef d(): pass\nlam = lambda v: v\nsq = [s * s for s in range(3)]\n",
+    "while (m := next(it)) is not None:\n    total = m\nelse:\n    total = 0\nprint((p := 5))\n",
+]
+
+
+@pytest.mark.parametrize("source", MODULE_SOURCES)
+def test_module_bindings_are_libcsts(source: str) -> None:
+    from torchfix_device.codemods._module_bindings import module_bindings
+    from torchfix_device.scopes import ModuleSkeleton
+
+    module = cst.parse_module(source)
+    ours = module_bindings(module)
+    assert not ours.everything_unknown and ours.by_name
+    skeleton = ModuleSkeleton(module)
+    names = {n.value for n in _walk_names(module)} | set(ours.by_name)
+    compared = 0
+    for name in sorted(names - ours.unknown):
+        exact = {id(a.node) for a in skeleton.bindings(name) if hasattr(a, "node")}
+        assert {id(b.node) for b in ours.by_name.get(name, ())} == exact, name
+        compared += bool(exact)
+    assert compared >= 3
+    scope = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)[module]
+    for name, bindings in ours.by_name.items():  # what an import gives `name.attr`
+        theirs = list(scope.assignments[name])
+        if len(bindings) == len(theirs) == 1 and bindings[0].imported:
+            spelt = f"{name}.attr"
+            assert bindings[0].qualified_names_for(spelt) == {q.name for q in theirs[0].get_qualified_names_for(spelt)}, name
+
+
+def _walk_names(module: cst.Module):
+    from torchfix_device import _cst
+
+    return [n for n in _cst.walk(module) if isinstance(n, cst.Name)]
