@@ -25,6 +25,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import Assignment, PositionProvider, ScopeProvider
 
 from torchfix_device import _cst, torchscript
+from torchfix_device.binding_place import binding_place
 from torchfix_device.device_expression import device_expression_node, uses_torch
 
 if TYPE_CHECKING:
@@ -132,14 +133,18 @@ class DeviceSource:
         else:
             value = _cst.code_of(device_expression_node(configured, torch_name or "torch"))
             stmt = cst.parse_statement(f"{self.inserted_name} = {value}\n", config=module.config_for_parsing)
-        index = _cst.end_of_import_block(module)
-        body = list(module.body)
+        place = binding_place(module, torch_name, self.inserted_name)
+        index, body = place.index, list(module.body)
+        new = [stmt]
+        if place.needs_import:  # the device is read at module level before ``import torch``
+            alias = "" if torch_name == "torch" else f" as {torch_name}"
+            new.insert(0, cst.parse_statement(f"import torch{alias}\n", config=module.config_for_parsing))
         if index > 0:  # one blank line between the imports and the new line
-            stmt = stmt.with_changes(leading_lines=[cst.EmptyLine()])
+            new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine()])
         elif body:  # at the very top: keep the file's leading comments (shebang, license) above it
-            stmt = stmt.with_changes(leading_lines=body[0].leading_lines)
+            new[0] = new[0].with_changes(leading_lines=body[0].leading_lines)
             body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine()])
-        body.insert(index, stmt)
+        body[index:index] = new
         return module.with_changes(body=body)
 
     def _inserted_name_used(self, module: cst.Module) -> bool:
