@@ -428,8 +428,9 @@ class VariableWrapper(VariableImportTracking, Codemod):
             return updated_node
         self._count_removed(target.comparator)
         self._rewrote = True
-        subject = self._type_of(cst.ensure_type(updated_node.left, cst.BaseExpression))
-        assert subject is not None
+        # ``type(h)`` was checked on the original node (names resolve there); the updated one
+        # has the same shape, with ``h`` possibly rewritten inside
+        subject = cst.ensure_type(updated_node.left, cst.Call).args[0].value
         new: cst.BaseExpression = cst.Call(
             func=cst.Name("isinstance"), args=[cst.Arg(subject, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(self._torch_tensor())]
         )
