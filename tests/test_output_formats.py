@@ -175,3 +175,13 @@ def test_notebook_findings_keep_their_cell_in_every_format(tmp_path: Path) -> No
     assert out.returncode == 1
     changes = json.loads((tmp_path / "report.json").read_text())["changes"]
     assert [(c["cell"], c["line"], c["column"]) for c in changes] == [(3, 2, 5)]
+
+
+def test_a_message_quoting_a_call_over_several_lines_is_one_line(tmp_path: Path) -> None:
+    """A finding is one line of output in every format: code quoted from a call that spans
+    lines is joined (it used to break the text line in two, and a github annotation with it)."""
+    (tmp_path / "m.py").write_text("import torch\nx = torch.zeros(2).cuda(\n    0,\n)\n")
+    text = run_cli("check", "m.py", cwd=tmp_path).stdout.decode()
+    assert text.splitlines()[0].startswith("m.py:2:5 TFD001 `torch.zeros(2).cuda(0,)` names a device"), text
+    github = run_cli("check", "--output-format", "github", "m.py", cwd=tmp_path).stdout.decode()
+    assert len(github.splitlines()) == 1 and "cuda(0,)" in github, github

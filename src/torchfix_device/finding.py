@@ -23,6 +23,19 @@ class Finding:
     declined: bool = False
     """A fix the user declined in ``apply --interactive``: not applied, and not left for review."""
 
+    def __post_init__(self) -> None:
+        # One finding, one line of output: code quoted from a call that spans lines (a message
+        # quoting ``.cuda(\n    0)``) is shown on one line, each line break with its
+        # indentation read as one space.
+        if "\n" in self.message or "\r" in self.message:
+            lines = self.message.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            one = lines[0].rstrip()
+            for part in (p.strip() for p in lines[1:]):
+                if part:
+                    tight = one.endswith(("(", "[", "{")) or part.startswith((")", "]", "}"))
+                    one += part if tight else " " + part
+            object.__setattr__(self, "message", one)
+
     @property
     def where(self) -> str:
         """``line:col``, or ``cell N:line:col`` in a notebook."""
