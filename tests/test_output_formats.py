@@ -185,3 +185,24 @@ def test_a_message_quoting_a_call_over_several_lines_is_one_line(tmp_path: Path)
     assert text.splitlines()[0].startswith("m.py:2:5 TFD001 `torch.zeros(2).cuda(0,)` names a device"), text
     github = run_cli("check", "--output-format", "github", "m.py", cwd=tmp_path).stdout.decode()
     assert len(github.splitlines()) == 1 and "cuda(0,)" in github, github
+
+
+def test_a_notebook_cell_not_read_is_in_every_format(tmp_path: Path) -> None:
+    """A cell that does not parse is left as it is; json lists it under problems, github as an
+    error annotation, sarif as an error notification (they used to say nothing of it)."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook()
+    nb.cells = [new_code_cell("import torch\nm = torch.load('m.pt')"), new_code_cell("print 'py2'")]
+    nbformat.write(nb, str(tmp_path / "nb.ipynb"))
+    document = json.loads(run_cli("check", "--output-format", "json", ".", cwd=tmp_path).stdout)
+    assert [(p["file"], p["status"]) for p in document["problems"]] == [("nb.ipynb", "not read")]
+    assert "cell 2" in document["problems"][0]["message"]
+    github = run_cli("check", "--output-format", "github", ".", cwd=tmp_path).stdout.decode().splitlines()
+    errors = [line for line in github if line.startswith("::error ")]
+    assert len(errors) == 1 and "file=nb.ipynb" in errors[0] and "cell 2" in errors[0], github
+    sarif = json.loads(run_cli("check", "--output-format", "sarif", ".", cwd=tmp_path).stdout)
+    _validate_sarif(sarif)
+    notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert len(notes) == 1 and notes[0]["level"] == "error" and "cell 2" in notes[0]["message"]["text"]

@@ -131,6 +131,8 @@ def github_lines(results: Sequence[FileResult], *, unused: bool) -> list[str]:
         if result.status == "failed" and result.error:
             line, message = _split_line(result.error)
             lines.append(_annotation("error", result.display, message, line=line, title="not processed by torchfix-device"))
+        for problem in result.problems:  # a notebook cell left as it is (it does not parse)
+            lines.append(_annotation("error", result.display, problem, title="not read by torchfix-device"))
         if unused:
             for u in result.unused_suppressions:
                 lines.append(_annotation(
@@ -210,6 +212,11 @@ def sarif_document(results: Sequence[FileResult], codemods: Sequence["CodemodRef
             if line is not None:
                 location["physicalLocation"]["region"] = {"startLine": line}
             notifications.append({"level": "error", "message": {"text": message}, "locations": [location]})
+        for problem in result.problems:  # a notebook cell left as it is (it does not parse)
+            notifications.append({
+                "level": "error", "message": {"text": f"not read: {problem}"},
+                "locations": [{"physicalLocation": {"artifactLocation": _artifact_uri(result)}}],
+            })
         if unused:
             for u in result.unused_suppressions:
                 notifications.append({
