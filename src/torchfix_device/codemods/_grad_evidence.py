@@ -37,6 +37,7 @@ import libcst as cst
 from torchfix_device import _cst
 from torchfix_device.codemods._data_pipeline import DataPipelineEvidence
 from torchfix_device.codemods._in_place import changes_of, in_place
+from torchfix_device.codemods._proof_memo import ProofMemo
 from torchfix_device.codemods._self_attributes import SelfAttributeEvidence
 from torchfix_device.codemods._name_flow import binding_owner, reaching_bindings
 
@@ -89,7 +90,7 @@ TORCH_TYPES = {
 MAX_DEPTH = 60
 
 
-class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
+class GradEvidence(ProofMemo, DataPipelineEvidence, SelfAttributeEvidence):
     """Answers about the values of one module version (see the module docstring)."""
 
     def __init__(self, module: cst.Module, qualified_names: QualifiedNames, bindings: Bindings) -> None:
@@ -99,19 +100,16 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
         self.names = qualified_names
         self.bindings = bindings
         self._parents: dict[int, cst.CSTNode] | None = None
-        self._assumed: set[int] = set()
         self._checking: set[tuple[int, str]] = set()
         self._depth = 0
-        self._known_free: set[int] = set()
 
     # -- the questions ----------------------------------------------------------------------------
     def missing(self, expr: cst.BaseExpression) -> str | None:
         """None when ``expr`` cannot be a tensor that requires grad; else the evidence missing."""
-        if self._depth == 0:
-            self._assumed = set()
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
+                self.proof_cut_short()
                 return "its value is too far from where it is made"
             return self._expr(expr)
         finally:
@@ -329,8 +327,6 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
 
     def _binding(self, name: str, node: cst.CSTNode) -> str | None:
         """Why the value bound at ``node`` may require grad (None: it cannot)."""
-        if id(node) in self._assumed or id(node) in self._known_free:
-            return None
         if isinstance(node, cst.Param):
             function = self._function_of(node)
             return f"`{name}` is a parameter of `{function}`"
@@ -338,14 +334,7 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
         if owner is None:
             return f"`{name}` is bound where its value is not shown"
         statement = owner[0]
-        self._assumed.add(id(node))
-        try:
-            found = self._binding_value(name, node, statement)
-        finally:
-            self._assumed.discard(id(node))
-        if found is None and self._depth <= 1:
-            self._known_free.add(id(node))
-        return found
+        return self.prove(("binding", id(node)), lambda: self._binding_value(name, node, statement))
 
     def _binding_value(self, name: str, node: cst.CSTNode, statement: cst.CSTNode) -> str | None:
         above = self.parent(node)

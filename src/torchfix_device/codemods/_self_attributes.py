@@ -46,29 +46,28 @@ class SelfAttributeEvidence:
     def args_missing(self, call: cst.Call) -> str | None:  # pragma: no cover
         raise NotImplementedError
 
+    def prove(self, key: object, compute) -> str | None:  # pragma: no cover - ProofMemo
+        raise NotImplementedError
+
     def self_attribute_missing(self, expr: cst.Attribute) -> str | None:
         """None when ``expr`` (``self.<name>``) is grad-free; else the evidence missing."""
-        shown = f"`{_cst.code_of(expr)}` is an attribute whose value this file does not show"
         cls = self._class_of_self(expr.value)
         if cls is None:
-            return shown
+            return f"`{_cst.code_of(expr)}` is an attribute whose value this file does not show"
         attr = expr.attr.value
-        assumed: set[tuple[int, str]] = self.__dict__.setdefault("_attributes_assumed", set())
-        key = (id(cls), attr)
-        if key in assumed:
-            return None  # being proven (see GradEvidence: a greatest fixpoint)
-        assumed.add(key)
-        try:
+
+        def values_missing() -> str | None:
             values = self._attribute_values(cls, attr)
-            if not values:
-                return shown  # written some other way, or nowhere this file shows
+            if not values:  # written some other way, or nowhere this file shows
+                return f"`{_cst.code_of(expr)}` is an attribute whose value this file does not show"
             for value in values:
                 found = self.missing(value) if isinstance(value, cst.BaseExpression) else self.args_missing(value[1])
                 if found is not None:
                     return f"`{_cst.code_of(expr)}` may be given a value that requires grad: {found}"
             return None
-        finally:
-            assumed.discard(key)
+
+        # assumed grad-free while its values are checked (a greatest fixpoint), remembered
+        return self.prove(("attribute", id(cls), attr), values_missing)
 
     def _class_of_self(self, receiver: cst.BaseExpression) -> cst.ClassDef | None:
         """The class whose method has ``receiver`` as its first parameter (not rebound)."""
@@ -85,9 +84,11 @@ class SelfAttributeEvidence:
         cls = self.parent(block) if block is not None else None
         if not isinstance(cls, cst.ClassDef):
             return None
-        if any(_binds(node, receiver.value) for node in _cst.walk(above.body)):
-            return None
-        return cls
+        rebinds: dict = self.__dict__.setdefault("_rebinds_self", {})
+        key = (id(above), receiver.value)
+        if key not in rebinds:  # one walk per method, not one per attribute read
+            rebinds[key] = any(_binds(node, receiver.value) for node in _cst.walk(above.body))
+        return None if rebinds[key] else cls
 
     def _bases_shown(self, cls: cst.ClassDef, local: dict[str, cst.ClassDef], seen: set[int]) -> bool:
         """Every base class of ``cls`` is ``object``, ``torch.nn.Module`` or a class of this
@@ -109,7 +110,14 @@ class SelfAttributeEvidence:
     def _attribute_values(self, cls: cst.ClassDef, attr: str) -> list[object] | None:
         """Every value ``attr`` is given: expressions, and ``("call", call)`` for an in-place
         method whose arguments are what it is changed by. None when something writes it
-        another way, or may."""
+        another way, or may. (Remembered: it depends on the module alone.)"""
+        found: dict = self.__dict__.setdefault("_attribute_values_of", {})
+        key = (id(cls), attr)
+        if key not in found:
+            found[key] = self._scan_attribute_values(cls, attr)
+        return found[key]
+
+    def _scan_attribute_values(self, cls: cst.ClassDef, attr: str) -> list[object] | None:
         index: _AttributeIndex = self.__dict__.get("_attribute_index") or self.__dict__.setdefault("_attribute_index", _AttributeIndex(self.module))
         classes = index.classes
         if index.dynamic or not self._bases_shown(cls, {c.name.value: c for c in classes}, set()):
