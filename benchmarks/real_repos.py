@@ -487,21 +487,26 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs) -
     add("## Tool runs")
     add("")
     crashes = 0
+    over_budget = 0
     for run in runs:
         summary = [l for l in run.stderr.splitlines() if "scanned" in l][-1:] or [f"exit {run.returncode}"]
         add(f"- {run.name}: exit {run.returncode}; {summary[0].strip()}")
         for failed in (l for l in run.stderr.splitlines() if l.startswith("failed:")):
             add(f"  - {failed.strip()[:200]}")
+        for skipped in (l for l in run.stderr.splitlines() if l.startswith("skipped:") and "limit" in l):
+            over_budget += 1  # a file over the per-file time or memory budget: left unmigrated
+            add(f"  - OVER BUDGET: {skipped.strip()[:200]}")
         for c in run.crash_lines:
             crashes += 1
             add(f"  - CRASH: {c}")
     add("")
     add(f"Crash lines (exit status other than 0/1, tracebacks, internal errors): {crashes}")
+    add(f"Files left unmigrated for going over the per-file time or memory budget (all runs): {over_budget}")
     if missing_rows:
         add("")
         add("Manifest rows whose file is missing from the corpus: " + ", ".join(missing_rows))
     add("")
-    add("Headline: " + "; ".join(headline.values()) + f"; {crashes} crash lines.")
+    add("Headline: " + "; ".join(headline.values()) + f"; {crashes} crash lines; {over_budget} files over budget.")
     return "\n".join(lines) + "\n"
 
 
