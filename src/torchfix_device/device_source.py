@@ -22,6 +22,7 @@ from libcst.metadata import Assignment, PositionProvider, ScopeProvider
 from torchfix_device import _cst, torchscript
 from torchfix_device.device_choice import DeviceExpr, NoDevice
 from torchfix_device.device_expression import device_expression_node, uses_torch
+from torchfix_device.flag_binding import FlagAt, FlagBindings
 from torchfix_device.module_device import ModuleMethodDevice
 
 if TYPE_CHECKING:
@@ -42,6 +43,9 @@ class DeviceSource:
         self.module = module
         self._module_classes: dict[int, cst.ClassDef] | None = None
         self._module_method = ModuleMethodDevice(codemod, self)
+        self.flags = FlagBindings(codemod, module)
+        self.reserved_names: set[str] = set()
+        """Names a codemod binds itself (a tensor-type alias's device): the inserted binding avoids them."""
         self._assigned_values: dict[int, cst.BaseExpression] | None = None
         self._names: set[str] | None = None
         self.inserted_name: str | None = None
@@ -63,8 +67,15 @@ class DeviceSource:
     def module_class_names(self) -> set[str]:
         return {c.name.value for c in self.module_classes().values()}
 
-    def for_site(self, node: cst.CSTNode, *, allow_global: bool = True) -> DeviceExpr | NoDevice:
-        """The device to use at ``node`` (an original node of the tree being visited)."""
+    def for_site(
+        self, node: cst.CSTNode, *, allow_global: bool = True, chooses_location: bool = False, ignore_flag: bool = False,
+    ) -> DeviceExpr | NoDevice:
+        """The device to use at ``node`` (an original node of the tree being visited).
+
+        ``chooses_location``: the code did not put the value on CUDA before (``torch.load``
+        kept the saved location), so where a user's flag decides the device but cannot give it
+        here, there is no device. ``ignore_flag``: the site is under a guard that asks
+        ``torch.cuda.is_available()`` itself, so it takes the default device, not the flag's."""
         scripted = torchscript.scripted_function(self.codemod)
         if scripted is not None:  # TorchScript cannot read a module-level binding
             tensor = torchscript.tensor_argument(scripted)
@@ -76,7 +87,11 @@ class DeviceSource:
             return self._module_method.device(cls)
         if not allow_global:
             return NoDevice("not inside an nn.Module method: no module to take the device from")
-        return self._scoped_device(node)
+        return self._scoped_device(node, chooses_location, ignore_flag)
+
+    def flag_at(self, node: cst.CSTNode) -> FlagAt | None:
+        """What the user's flag says at ``node`` (None: no flag decides the device there)."""
+        return self.flags.at(node)
 
     def finish(self, module: cst.Module) -> cst.Module:
         """Insert the module-level device binding if a rewrite uses it.
@@ -85,7 +100,8 @@ class DeviceSource:
         where a rewrite put it; a site that asked for a device but was then not rewritten
         (reported, or an unsafe fix held back) inserts nothing.
         """
-        if self.inserted_name is None or not self._inserted_name_used(module):
+        module = self.flags.finish_module(module, lambda name: self._name_used(name, module))
+        if self.inserted_name is None or not self._name_used(self.inserted_name, module):
             return module
         configured = self.codemod.device_expression
         torch_name = _cst.torch_module_alias(module)
@@ -110,14 +126,13 @@ class DeviceSource:
         body.insert(index, stmt)
         return module.with_changes(body=body)
 
-    def _inserted_name_used(self, module: cst.Module) -> bool:
-        """A rewrite put the inserted name into ``module``. The name may already occur in the
+    def _name_used(self, name: str, module: cst.Module) -> bool:
+        """A rewrite put the inserted ``name`` into ``module``. The name may already occur in the
         file where it binds nothing at module level (a function's ``device`` parameter), so the
         occurrences are counted: a site that asked for a device and then declined (suppressed,
         reported, held back) adds none, nor does a rewrite that wrote ``x.device``."""
         if not self.codemod.replaced_a_node:
             return False  # the tree is the one the name was chosen free in
-        name = self.inserted_name or ""
         # Statements and class members left untouched are the same objects in both trees.
         shared = {id(s) for s in _cst.statement_units(module)} & {id(s) for s in _cst.statement_units(self.module)}
         return _cst.count_name(module, name, shared) > _cst.count_name(self.module, name, shared)
@@ -147,23 +162,53 @@ class DeviceSource:
         return self._module_classes
 
     # -- everywhere else --------------------------------------------------------------------
-    def _scoped_device(self, node: cst.CSTNode) -> DeviceExpr | NoDevice:
+    def _scoped_device(self, node: cst.CSTNode, chooses_location: bool = False, ignore_flag: bool = False) -> DeviceExpr | NoDevice:
+        at = None if ignore_flag else self.flags.at(node)
+        # A device built from a user's flag serves only the sites that follow that flag.
+        wanted = self.flags.test_code(at.flag) if at is not None and at.applies else None
         taken: set[str] = set()
         for name in (*DEVICE_NAMES, *self._module_level_device_names()):
             visible = self._visible_bindings(name, node)
             if not visible:
                 continue
-            if all(self._is_device_binding(a, node) for a in visible):
+            if all(self._is_device_binding(a, node) and self._serves(a, wanted) for a in visible):
                 return DeviceExpr(name)
             taken.add(name)
+        if at is not None:
+            flagged = self._flag_device(node, at, chooses_location)
+            if flagged is not None:
+                return flagged
         if self.inserted_name is None:
+            reserved = self.flags.reserved() | self.reserved_names
             self.inserted_name = next(
-                (n for n in FREE_NAME_CANDIDATES if n not in taken and self._is_free_global(n)),
+                (n for n in FREE_NAME_CANDIDATES if n not in taken and n not in reserved and self._is_free_global(n)),
                 None,
-            ) or _numbered_free_name(self._all_names())
+            ) or _numbered_free_name(self._all_names() | reserved)
         elif self._visible_bindings(self.inserted_name, node):
             return NoDevice(f"`{self.inserted_name}` is bound to something else here; pass a device by hand")
         return DeviceExpr(self.inserted_name)
+
+    def _flag_device(self, node: cst.CSTNode, at: FlagAt, chooses_location: bool) -> DeviceExpr | NoDevice | None:
+        """The device of the user's flag at ``node``; None where the default applies."""
+        flag = at.flag
+        if at.applies:
+            existing = self.flags.existing_name(flag)
+            name = self.flags.name_for(flag)
+            if existing is None and self._visible_bindings(name, node):
+                return NoDevice(f"`{name}` is bound to something else here; pass a device by hand")
+            return DeviceExpr(name)
+        if not chooses_location:
+            return None
+        if flag.usable:
+            return NoDevice(f"this runs before `{flag.flag}`, the flag that decides the device, is final: choose one by hand")
+        return NoDevice(f"`{flag.flag}` decides the device here, but {flag.reason}: choose one by hand")
+
+    def _serves(self, assignment: object, wanted: str | None) -> bool:
+        """A device binding serves a site unless it is built from a user's flag other than
+        ``wanted``, the test of the flag the site follows (None: it follows none)."""
+        value = self.assigned_values().get(id(getattr(assignment, "node", None)))
+        test = self.flags.condition_of(value) if value is not None else None
+        return test is None or test == wanted
 
     def _is_free_global(self, name: str) -> bool:
         """``name`` can be bound at module level without changing what any code refers to
