@@ -85,6 +85,10 @@ class FlagBindings:
         """The flag ``guard`` (an ``If`` or ``IfExp`` around a move) tests, if it tests one."""
         return self.analysis.by_guard.get(id(guard))
 
+    def requested_names(self) -> set[str]:
+        """The names of the bindings this transform asked to insert (not there yet)."""
+        return {self._binding_names()[key] for key in self.requested}
+
     def reserved(self) -> set[str]:
         """Names the flag bindings of this module take (the module-level binding avoids them)."""
         return set(self._binding_names().values())
@@ -152,7 +156,8 @@ class FlagBindings:
 
     def _binding_names(self) -> dict[int, str]:
         """Scope → the free name its binding gets: at module level, free there; in a function,
-        spelt nowhere in it and not the module's (a local binding would hide the global)."""
+        spelt nowhere in it (its sites before the flag is final take the module's default
+        binding, whose name avoids these)."""
         if self._names is None:
             names: dict[int, str] = {}
             module_flag = self.analysis.by_scope.get(id(self.module))
@@ -164,7 +169,7 @@ class FlagBindings:
             for key, flag in self.analysis.by_scope.items():
                 if flag.usable and isinstance(flag.scope, cst.FunctionDef):
                     spelt = _cst.all_names(flag.scope)
-                    names[key] = next((n for n in CANDIDATES if n not in spelt and n != module_name), None) or _numbered(spelt)
+                    names[key] = next((n for n in CANDIDATES if n not in spelt), None) or _numbered(spelt)
             self._names = names
         return self._names
 

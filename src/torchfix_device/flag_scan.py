@@ -55,8 +55,8 @@ def is_flag_name(dotted: str) -> bool:
     if parts[0] in ("self", "cls", "torch"):
         return False
     words = parts[-1].lower().split("_")
-    return any(w in FLAG_WORDS for w in words) and all(w in FLAG_WORDS or w in FLAG_COMPANIONS for w in words) \
-        and words != ["is", "cuda"]
+    return any(w in FLAG_WORDS for w in words) and words != ["is", "cuda"] and \
+        all(w in FLAG_WORDS or w in FLAG_COMPANIONS or w.isdigit() for w in words)
 
 
 def mentions_a_device(dotted: str) -> bool:

@@ -25,20 +25,31 @@ class CudaCall(Codemod):
     ## What it does
     Rewrites `.cuda()` calls to `.to(device)`: `model.cuda()`, `x.cuda()`, chains such as
     `torch.randn(3).cuda()`, `Net().cuda()`, `torch.load(p).cuda()`, and
-    `.cuda(non_blocking=True)` → `.to(device, non_blocking=True)`.
+    `.cuda(non_blocking=True)` → `.to(device, non_blocking=True)`; `.cuda(t.get_device())` →
+    `.to(t.device)`.
 
     The device comes from where the call is (see `torchfix_device.device_source`): inside an
     `nn.Module` method the module's own device (`x.device` of `forward`'s input, or
     `self.weight.device`), never a module-level global; in a function with a `device` argument,
-    that argument; elsewhere an existing `device = torch.device(...)` binding, or
+    that argument. Where the user's own flag decides (`if args.cuda:`, `if use_gpu:`,
+    `x.cuda() if use_cuda else x`), the device is built from that flag,
+    `device = torch.device("cuda" if args.cuda else "cpu")`, placed right after the statement
+    from which the flag no longer changes (after `args.cuda = not args.no_cuda and
+    torch.cuda.is_available()`; inside `main()` when the flag is parsed there; at the top of a
+    function whose parameter it is), and every move after it takes that device, so `--no-cuda`
+    still means the CPU (`and torch.cuda.is_available()` is added when the flag does not ask it
+    itself). Elsewhere an existing `device = torch.device(...)` binding, or
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` inserted once after
     the imports (with a free name when `device` is already bound to something else).
 
-    A guard that only existed to call `.cuda()` — `if torch.cuda.is_available(): model.cuda()`,
-    `x.cuda() if torch.cuda.is_available() else x` — is dropped when its body is nothing but
-    moves of existing values and it has no `else`: the device expression asks the same
-    question. A guard on a tensor's device (`if boxes.is_cuda: v = v.cuda()`) is dropped the
-    same way and its moves take that tensor's device: `v = v.to(boxes.device)`.
+    A guard on the flag goes when its body only moves existing values, it has no `else`, and
+    each value is shown to be on the CPU just before it (made by a torch factory without
+    `device=`, a CPU tensor type, a `torch.nn` layer or loss, or an `nn.Module` class of the file
+    that neither moves nor loads anything): `if args.cuda: model.cuda()` → `model.to(device)`,
+    `x.cuda() if use_cuda else x` → `x.to(device)`. A guard that only existed to call `.cuda()`
+    — `if torch.cuda.is_available(): model.cuda()` — goes the same way (the device asks the same
+    question), and a guard on a tensor's device (`if boxes.is_cuda: v = v.cuda()`) too, its moves
+    taking that tensor's device: `v = v.to(boxes.device)`.
 
     ## Why is this bad?
     `.cuda()` hard-codes one kind of hardware: the code crashes on a CPU-only machine, an Apple
@@ -48,15 +59,19 @@ class CudaCall(Codemod):
 
     ## Example
     ```python
-    model = Net().cuda()
-    if use_cuda:
-        inputs = inputs.cuda(non_blocking=True)
+    args.cuda = not args.no_cuda and torch.cuda.is_available()
+    model = nn.Linear(4, 2)
+    if args.cuda:
+        model.cuda()
+    inputs = inputs.cuda(non_blocking=True)
     ```
 
     ## Use instead
     ```python
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model = Net().to(device)
+    args.cuda = not args.no_cuda and torch.cuda.is_available()
+    device = torch.device("cuda" if args.cuda else "cpu")
+    model = nn.Linear(4, 2)
+    model.to(device)
     inputs = inputs.to(device, non_blocking=True)
     ```
 
@@ -70,17 +85,25 @@ class CudaCall(Codemod):
     - `x.cuda` without a call, the `torch.cuda.*` namespace (`torch.cuda.is_available()`,
       `torch.cuda.synchronize()`), and objects that are not torch (numba's `cuda`, cupy, pycuda,
       a class's own `cuda` method called on `self`).
-    - A user's flag (`if args.cuda:`, `if use_gpu:`, `x.cuda() if use_cuda else x`) stays: only
-      the calls inside are rewritten, so `--no-cuda` still means the CPU.
-    - Guards with an `else`, or whose body does more than move existing values
-      (`if args.multi_gpu: model = nn.DataParallel(model).cuda()`, `x = y.cuda()`): only the
-      calls inside are rewritten. A condition must keep one meaning in a file, so when one
-      guard on it has to stay, every guard on the same condition stays.
+    - Guards on a flag stay, only the calls inside being rewritten, when the flag cannot give
+      the device — it changes after the guard or in another function, is bound only on some
+      paths, belongs to an imported object (`cfg.CUDA`), or the guards of the scope test
+      different flags (`use_cuda` and `opt.cuda`); a GPU index (`if args.gpu >= 0:` around
+      `.cuda(args.gpu)`) is no flag — or when nothing shows a moved value is on the CPU (a
+      parameter, a loop variable, a loaded model), the guard has an `else`, or its body does
+      more than move (`if args.multi_gpu: model = nn.DataParallel(model).cuda()`). The message
+      says which. Names such as `multi_gpu`, `n_gpu`, `gpu_ids` are not flags.
+    - Guards on `torch.cuda.is_available()` with an `else` or doing more than move: only the
+      calls inside are rewritten; when one such guard stays, every guard on the same condition
+      stays.
 
     ## Fix safety
-    Safe. On a machine with CUDA the chosen device is the current CUDA device, as `.cuda()`
-    was; elsewhere the code now runs on the CPU instead of raising. A user's flag keeps its
-    meaning: the guards on it stay.
+    Safe. With the flag on, or on a machine with CUDA, the chosen device is the current CUDA
+    device, as `.cuda()` was; with the flag off, a guard goes only where `.to(device)` leaves the
+    value where it was, on the CPU. A `.cuda()` outside any guard, after the flag is final, now
+    follows the flag: with `--no-cuda` it stays on the CPU, as the guarded code does, where it
+    went to the GPU and met CPU tensors before. Without CUDA the code runs on the CPU instead of
+    raising.
     """
 
     code = "TFD001"

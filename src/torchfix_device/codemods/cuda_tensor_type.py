@@ -25,8 +25,21 @@ class CudaTensorType(Codemod):
     Rewrites the legacy CUDA tensor types to device-agnostic code:
     `torch.cuda.FloatTensor(2, 3)` → `torch.empty(2, 3, dtype=torch.float32, device=device)`,
     `torch.cuda.LongTensor([1, 2])` → `torch.tensor([1, 2], dtype=torch.int64, device=device)`,
-    and `x.type(torch.cuda.FloatTensor)` → `x.to(device=device, dtype=torch.float32)`.
-    The device is chosen as for `.cuda()` (TFD001).
+    `x.type(torch.cuda.FloatTensor)` → `x.to(device=device, dtype=torch.float32)`, and
+    `isinstance(x.data, torch.cuda.FloatTensor)` → `(x.is_cuda and x.layout == torch.strided and
+    x.dtype == torch.float32)`, what that type test checks. The device is chosen as for `.cuda()`
+    (TFD001).
+
+    Tensor-type aliases, `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`
+    (`torch.Tensor` in the `else` too), bound once and read only after, go with their reads:
+    `Tensor(n, 1)`, `Tensor(imgs.shape[0], *patch)` → `torch.empty(..., dtype=torch.float32,
+    device=device)`; `Tensor([1.0])` → `torch.tensor(...)`; a NumPy array of at least one
+    dimension, `Tensor(np.random.normal(0, 1, (n, d)))` or a name bound to one →
+    `torch.as_tensor(..., dtype=torch.float32, device=device)`; `x.type(Tensor)` →
+    `x.to(device=device, dtype=torch.float32)`. The device is the alias's own condition: the
+    user's flag device (`device = torch.device("cuda" if cuda else "cpu")`, see TFD001) where the
+    condition is that flag, else the alias line becomes `device = torch.device("cuda" if cond
+    else "cpu")` with a free name.
 
     ## Why is this bad?
     `torch.cuda.FloatTensor` exists only with CUDA: the code fails on a CPU-only machine
@@ -37,24 +50,33 @@ class CudaTensorType(Codemod):
     ```python
     mask = torch.cuda.ByteTensor(batch, steps)
     x = x.type(torch.cuda.FloatTensor)
+    Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+    valid = Tensor(imgs.shape[0], 1).fill_(1.0)
     ```
 
     ## Use instead
     ```python
     mask = torch.empty(batch, steps, dtype=torch.uint8, device=device)
     x = x.to(device=device, dtype=torch.float32)
+    device = torch.device("cuda" if cuda else "cpu")
+    valid = torch.empty(imgs.shape[0], 1, dtype=torch.float32, device=device).fill_(1.0)
     ```
 
     ## Not rewritten
     A constructor given a lone name (`torch.cuda.FloatTensor(n)`: a size or data?) or keyword
-    arguments, and the types used as values (`dtype = torch.cuda.FloatTensor if use_cuda else
-    torch.FloatTensor`): reported for manual review. CPU types outside `nn.Module` methods
-    (`torch.FloatTensor(...)`) are left alone; inside them TFD003 handles them.
+    arguments, and the types used as values: reported for manual review. An alias any of whose
+    reads cannot be rewritten — an argument that shows neither a size nor data (`Tensor(x)`, a
+    0-dimensional array, `Tensor(*shape)`), the alias passed as a value or to `isinstance`, a
+    read before it is bound, a second binding of its name — is left whole, with its reads, and
+    reported. CPU types outside `nn.Module` methods (`torch.FloatTensor(...)`) are left alone;
+    inside them TFD003 handles them.
 
     ## Fix safety
     Safe. `torch.empty` and the legacy size constructor both return uninitialised memory of the
-    same shape and dtype; `torch.tensor` copies the same data; `.to(device=, dtype=)` converts
-    like `.type()` did. On a machine without CUDA the code now runs on the CPU instead of failing.
+    same shape and dtype; `torch.tensor` copies the same data; `torch.as_tensor`, like the legacy
+    constructor, shares a NumPy array's memory on the CPU when the dtype matches and copies it
+    otherwise; `.to(device=, dtype=)` converts like `.type()` did. An alias's reads get the device
+    its condition chose. On a machine without CUDA the code now runs on the CPU instead of failing.
     """
 
     code = "TFD008"
