@@ -139,6 +139,37 @@ if args.cuda:
     anchor = anchor.cuda()
 moved = torch.zeros(2).cuda(anchor.get_device()) if anchor.is_cuda else torch.zeros(2)
 ''',
+    # the imports are not contiguous: the flag is final before `import torch`, and a function
+    # imports torch itself; each binding goes after the import that binds `torch`
+    "imports_apart": '''
+import sys
+sys.path.append("..")
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--no-cuda", action="store_true")
+args = parser.parse_args()
+args.cuda = not args.no_cuda
+import torch
+import torch.nn as nn
+
+model = nn.Linear(2, 2)
+if args.cuda:
+    model.cuda()
+torch.save({"w": torch.ones(2)}, "ckpt.pt")
+ckpt = torch.load("ckpt.pt")
+
+
+def prepare(use_gpu):
+    import torch
+    buffer = torch.zeros(2)
+    if use_gpu:
+        buffer = buffer.cuda()
+    return buffer
+
+
+kept = prepare(args.cuda)
+''',
 }
 
 
@@ -169,7 +200,8 @@ def _differences(name: str) -> dict[str, list[str]]:
     return {leg: compare(before, after) for leg, (before, after) in legs.items() if compare(before, after)}
 
 
-@pytest.mark.parametrize("name", ["guards_go", "flag_in_main", "flag_parameter", "guards_stay", "load_follows", "aliases", "get_device"])
+@pytest.mark.parametrize("name", ["guards_go", "flag_in_main", "flag_parameter", "guards_stay", "load_follows", "aliases", "get_device",
+                                  "imports_apart"])
 def test_rewrite_keeps_behaviour_with_the_flag_on_and_off(name: str) -> None:
     assert _differences(name) == {}
     legs = _runs()[name]["legs"]
@@ -233,6 +265,22 @@ def test_get_device_becomes_the_tensors_device() -> None:
     after = _runs()["get_device"]["after"]
     assert "torch.zeros(2).to(anchor.device)" in after
     assert _runs()["get_device"]["legs"]["gpu"][1]["tensors"]["moved"]["device"] == "meta"
+
+
+def test_flag_bindings_go_after_the_import_of_torch() -> None:
+    """``import sys`` / ``sys.path.append(..)`` / the flag / ``import torch``: the module's
+    binding follows ``import torch`` (before it, the file raised NameError), a function's
+    follows its own ``import torch`` (before it, UnboundLocalError); a later codemod (TFD005)
+    reads the binding TFD001 left as the flag's device, not the default one."""
+    after = _runs()["imports_apart"]["after"]
+    binding = 'device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")\n'
+    assert "import torch\n" + binding in after
+    local = '    device = torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")\n'
+    assert "    import torch\n" + local in after
+    assert 'torch.load("ckpt.pt", map_location=device)' in after and "torch_device" not in after
+    for leg, (before, rewritten) in _runs()["imports_apart"]["legs"].items():
+        assert before["error"] is None and rewritten["error"] is None, (leg, rewritten["message"])
+    assert {t["device"] for t in _runs()["imports_apart"]["legs"]["gpu --no-cuda"][1]["loaded"].values()} == {"cpu"}
 
 
 def test_check_and_apply_name_the_same_device() -> None:

@@ -9,7 +9,8 @@ A scope (the module, a function) whose guards test one flag, or that has no such
 defines one flag (``args.cuda = not args.no_cuda and torch.cuda.is_available()``,
 ``cuda = True if torch.cuda.is_available() else False``), gets
 ``device = torch.device("cuda" if <flag> else "cpu")`` right after the statement from which
-nothing can change the flag any more; the sites after that statement take that device, so
+nothing can change the flag any more (and after the import that binds ``torch``: the imports
+may not be contiguous, or a function may import torch itself); the sites after that statement take that device, so
 ``--no-cuda`` still means the CPU. For the module, "after" also covers the functions and
 classes of the file (they run when called), less those that module-level code calls before that
 statement.
@@ -183,7 +184,22 @@ class FlagAnalysis:
                 _, made_at = self._final(name, owner)
                 if copied_at >= made_at:
                     return _replace_reason(base, f"`{source}` changes after `{name} = {source}`")
-        return self._placed(base, last)
+        return self._placed(base, max(last, self._torch_bound(owner)))
+
+    def _torch_bound(self, owner: cst.CSTNode) -> tuple[int, int]:
+        """The position of the last statement of ``owner``'s main line that binds the name the
+        binding spells ``torch`` with (``import sys; sys.path.append(..); import torch``, an
+        ``import torch`` inside the function): the binding goes after it."""
+        alias = _cst.torch_module_alias(self.module) or "torch"
+        last = (-1, -1)
+        for event in self.scan.events:
+            where = event.where
+            if event.kind != "bind" or event.target != alias or where.in_class:
+                continue
+            home = self.module if where.function is None else where.function.node
+            if home is owner:
+                last = max(last, (where.top, -1 if where.main is None else where.main))
+        return last
 
     def _final(self, flag: str, owner: cst.CSTNode) -> tuple[str | None, tuple[int, int]]:
         """(why ``flag`` is not final, or None; the position of the last statement changing it)."""

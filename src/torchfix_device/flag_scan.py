@@ -3,7 +3,8 @@
 A *flag* is a dotted name whose last part says ``cuda`` or ``gpu`` (``args.cuda``, ``use_gpu``,
 ``opt.use_gpu``, ``USE_CUDA``, ``cuda``). :class:`FlagScan` walks the module once and records
 the guards that test one around a move (``if args.cuda: model.cuda()``, ``x.cuda() if use_cuda
-else x``, ``torch.cuda.FloatTensor if cuda else torch.FloatTensor``), the statements that define
+else x``, ``torch.cuda.FloatTensor if cuda else torch.FloatTensor``, and a device built from one,
+``device = torch.device("cuda" if args.cuda else "cpu")``), the statements that define
 one (``args.cuda = not args.no_cuda and torch.cuda.is_available()``, ``use_cuda = args.cuda``),
 every statement that can change a dotted name (binding it or a prefix of it, ``setattr``, a method
 call on it), the names used as a GPU index (``.cuda(args.gpu)``), each function's local names,
@@ -223,6 +224,7 @@ class FlagScan:
                 self._scan_expression(small.value, where)
                 if len(targets) == 1:
                     self._definition(targets[0], small.value, where)
+                    self._device_binding(small.value, where)
             return
         if isinstance(small, cst.Del):
             self._bind_target(small.target, where)
@@ -291,6 +293,27 @@ class FlagScan:
         if self._is_torch(test.left if isinstance(test, cst.Comparison) else test):
             return
         self.guards.append(Guard(node, found[0], found[1], where))
+
+    def _device_binding(self, value: cst.BaseExpression, where: Where) -> None:
+        """``device = torch.device("cuda" if args.cuda [and torch.cuda.is_available()] else
+        "cpu")``, a device built from a flag (by a user, or by an earlier codemod of this run in
+        place of the guards it dropped) decides like a guard on that flag."""
+        if where.in_class or not m.matches(value, m.Call(args=[m.Arg(value=m.IfExp(
+                body=m.SimpleString(), orelse=m.SimpleString()), keyword=None)])):
+            return
+        call = cst.ensure_type(value, cst.Call)
+        choice = cst.ensure_type(call.args[0].value, cst.IfExp)
+        strings = (cst.ensure_type(choice.body, cst.SimpleString).evaluated_value,
+                   cst.ensure_type(choice.orelse, cst.SimpleString).evaluated_value)
+        if strings != ("cuda", "cpu") or not self._is_torch(call.func) or _cst.dotted_name(call.func) is None \
+                or not (_cst.dotted_name(call.func) or "").endswith("device"):
+            return
+        test = choice.test
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) and asks_cuda(test.right):
+            test = test.left
+        found = flag_test(test)
+        if found is not None:
+            self.guards.append(Guard(choice, found[0], found[1], where))
 
     def _definition(self, target: cst.BaseExpression, value: cst.BaseExpression, where: Where) -> None:
         dotted = _cst.dotted_name(target)

@@ -36,9 +36,9 @@ class CudaCall(Codemod):
     `device = torch.device("cuda" if args.cuda else "cpu")`, placed right after the statement
     from which the flag no longer changes (after `args.cuda = not args.no_cuda and
     torch.cuda.is_available()`; inside `main()` when the flag is parsed there; at the top of a
-    function whose parameter it is), and every move after it takes that device, so `--no-cuda`
-    still means the CPU (`and torch.cuda.is_available()` is added when the flag does not ask it
-    itself). Elsewhere an existing `device = torch.device(...)` binding, or
+    function whose parameter it is; never above `import torch`), and every move after it takes
+    that device, so `--no-cuda` still means the CPU (`and torch.cuda.is_available()` is added
+    when the flag does not ask it itself). Elsewhere an existing `device = torch.device(...)` binding, or
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` inserted once after
     the imports (with a free name when `device` is already bound to something else).
 
