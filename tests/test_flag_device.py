@@ -170,6 +170,18 @@ def prepare(use_gpu):
 
 kept = prepare(args.cuda)
 ''',
+    # the user's own device from the flag is the one every site of that flag takes
+    "users_binding": HEADER + '''
+def run(x, use_cuda):
+    device = torch.device("cuda" if use_cuda else "cpu")
+    if use_cuda:
+        x = x.cuda()
+    torch.save({"w": torch.ones(2)}, "own.pt")
+    return x, torch.load("own.pt")
+
+
+kept, own = run(torch.ones(2), args.cuda and torch.cuda.is_available())
+''',
 }
 
 
@@ -201,7 +213,7 @@ def _differences(name: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("name", ["guards_go", "flag_in_main", "flag_parameter", "guards_stay", "load_follows", "aliases", "get_device",
-                                  "imports_apart"])
+                                  "imports_apart", "users_binding"])
 def test_rewrite_keeps_behaviour_with_the_flag_on_and_off(name: str) -> None:
     assert _differences(name) == {}
     legs = _runs()[name]["legs"]
@@ -281,6 +293,14 @@ def test_flag_bindings_go_after_the_import_of_torch() -> None:
     for leg, (before, rewritten) in _runs()["imports_apart"]["legs"].items():
         assert before["error"] is None and rewritten["error"] is None, (leg, rewritten["message"])
     assert {t["device"] for t in _runs()["imports_apart"]["legs"]["gpu --no-cuda"][1]["loaded"].values()} == {"cpu"}
+
+
+def test_the_users_own_flag_device_is_taken() -> None:
+    """``device = torch.device("cuda" if use_cuda else "cpu")`` written by the user serves the
+    sites that follow ``use_cuda``: no second binding beside it."""
+    after = _runs()["users_binding"]["after"]
+    assert "x = x.to(device)" in after and 'torch.load("own.pt", map_location=device)' in after
+    assert after.count("torch.device(") == 1
 
 
 def test_check_and_apply_name_the_same_device() -> None:

@@ -165,7 +165,7 @@ class DeviceSource:
     def _scoped_device(self, node: cst.CSTNode, chooses_location: bool = False, ignore_flag: bool = False) -> DeviceExpr | NoDevice:
         at = None if ignore_flag else self.flags.at(node)
         # A device built from a user's flag serves only the sites that follow that flag.
-        wanted = self.flags.test_code(at.flag) if at is not None and at.applies else None
+        wanted = at if at is not None and at.applies else None
         taken: set[str] = set()
         for name in (*DEVICE_NAMES, *self._module_level_device_names()):
             visible = self._visible_bindings(name, node)
@@ -203,12 +203,18 @@ class DeviceSource:
             return NoDevice(f"this runs before `{flag.flag}`, the flag that decides the device, is final: choose one by hand")
         return NoDevice(f"`{flag.flag}` decides the device here, but {flag.reason}: choose one by hand")
 
-    def _serves(self, assignment: object, wanted: str | None) -> bool:
+    def _serves(self, assignment: object, wanted: FlagAt | None) -> bool:
         """A device binding serves a site unless it is built from a user's flag other than
-        ``wanted``, the test of the flag the site follows (None: it follows none)."""
+        the one the site follows (``wanted``; None: it follows none). The user's own
+        ``torch.device("cuda" if use_cuda else "cpu")`` serves the sites of ``use_cuda``."""
         value = self.assigned_values().get(id(getattr(assignment, "node", None)))
         test = self.flags.condition_of(value) if value is not None else None
-        return test is None or test == wanted
+        if test is None:
+            return True
+        if wanted is None:
+            return False
+        return test == self.flags.test_code(wanted.flag) or \
+            self.flags.condition_of(value, flag_only=True) == wanted.flag.condition
 
     def _is_free_global(self, name: str) -> bool:
         """``name`` can be bound at module level without changing what any code refers to

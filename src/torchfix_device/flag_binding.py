@@ -127,10 +127,11 @@ class FlagBindings:
             return None
         return cst.ensure_type(assign.targets[0].target, cst.Name).value
 
-    def condition_of(self, value: cst.BaseExpression) -> str | None:
+    def condition_of(self, value: cst.BaseExpression, flag_only: bool = False) -> str | None:
         """The flag test of a device built from a flag: ``torch.device("cuda" if <test> else
         "cpu")`` or ``(<expression>) if <test> else torch.device("cpu")`` (not
-        ``torch.cuda.is_available()``: that is the default device)."""
+        ``torch.cuda.is_available()``: that is the default device). ``flag_only``: without an
+        ``and torch.cuda.is_available()`` it ends with."""
         choice: cst.BaseExpression = value
         if m.matches(value, m.Call(args=[m.Arg(value=m.IfExp(body=m.SimpleString(), orelse=m.SimpleString()), keyword=None)])):
             call = cst.ensure_type(value, cst.Call)
@@ -149,7 +150,9 @@ class FlagBindings:
             flagged = test.left
         else:
             flagged = test
-        return _cst.code_of(test) if flag_test(flagged) is not None else None
+        if flag_test(flagged) is None:
+            return None
+        return _cst.code_of(flagged if flag_only else test)
 
     def _is_torch_device(self, func: cst.BaseExpression) -> bool:
         return "torch.device" in self.codemod.qualified_names(func, ending_in=frozenset({"device"}))
