@@ -197,6 +197,9 @@ def _install(torch, leg: str) -> None:
         return tensor_to(self, *args, **kwargs)
 
     torch.Tensor.to = to
+    for name in FACTORIES:  # torch.empty(..., device=torch.device("cuda")): the stand-in
+        setattr(torch, name, _factory(getattr(torch, name), _map))
+    _legacy_cuda_types(torch, target)
     load = torch.load
 
     def load_(*args, **kwargs):  # map_location="cuda" / a CUDA device: the stand-in
@@ -205,6 +208,56 @@ def _install(torch, leg: str) -> None:
         return load(*args, **kwargs)
 
     torch.load = load_
+
+
+FACTORIES = ("empty", "zeros", "ones", "full", "rand", "randn", "randint", "arange", "tensor", "as_tensor", "eye", "linspace")
+
+
+def _factory(original, _map):
+    def factory(*args, **kwargs):
+        if "device" in kwargs:
+            kwargs["device"] = _map(kwargs["device"])
+        return original(*args, **kwargs)
+
+    return factory
+
+
+def _legacy_cuda_types(torch, target) -> None:
+    """``torch.cuda.FloatTensor`` & co.: a constructor giving what the CPU type gives, on the
+    stand-in; ``isinstance`` true for a strided tensor of that dtype on the stand-in ``meta``
+    (on the CPU leg nothing is CUDA to a type test, as ``is_cuda`` says); ``x.type(T)`` moves
+    and converts. In the "gpu" leg ``is_cuda`` is true on ``meta``, the device playing CUDA."""
+    from torchfix_device._cst import LEGACY_TENSOR_DTYPES
+
+    fakes = {}
+    for name, dtype_name in LEGACY_TENSOR_DTYPES.items():
+        cpu_type = getattr(torch, name)
+        dtype = getattr(torch, dtype_name)
+
+        class _Meta(type):
+            def __call__(cls, *args):
+                return cls.cpu_type(*args).to(target)
+
+            def __instancecheck__(cls, obj):
+                return isinstance(obj, torch.Tensor) and target.type == "meta" and obj.device.type == "meta" \
+                    and obj.layout == torch.strided and obj.dtype == cls.dtype
+
+        fake = _Meta(name, (), {"cpu_type": cpu_type, "dtype": dtype})
+        fakes[fake] = dtype
+        setattr(torch.cuda, name, fake)
+    tensor_type = torch.Tensor.type
+
+    def type_(self, dtype=None, non_blocking=False, **kwargs):
+        if dtype in fakes:
+            return self.to(target, fakes[dtype], non_blocking=non_blocking)
+        if dtype is None:
+            return tensor_type(self)
+        return tensor_type(self, dtype, non_blocking, **kwargs)
+
+    torch.Tensor.type = type_
+    if target.type == "meta":
+        is_cuda = torch.Tensor.is_cuda
+        torch.Tensor.is_cuda = property(lambda self: self.device.type == "meta" or is_cuda.__get__(self))
 
 
 def _execute(job: dict) -> dict:
@@ -223,6 +276,12 @@ def _execute(job: dict) -> dict:
     _install(torch, leg)
     random.seed(0)
     torch.manual_seed(0)
+    try:
+        import numpy
+
+        numpy.random.seed(0)
+    except ImportError:  # pragma: no cover - numpy comes with torch
+        pass
     sys.argv = ["script.py", *job.get("argv", [])]
     os.chdir(tempfile.mkdtemp(prefix="tfd-diff-"))  # files a script saves stay out of the tree
     module = types.ModuleType(MODULE_NAME)

@@ -17,6 +17,7 @@ from differential import compare, devices_seen, rewrite, run_sources
 
 HEADER = '''import argparse
 
+import numpy as np
 import torch
 import torch.nn as nn
 from torch.autograd import Variable
@@ -92,7 +93,75 @@ print("sd{i}", sorted(sd{i}))
 l{i} = nn.MSELoss(size_average=False)(torch.ones(3), torch.zeros(3))
 print("l{i}", l{i}.item())
 ''',
+    "flag_ifexp": '''
+x{i} = torch.ones(2)
+y{i} = x{i}.cuda() if {flag} else x{i}
+print("y{i}", y{i}.device, y{i} is x{i})
+''',
+    "tensor_alias": '''
+T{i} = torch.cuda.FloatTensor if {flag} else torch.FloatTensor
+a{i} = T{i}(3, 1).fill_(1.0)
+b{i} = T{i}(np.ones(2))
+c{i} = torch.arange(3).type(T{i})
+print("alias{i}", a{i}.device, b{i}.dtype, c{i}.dtype, isinstance(a{i}, torch.cuda.FloatTensor))
+''',
+    "flag_parameter": '''
+def run{i}(use_gpu):
+    q = torch.zeros(2)
+    if use_gpu:
+        q = q.cuda()
+    return q
+
+
+q{i} = run{i}({flag})
+print("q{i}", q{i}.device)
+''',
+    "flag_in_main": '''
+def main{i}():
+    opts = parser.parse_args()
+    opts.cuda = not opts.no_cuda
+    net = nn.Linear(2, 2)
+    if opts.cuda:
+        net.cuda()
+    torch.save(nn.Linear(2, 2).state_dict(), "m{i}.pt")
+    return net, torch.load("m{i}.pt")
+
+
+net{i}, sdm{i} = main{i}()
+print("sdm{i}", sorted(sdm{i}))
+''',
     # -- traps --------------------------------------------------------------------------------
+    "trap_flag_reassigned": '''
+use_gpu_{i} = use_cuda
+r{i} = torch.arange(3.0)
+if use_gpu_{i}:
+    r{i} = r{i}.cuda()
+use_gpu_{i} = not use_gpu_{i}
+print("r{i}", r{i}.device, use_gpu_{i})
+''',
+    "trap_guard_else": '''
+e{i} = torch.arange(3.0)
+if {flag}:
+    e{i} = e{i}.cuda()
+else:
+    e{i} = e{i} * 2
+print("e{i}", e{i}.device)
+''',
+    "trap_on_gpu_flag_off": '''
+c{i} = torch.ones(2).cuda(0) if torch.cuda.is_available() else torch.ones(2)
+if {flag}:
+    c{i} = c{i}.cuda()
+print("c{i}", c{i}.device)
+del c{i}
+''',
+    "trap_gpu_index": '''
+gpu_{i} = 0 if {flag} else -1
+w{i} = nn.Linear(2, 2)
+if gpu_{i} >= 0:
+    w{i} = w{i}.cuda(gpu_{i})
+print("w{i}", next(w{i}.parameters()).device)
+del w{i}
+''',
     "trap_own_cuda": '''
 class Storage{i}:
     def __init__(self):
@@ -137,9 +206,7 @@ POSITIVES = tuple(k for k in PIECES if not k.startswith("trap_"))
 TRAPS = tuple(k for k in PIECES if k.startswith("trap_"))
 FLAGS = ("args.cuda", "use_cuda")
 
-KNOWN_ISSUE_21: dict[str, str] = {
-    "torch_load": "issue 21 #1: `torch.load(p)` gets map_location=device from is_available(): --no-cuda loads onto the GPU",
-}
+KNOWN_ISSUE_21: dict[str, str] = {}
 """Trap kinds the tool gets wrong today (issue 21): excluded from the property test with
 ``exclude_known``, held by strict-xfail tests. Remove an entry when its fix lands."""
 

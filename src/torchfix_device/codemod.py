@@ -168,7 +168,7 @@ class Codemod(VisitorBasedCodemodCommand):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.CSTNode:
         self.function_stack.pop()
-        return updated_node
+        return self.device_source.flags.finish_function(original_node, updated_node)
 
     def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = ...) -> Any:  # type: ignore[override]
         """libcst's metadata ``key`` of ``node`` in the module being transformed, resolved for

@@ -1,11 +1,7 @@
 """Where a rewrite gets its device from (one implementation, used by every codemod).
 
-1. Inside a method of an ``nn.Module`` subclass: a tensor argument of the method (an argument
-   annotated ``Tensor``, or the first argument of ``forward``) as ``x.device``; else a parameter,
-   buffer or weight-bearing layer the module creates in ``__init__`` (``self.weight.device``,
-   ``self.fc.weight.device``) that is sure to exist when the method runs; else
-   ``next(self.parameters()).device`` when the module has parameters and the method is not run
-   during ``__init__``. Never a module-level global: the module may be moved elsewhere.
+1. Inside a method of an ``nn.Module`` subclass: the module's own device
+   (:mod:`torchfix_device.module_device`), never a module-level global.
 2. Elsewhere: a ``torch.device`` binding already visible (a ``device``/``DEVICE`` argument, a
    ``device = torch.device(...)`` assignment). Otherwise a module-level
    ``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`` inserted once after
@@ -16,7 +12,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -26,7 +21,10 @@ from libcst.metadata import Assignment, PositionProvider, ScopeProvider
 
 from torchfix_device import _cst, torchscript
 from torchfix_device.binding_place import binding_place
+from torchfix_device.device_choice import DeviceExpr, NoDevice
 from torchfix_device.device_expression import device_expression_node, uses_torch
+from torchfix_device.flag_binding import FlagAt, FlagBindings
+from torchfix_device.module_device import ModuleMethodDevice
 
 if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
@@ -35,35 +33,7 @@ DEVICE_NAMES = ("device", "DEVICE")
 FREE_NAME_CANDIDATES = ("device", "torch_device", "default_device", "device_")
 
 DEVICE_NAME = frozenset({"device"})
-PARAMETER_CLASSES = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
-WEIGHT_LAYERS = {
-    "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-    "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm", "PReLU",
-}
-
-
-@dataclass(frozen=True)
-class DeviceExpr:
-    """A device expression valid at the site, e.g. ``x.device`` or ``device``."""
-
-    code: str
-
-
-@dataclass(frozen=True)
-class NoDevice:
-    """No device can be chosen safely at the site; ``reason`` says why (shown to the user)."""
-
-    reason: str
-
-
-@dataclass
-class _ModuleClassInfo:
-    init: cst.FunctionDef | None
-    attr_devices: list[tuple[int, str]] = field(default_factory=list)
-    """(index of the ``__init__`` statement, device expression) in ``__init__`` order."""
-    first_run_in_init: dict[str, int] = field(default_factory=dict)
-    """Method name → index of the first ``__init__`` statement that (transitively) calls it."""
-    has_parameters: bool = False
+__all__ = ["DEVICE_NAME", "DeviceExpr", "DeviceSource", "NoDevice", "is_torch_module_class"]
 
 
 class DeviceSource:
@@ -73,7 +43,10 @@ class DeviceSource:
         self.codemod = codemod
         self.module = module
         self._module_classes: dict[int, cst.ClassDef] | None = None
-        self._class_info: dict[int, _ModuleClassInfo] = {}
+        self._module_method = ModuleMethodDevice(codemod, self)
+        self.flags = FlagBindings(codemod, module)
+        self.reserved_names: set[str] = set()
+        """Names a codemod binds itself (a tensor-type alias's device): the inserted binding avoids them."""
         self._assigned_values: dict[int, cst.BaseExpression] | None = None
         self._names: set[str] | None = None
         self._device_names: list[str] | None = None
@@ -82,7 +55,7 @@ class DeviceSource:
     # -- public -----------------------------------------------------------------------------
     def in_module_method(self) -> bool:
         """True when the codemod is inside a method of an ``nn.Module`` subclass."""
-        return self._enclosing_method() is not None
+        return self._module_method.enclosing_method() is not None
 
     def enclosing_module_class(self) -> cst.ClassDef | None:
         """The innermost class being visited, if it is an ``nn.Module`` subclass."""
@@ -96,8 +69,15 @@ class DeviceSource:
     def module_class_names(self) -> set[str]:
         return {c.name.value for c in self.module_classes().values()}
 
-    def for_site(self, node: cst.CSTNode, *, allow_global: bool = True) -> DeviceExpr | NoDevice:
-        """The device to use at ``node`` (an original node of the tree being visited)."""
+    def for_site(
+        self, node: cst.CSTNode, *, allow_global: bool = True, chooses_location: bool = False, ignore_flag: bool = False,
+    ) -> DeviceExpr | NoDevice:
+        """The device to use at ``node`` (an original node of the tree being visited).
+
+        ``chooses_location``: the code did not put the value on CUDA before (``torch.load``
+        kept the saved location), so where a user's flag decides the device but cannot give it
+        here, there is no device. ``ignore_flag``: the site is under a guard that asks
+        ``torch.cuda.is_available()`` itself, so it takes the default device, not the flag's."""
         scripted = torchscript.scripted_function(self.codemod)
         if scripted is not None:  # TorchScript cannot read a module-level binding
             tensor = torchscript.tensor_argument(scripted)
@@ -106,10 +86,14 @@ class DeviceSource:
             return DeviceExpr(f"{tensor}.device")
         cls = self.enclosing_module_class()
         if cls is not None:
-            return self._module_device(cls)
+            return self._module_method.device(cls)
         if not allow_global:
             return NoDevice("not inside an nn.Module method: no module to take the device from")
-        return self._scoped_device(node)
+        return self._scoped_device(node, chooses_location, ignore_flag)
+
+    def flag_at(self, node: cst.CSTNode) -> FlagAt | None:
+        """What the user's flag says at ``node`` (None: no flag decides the device there)."""
+        return self.flags.at(node)
 
     def finish(self, module: cst.Module) -> cst.Module:
         """Insert the module-level device binding if a rewrite uses it.
@@ -118,7 +102,8 @@ class DeviceSource:
         where a rewrite put it; a site that asked for a device but was then not rewritten
         (reported, or an unsafe fix held back) inserts nothing.
         """
-        if self.inserted_name is None or not self._inserted_name_used(module):
+        module = self.flags.finish_module(module, lambda name: self._name_used(name, module))
+        if self.inserted_name is None or not self._name_used(self.inserted_name, module):
             return module
         configured = self.codemod.device_expression
         torch_name = _cst.torch_module_alias(module)
@@ -147,66 +132,16 @@ class DeviceSource:
         body[index:index] = new
         return module.with_changes(body=body)
 
-    def _inserted_name_used(self, module: cst.Module) -> bool:
-        """A rewrite put the inserted name into ``module``. The name may already occur in the
+    def _name_used(self, name: str, module: cst.Module) -> bool:
+        """A rewrite put the inserted ``name`` into ``module``. The name may already occur in the
         file where it binds nothing at module level (a function's ``device`` parameter), so the
         occurrences are counted: a site that asked for a device and then declined (suppressed,
         reported, held back) adds none, nor does a rewrite that wrote ``x.device``."""
         if not self.codemod.replaced_a_node:
             return False  # the tree is the one the name was chosen free in
-        name = self.inserted_name or ""
         # Statements and class members left untouched are the same objects in both trees.
         shared = {id(s) for s in _cst.statement_units(module)} & {id(s) for s in _cst.statement_units(self.module)}
         return _cst.count_name(module, name, shared) > _cst.count_name(self.module, name, shared)
-
-    # -- nn.Module methods ------------------------------------------------------------------
-    def _enclosing_method(self) -> cst.FunctionDef | None:
-        cls = self.enclosing_module_class()
-        if cls is None or not self.codemod.function_stack:
-            return None
-        func = self.codemod.function_stack[-1]
-        return func if any(stmt is func for stmt in cls.body.body) else None
-
-    def _module_device(self, cls: cst.ClassDef) -> DeviceExpr | NoDevice:
-        method = self._enclosing_method()
-        if method is None:
-            if not self.codemod.function_stack:
-                return NoDevice("in a class body: no module instance to take the device from")
-            return NoDevice("in a function nested inside an nn.Module method: pass the device explicitly")
-        decorators = _cst.decorator_names(method)
-        if "staticmethod" in decorators or "classmethod" in decorators:
-            return NoDevice("static or class method: no module to take the device from")
-        if method.name.value == "__init__":
-            return NoDevice("inside __init__ the module has no device yet")
-        tensor_arg = self._tensor_argument(method)
-        if tensor_arg is not None:
-            return DeviceExpr(f"{tensor_arg}.device")
-        info = self._info(cls)
-        runs_at = info.first_run_in_init.get(method.name.value)
-        for index, expr in info.attr_devices:
-            if runs_at is None or index < runs_at:
-                return DeviceExpr(expr)
-        if info.has_parameters and runs_at is None:
-            return DeviceExpr("next(self.parameters()).device")
-        if runs_at is not None:
-            return NoDevice(
-                f"`{method.name.value}` runs during __init__ before any parameter or buffer exists"
-            )
-        return NoDevice("the module defines no parameter or buffer to take the device from")
-
-    @staticmethod
-    def _tensor_argument(method: cst.FunctionDef) -> str | None:
-        params = _cst.all_params(method)[1:]
-        for param in params:
-            if param.annotation is not None:
-                name = _cst.dotted_name(param.annotation.annotation) or ""
-                if name == "Tensor" or name.endswith(".Tensor"):
-                    return param.name.value
-        if method.name.value == "forward":
-            first = _cst.first_positional_param(method)
-            if first is not None and first.annotation is None and not _not_a_tensor(first, method):
-                return first.name.value
-        return None
 
     def module_classes(self) -> dict[int, cst.ClassDef]:
         """Classes of this file that subclass ``torch.nn`` classes, directly or through others."""
@@ -232,75 +167,60 @@ class DeviceSource:
             self._module_classes = found
         return self._module_classes
 
-    def _info(self, cls: cst.ClassDef) -> _ModuleClassInfo:
-        if id(cls) not in self._class_info:
-            self._class_info[id(cls)] = self._analyse_class(cls)
-        return self._class_info[id(cls)]
-
-    def _analyse_class(self, cls: cst.ClassDef) -> _ModuleClassInfo:
-        methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
-        info = _ModuleClassInfo(init=methods.get("__init__"))
-        calls = {name: _self_method_calls(func) for name, func in methods.items()}
-        if info.init is None:
-            return info
-        module_class_names = self.module_class_names()
-        for index, stmt in enumerate(info.init.body.body):
-            for called in _self_method_calls(stmt):
-                for reached in _reachable(called, calls):
-                    info.first_run_in_init.setdefault(reached, index)
-            expr, is_param = self._attr_device(stmt, module_class_names)
-            if expr is not None:
-                info.attr_devices.append((index, expr))
-            info.has_parameters = info.has_parameters or is_param
-        return info
-
-    def _attr_device(self, stmt: cst.BaseStatement, module_class_names: set[str]) -> tuple[str | None, bool]:
-        """For ``self.w = nn.Parameter(...)`` and friends: (device expression, creates params)."""
-        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
-            return None, False
-        small = stmt.body[0]
-        if m.matches(small, m.Expr(m.Call(func=m.Attribute(m.Name("self"), m.Name("register_buffer"))))):
-            call = cst.ensure_type(cst.ensure_type(small, cst.Expr).value, cst.Call)
-            args = _cst.positional_args(call)
-            if len(args) >= 2 and isinstance(args[0].value, cst.SimpleString) and not m.matches(args[1].value, m.Name("None")):
-                name = args[0].value.evaluated_value
-                if isinstance(name, str) and name.isidentifier():
-                    return f"self.{name}.device", False
-            return None, False
-        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
-            return None, False
-        target = small.targets[0].target
-        if not m.matches(target, m.Attribute(m.Name("self"), m.Name())) or not isinstance(small.value, cst.Call):
-            return None, False
-        attr = cst.ensure_type(target, cst.Attribute).attr.value
-        qualified = self.codemod.qualified_names(small.value.func)
-        if qualified & PARAMETER_CLASSES:
-            return f"self.{attr}.device", True
-        for q in qualified:
-            if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in WEIGHT_LAYERS:
-                return f"self.{attr}.weight.device", True
-        called = _cst.dotted_name(small.value.func)
-        is_layer = any(q.startswith("torch.nn.") for q in qualified) or called in module_class_names
-        return None, is_layer
-
     # -- everywhere else --------------------------------------------------------------------
-    def _scoped_device(self, node: cst.CSTNode) -> DeviceExpr | NoDevice:
+    def _scoped_device(self, node: cst.CSTNode, chooses_location: bool = False, ignore_flag: bool = False) -> DeviceExpr | NoDevice:
+        at = None if ignore_flag else self.flags.at(node)
+        # A device built from a user's flag serves only the sites that follow that flag.
+        wanted = at if at is not None and at.applies else None
         taken: set[str] = set()
         for name in (*DEVICE_NAMES, *self._module_level_device_names()):
             visible = self._visible_bindings(name, node)
             if not visible:
                 continue
-            if all(self._is_device_binding(a, node) for a in visible):
+            if all(self._is_device_binding(a, node) and self._serves(a, wanted) for a in visible):
                 return DeviceExpr(name)
             taken.add(name)
+        if at is not None:
+            flagged = self._flag_device(node, at, chooses_location)
+            if flagged is not None:
+                return flagged
         if self.inserted_name is None:
+            reserved = self.flags.reserved() | self.reserved_names
             self.inserted_name = next(
-                (n for n in FREE_NAME_CANDIDATES if n not in taken and self._is_free_global(n)),
+                (n for n in FREE_NAME_CANDIDATES if n not in taken and n not in reserved and self._is_free_global(n)),
                 None,
-            ) or _numbered_free_name(self._all_names())
+            ) or _numbered_free_name(self._all_names() | reserved)
         elif self._visible_bindings(self.inserted_name, node):
             return NoDevice(f"`{self.inserted_name}` is bound to something else here; pass a device by hand")
         return DeviceExpr(self.inserted_name)
+
+    def _flag_device(self, node: cst.CSTNode, at: FlagAt, chooses_location: bool) -> DeviceExpr | NoDevice | None:
+        """The device of the user's flag at ``node``; None where the default applies."""
+        flag = at.flag
+        if at.applies:
+            existing = self.flags.existing_name(flag)
+            name = self.flags.name_for(flag)
+            if existing is None and self._visible_bindings(name, node):
+                return NoDevice(f"`{name}` is bound to something else here; pass a device by hand")
+            return DeviceExpr(name)
+        if not chooses_location:
+            return None
+        if flag.usable:
+            return NoDevice(f"this runs before `{flag.flag}`, the flag that decides the device, is final: choose one by hand")
+        return NoDevice(f"`{flag.flag}` decides the device here, but {flag.reason}: choose one by hand")
+
+    def _serves(self, assignment: object, wanted: FlagAt | None) -> bool:
+        """A device binding serves a site unless it is built from a user's flag other than
+        the one the site follows (``wanted``; None: it follows none). The user's own
+        ``torch.device("cuda" if use_cuda else "cpu")`` serves the sites of ``use_cuda``."""
+        value = self.assigned_values().get(id(getattr(assignment, "node", None)))
+        test = self.flags.condition_of(value) if value is not None else None
+        if test is None:
+            return True
+        if wanted is None:
+            return False
+        return test == self.flags.test_code(wanted.flag) or \
+            self.flags.condition_of(value, flag_only=True) == wanted.flag.condition
 
     def _is_free_global(self, name: str) -> bool:
         """``name`` can be bound at module level without changing what any code refers to
@@ -423,58 +343,6 @@ def is_torch_module_class(qualified: str) -> bool:
 
 
 NOT_DEVICE_ANNOTATIONS = {"int", "bool", "float", "None"}
-SIZE_NAMES = {"n", "size", "dim", "training", "length", "count", "steps", "batch", "bsz", "bs", "seq_len"}
-SIZE_PREFIXES = ("n_", "num_", "max_", "is_", "use_")
-SIZE_SUFFIXES = ("_size", "_dim", "_len", "_length", "_count", "_steps", "_num")
-SIZE_USES = {
-    "zeros", "ones", "empty", "randn", "rand", "randint", "randperm", "full", "arange", "range",
-    "eye", "linspace", "logspace", "new_zeros", "new_ones", "new_empty", "new_full", "view",
-    "reshape", "expand", "repeat", "FloatTensor", "LongTensor", "Tensor", "ByteTensor",
-}
-
-
-def _not_a_tensor(param: cst.Param, method: cst.FunctionDef) -> bool:
-    """``param`` is a size, a count or a flag, by its name (``batch_size``, ``n_*``,
-    ``num_*``, ``dim``, ``training``), its default, or its use in the body (a size given to a
-    factory or a shape method, ``range(param)``, an ``if param:`` test)."""
-    name = param.name.value
-    lowered = name.lower()
-    if param.default is not None:
-        return True
-    if lowered in SIZE_NAMES or lowered.startswith(SIZE_PREFIXES) or lowered.endswith(SIZE_SUFFIXES):
-        return True
-    for node in _cst.walk(method.body):
-        if isinstance(node, cst.Call):
-            called = _cst.dotted_name(node.func) or ""
-            if called.rsplit(".", 1)[-1] in SIZE_USES and any(
-                m.matches(a.value, m.Name(name)) or m.matches(a.value, m.Tuple()) and
-                any(m.matches(e.value, m.Name(name)) for e in cst.ensure_type(a.value, cst.Tuple).elements)
-                for a in node.args
-            ):
-                return True
-        elif isinstance(node, (cst.If, cst.While, cst.IfExp)) and m.matches(node.test, m.Name(name)):
-            return True
-    return False
-
-
-def _self_method_calls(node: cst.CSTNode) -> set[str]:
-    """Names of ``self.<name>(...)`` calls anywhere under ``node``."""
-    found = set()
-    for n in _cst.walk(node):
-        if m.matches(n, m.Call(func=m.Attribute(m.Name("self"), m.Name()))):
-            found.add(cst.ensure_type(cst.ensure_type(n, cst.Call).func, cst.Attribute).attr.value)
-    return found
-
-
-def _reachable(start: str, calls: dict[str, set[str]]) -> list[str]:
-    seen = [start]
-    todo = [start]
-    while todo:
-        for nxt in calls.get(todo.pop(), ()):
-            if nxt not in seen:
-                seen.append(nxt)
-                todo.append(nxt)
-    return seen
 
 
 def _numbered_free_name(names: set[str]) -> str:

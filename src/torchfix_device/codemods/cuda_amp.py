@@ -180,7 +180,8 @@ class CudaAmp(Codemod):
         at the call (an existing binding, the module's or the input's device)."""
         if self.unsafe_fixes:
             device = self.device_source.for_site(call)
-            if isinstance(device, DeviceExpr) and device.code != self.device_source.inserted_name:
+            inserted = {self.device_source.inserted_name, *self.device_source.flags.requested_names()}
+            if isinstance(device, DeviceExpr) and device.code not in inserted:
                 return cst.parse_expression(f"{device.code}.type")
         return cst.SimpleString('"cuda"')
 

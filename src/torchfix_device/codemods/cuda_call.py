@@ -7,6 +7,11 @@ import libcst.matchers as m
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.codemods._guards import (
+    contains_move, guard_kind, header_comment, moved_value, moves_onto, rebinds, small_statements,
+)
+from torchfix_device.codemods._flag_guards import FlagGuards
+from torchfix_device.codemods._cuda_only import cuda_only_calls
 from torchfix_device.codemods._receivers import OWN, moves_itself
 from torchfix_device.candidates import FileFacts
 from torchfix_device.device_source import DeviceExpr, NoDevice
@@ -21,20 +26,31 @@ class CudaCall(Codemod):
     ## What it does
     Rewrites `.cuda()` calls to `.to(device)`: `model.cuda()`, `x.cuda()`, chains such as
     `torch.randn(3).cuda()`, `Net().cuda()`, `torch.load(p).cuda()`, and
-    `.cuda(non_blocking=True)` → `.to(device, non_blocking=True)`.
+    `.cuda(non_blocking=True)` → `.to(device, non_blocking=True)`; `.cuda(t.get_device())` →
+    `.to(t.device)`.
 
     The device comes from where the call is (see `torchfix_device.device_source`): inside an
     `nn.Module` method the module's own device (`x.device` of `forward`'s input, or
     `self.weight.device`), never a module-level global; in a function with a `device` argument,
-    that argument; elsewhere an existing `device = torch.device(...)` binding, or
+    that argument. Where the user's own flag decides (`if args.cuda:`, `if use_gpu:`,
+    `x.cuda() if use_cuda else x`), the device is built from that flag,
+    `device = torch.device("cuda" if args.cuda else "cpu")`, placed right after the statement
+    from which the flag no longer changes (after `args.cuda = not args.no_cuda and
+    torch.cuda.is_available()`; inside `main()` when the flag is parsed there; at the top of a
+    function whose parameter it is; never above `import torch`), and every move after it takes
+    that device, so `--no-cuda` still means the CPU (`and torch.cuda.is_available()` is added
+    when the flag does not ask it itself). Elsewhere an existing `device = torch.device(...)` binding, or
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` inserted once after
     the imports (with a free name when `device` is already bound to something else).
 
-    A guard that only existed to call `.cuda()` — `if torch.cuda.is_available(): model.cuda()`,
-    `x.cuda() if torch.cuda.is_available() else x` — is dropped when its body is nothing but
-    moves of existing values and it has no `else`: the device expression asks the same
-    question. A guard on a tensor's device (`if boxes.is_cuda: v = v.cuda()`) is dropped the
-    same way and its moves take that tensor's device: `v = v.to(boxes.device)`.
+    A guard on the flag goes when its body only moves existing values, it has no `else`, and
+    each value is shown to be on the CPU just before it (made by a torch factory without
+    `device=`, a CPU tensor type, a `torch.nn` layer or loss, or an `nn.Module` class of the file
+    that neither moves nor loads anything): `if args.cuda: model.cuda()` → `model.to(device)`,
+    `x.cuda() if use_cuda else x` → `x.to(device)`. A guard that only existed to call `.cuda()`
+    — `if torch.cuda.is_available(): model.cuda()` — goes the same way (the device asks the same
+    question), and a guard on a tensor's device (`if boxes.is_cuda: v = v.cuda()`) too, its moves
+    taking that tensor's device: `v = v.to(boxes.device)`.
 
     ## Why is this bad?
     `.cuda()` hard-codes one kind of hardware: the code crashes on a CPU-only machine, an Apple
@@ -44,15 +60,19 @@ class CudaCall(Codemod):
 
     ## Example
     ```python
-    model = Net().cuda()
-    if use_cuda:
-        inputs = inputs.cuda(non_blocking=True)
+    args.cuda = not args.no_cuda and torch.cuda.is_available()
+    model = nn.Linear(4, 2)
+    if args.cuda:
+        model.cuda()
+    inputs = inputs.cuda(non_blocking=True)
     ```
 
     ## Use instead
     ```python
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model = Net().to(device)
+    args.cuda = not args.no_cuda and torch.cuda.is_available()
+    device = torch.device("cuda" if args.cuda else "cpu")
+    model = nn.Linear(4, 2)
+    model.to(device)
     inputs = inputs.to(device, non_blocking=True)
     ```
 
@@ -66,17 +86,29 @@ class CudaCall(Codemod):
     - `x.cuda` without a call, the `torch.cuda.*` namespace (`torch.cuda.is_available()`,
       `torch.cuda.synchronize()`), and objects that are not torch (numba's `cuda`, cupy, pycuda,
       a class's own `cuda` method called on `self`).
-    - A user's flag (`if args.cuda:`, `if use_gpu:`, `x.cuda() if use_cuda else x`) stays: only
-      the calls inside are rewritten, so `--no-cuda` still means the CPU.
-    - Guards with an `else`, or whose body does more than move existing values
-      (`if args.multi_gpu: model = nn.DataParallel(model).cuda()`, `x = y.cuda()`): only the
-      calls inside are rewritten. A condition must keep one meaning in a file, so when one
-      guard on it has to stay, every guard on the same condition stays.
+    - Guards on a flag stay, only the calls inside being rewritten, when the flag cannot give
+      the device — it changes after the guard or in another function, is bound only on some
+      paths, belongs to an imported object (`cfg.CUDA`), or the guards of the scope test
+      different flags (`use_cuda` and `opt.cuda`); a GPU index (`if args.gpu >= 0:` around
+      `.cuda(args.gpu)`) is no flag — or when nothing shows a moved value is on the CPU (a
+      parameter, a loop variable, a loaded model), the guard has an `else`, or its body does
+      more than move (`if args.multi_gpu: model = nn.DataParallel(model).cuda()`). The message
+      says which. Names such as `multi_gpu`, `n_gpu`, `gpu_ids` are not flags.
+    - Guards on `torch.cuda.is_available()` with an `else` or doing more than move: only the
+      calls inside are rewritten; when one such guard stays, every guard on the same condition
+      stays.
+    - `.cuda()` among the statements of a block that imports a CUDA-only library (cupy, pycuda,
+      pynvrtc, numba's `cuda`): it sets CUDA up for that library (a kernel compiled with NVRTC
+      runs in the context it creates), and no other device can run the block. Reported for
+      manual review; a guard around it stays.
 
     ## Fix safety
-    Safe. On a machine with CUDA the chosen device is the current CUDA device, as `.cuda()`
-    was; elsewhere the code now runs on the CPU instead of raising. A user's flag keeps its
-    meaning: the guards on it stay.
+    Safe. With the flag on, or on a machine with CUDA, the chosen device is the current CUDA
+    device, as `.cuda()` was; with the flag off, a guard goes only where `.to(device)` leaves the
+    value where it was, on the CPU. A `.cuda()` outside any guard, after the flag is final, now
+    follows the flag: with `--no-cuda` it stays on the CPU, as the guarded code does, where it
+    went to the GPU and met CPU tensors before. Without CUDA the code runs on the CPU instead of
+    raising.
     """
 
     code = "TFD001"
@@ -106,8 +138,12 @@ class CudaCall(Codemod):
         }
         self._rewritten: set[int] = set()
         self._declined: set[int] = set()
+        self._cuda_only = cuda_only_calls(node)
         self._kept_conditions = self._conditions_of_guards_that_stay(node)
         self._guard_devices = self._devices_from_guards(node)
+        self._flag_guards = FlagGuards(self, node)
+        self._asks_itself = self._calls_under_is_available(node)
+        self._device_of: dict[int, str] = {}
         return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -115,6 +151,15 @@ class CudaCall(Codemod):
             return updated_node
         receiver = cst.ensure_type(original_node.func, cst.Attribute).value
         if self._not_torch(receiver):
+            return updated_node
+        library = self._cuda_only.get(id(original_node))
+        if library is not None:
+            self._declined.add(id(original_node))
+            message = (
+                f"`.cuda()` in a block that imports `{library}`, a CUDA-only library: it sets CUDA up"
+                " for that library, and no other device can run the block (left as it is)"
+            )
+            self.report(original_node, message, fixable=False)
             return updated_node
         if m.matches(receiver, m.Name("self")):
             self._declined.add(id(original_node))
@@ -131,23 +176,37 @@ class CudaCall(Codemod):
             )
             return updated_node
         explicit = [a for a in original_node.args if a.keyword is None or a.keyword.value == "device"]
+        follows = _get_device_of(explicit) if len(explicit) == 1 and not _cst.has_star_args(original_node) else None
+        if follows is not None:  # `.cuda(t.get_device())`: where `t` is
+            if not self.report(original_node, f"`.cuda({_cst.code_of(explicit[0].value)})` follows a tensor: use `.to({follows}.device)`"):
+                return updated_node
+            self._rewritten.add(id(original_node))
+            kept = [a for a, o in zip(updated_node.args, original_node.args) if o is not explicit[0]]
+            return _to_device_call(updated_node.with_changes(args=kept), f"{follows}.device")
         if explicit or _cst.has_star_args(original_node):
             self._declined.add(id(original_node))
             shown = _cst.code_of(original_node)
             self.report(original_node, f"`{shown}` names a device explicitly: choose a device expression by hand", fixable=False)
             return updated_node
         guarded = self._guard_devices.get(id(original_node))
-        device = DeviceExpr(guarded) if guarded is not None else self.device_source.for_site(original_node)
+        if guarded is not None:
+            device: DeviceExpr | NoDevice = DeviceExpr(guarded)
+        else:
+            device = self.device_source.for_site(original_node, ignore_flag=id(original_node) in self._asks_itself)
         if isinstance(device, NoDevice):
             self._declined.add(id(original_node))
             self.report(original_node, f"`.cuda()`: {device.reason}", fixable=False)
             return updated_node
         message = f"`.cuda()` hard-codes CUDA: use `.to({device.code})`"
+        flag_guard = self._flag_guards.guard_of(original_node)
+        if flag_guard is not None and (stays := self._flag_guards.why_it_stays(flag_guard)) is not None:
+            message += f"; the guard `{self._flag_guards.shown(flag_guard)}` stays: {stays}"
         if doubt is not None:
             message += f" (unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{_cst.code_of(receiver)}` is)"
         if not self.report(original_node, message, safe=False if doubt is not None else None):
             return updated_node
         self._rewritten.add(id(original_node))
+        self._device_of[id(original_node)] = device.code
         return _to_device_call(updated_node, device.code)
 
     # -- guards -----------------------------------------------------------------------------
@@ -156,9 +215,9 @@ class CudaCall(Codemod):
         t.is_cuda else x``) → that tensor's device (``boxes.device``)."""
         found: dict[int, str] = {}
         for node in _cst.walk(module):
-            if isinstance(node, (cst.If, cst.IfExp)) and _guard_kind(node.test) == "tensor":
+            if isinstance(node, (cst.If, cst.IfExp)) and guard_kind(node.test) == "tensor":
                 tensor = cst.ensure_type(node.test, cst.Attribute).value
-                if _rebinds(node.body, tensor):
+                if rebinds(node.body, tensor):
                     continue  # `t.device` may no longer be the device that was tested
                 device = f"{_cst.code_of(tensor)}.device"
                 for n in _cst.walk(node.body):
@@ -174,31 +233,36 @@ class CudaCall(Codemod):
         """
         kept = set()
         for node in _cst.walk_statements(module):
-            if isinstance(node, cst.If) and self._is_cuda_condition(node.test) and _contains_move(node.body):
-                if not self._guard_can_go(node) or self._holds_suppressed_call(node.body):
+            if isinstance(node, cst.If) and self._is_cuda_condition(node.test) and contains_move(node.body):
+                if not self._guard_can_go(node) or self._holds_call_that_stays(node.body):
                     kept.add(_cst.code_of(node.test))
         return kept
 
-    def _holds_suppressed_call(self, body: cst.BaseSuite) -> bool:
-        """A ``.cuda()`` under ``body`` carries ``# noqa``: it stays, so its guard stays too."""
+    def _holds_call_that_stays(self, body: cst.BaseSuite) -> bool:
+        """A ``.cuda()`` under ``body`` carries ``# noqa`` or serves a CUDA-only library: it
+        stays, so its guard stays too."""
         return any(
-            isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda"))) and self.is_suppressed(n)
+            isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda")))
+            and (id(n) in self._cuda_only or self.is_suppressed(n))
             for n in _cst.walk(body)
         )
 
     def _guard_can_go(self, node: cst.If) -> bool:
         if node.orelse is not None:
             return False
-        statements = _small_statements(node.body)
+        statements = small_statements(node.body)
         if not statements or not all(self._is_move(s) for s in statements):
             return False
         calls = [n for n in _cst.walk(node.body) if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda")))]
         return not any(a.keyword is None or a.keyword.value == "device" for c in calls for a in c.args)
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement | cst.FlattenSentinel:
-        if not self._is_cuda_condition(original_node.test) or not self._guard_can_go(original_node):
+        if self._flag_guards.flag_of(original_node) is not None:
+            if not self._flag_guard_goes(original_node, original_node.body):
+                return updated_node
+        elif not self._is_cuda_condition(original_node.test) or not self._guard_can_go(original_node):
             return updated_node
-        if _cst.code_of(original_node.test) in self._kept_conditions:
+        elif _cst.code_of(original_node.test) in self._kept_conditions:
             return updated_node
         if not self._all_cuda_calls_rewritten(original_node.body):
             return updated_node
@@ -208,24 +272,46 @@ class CudaCall(Codemod):
             lines: list[cst.BaseStatement] = [cst.SimpleStatementLine(body=small, trailing_whitespace=body.trailing_whitespace)]
         else:
             lines = list(cst.ensure_type(body, cst.IndentedBlock).body)
-        header_comment = _header_comment(updated_node)
+        comment = header_comment(updated_node)
         first = lines[0]
-        leading = [*updated_node.leading_lines, *([header_comment] if header_comment else []), *first.leading_lines]
+        leading = [*updated_node.leading_lines, *([comment] if comment else []), *first.leading_lines]
         lines[0] = first.with_changes(leading_lines=leading)
         return cst.FlattenSentinel(lines)
 
     def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
         """``x.cuda() if use_cuda else x`` → ``x.to(device)``."""
-        if not self._is_cuda_condition(original_node.test):
-            return updated_node
         if not (isinstance(original_node.body, cst.Call) and id(original_node.body) in self._rewritten):
             return updated_node
-        if _cst.code_of(original_node.test) in self._kept_conditions:
+        if self._flag_guards.flag_of(original_node) is not None:
+            if not self._flag_guard_goes(original_node, original_node.body):
+                return updated_node
+        elif not self._is_cuda_condition(original_node.test):
+            return updated_node
+        elif _cst.code_of(original_node.test) in self._kept_conditions:
             return updated_node
         receiver = cst.ensure_type(original_node.body.func, cst.Attribute).value
         if not original_node.orelse.deep_equals(receiver):
             return updated_node
         return updated_node.body.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar)
+
+    def _flag_guard_goes(self, guard: cst.If | cst.IfExp, body: cst.CSTNode) -> bool:
+        """A guard on a user's flag goes when nothing keeps it and every move in it took the
+        flag's own device (not a module's, nor one declined)."""
+        flag = self._flag_guards.flag_of(guard)
+        if flag is None or self._flag_guards.why_it_stays(guard) is not None or self.is_suppressed(guard):
+            return False
+        name = self.device_source.flags.binding_name(flag)
+        calls = [n for n in _cst.walk(body) if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda")))]
+        return bool(calls) and all(self._device_of.get(id(c)) == name for c in calls)
+
+    def _calls_under_is_available(self, module: cst.Module) -> set[int]:
+        """``.cuda()`` calls under a guard asking ``torch.cuda.is_available()`` itself: they take
+        the default device, which asks the same, and not a user flag's."""
+        found: set[int] = set()
+        for node in _cst.walk(module):
+            if isinstance(node, (cst.If, cst.IfExp)) and isinstance(node.test, cst.Call) and self._is_cuda_condition(node.test):
+                found.update(id(n) for n in _cst.walk(node.body) if m.matches(n, m.Call(func=m.Attribute(attr=m.Name("cuda")))))
+        return found
 
     def _is_cuda_condition(self, test: cst.BaseExpression) -> bool:
         """A guard that may go once its moves are rewritten: ``torch.cuda.is_available()``
@@ -235,14 +321,14 @@ class CudaCall(Codemod):
         if isinstance(test, cst.Call):
             name = _cst.dotted_name(test.func) or ""
             return name.endswith("is_available") and "torch.cuda.is_available" in self.qualified_names(test.func, ending_in=IS_AVAILABLE)
-        return _guard_kind(test) == "tensor"
+        return guard_kind(test) == "tensor"
 
     def _is_move(self, stmt: cst.BaseSmallStatement) -> bool:
         """A move of an existing value and nothing else: ``x.cuda()``, ``x = x.to(d)``,
         ``a, b = a.cuda(), b.cuda()``. Not ``model = nn.DataParallel(model).cuda()`` nor
         ``x = y.cuda()``: those do more than move, so their guard stays."""
         if isinstance(stmt, cst.Expr):
-            return _moved_value(stmt.value) is not None
+            return moved_value(stmt.value) is not None
         if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
             return False
         target = stmt.targets[0].target
@@ -250,8 +336,8 @@ class CudaCall(Codemod):
             pairs = list(zip(target.elements, stmt.value.elements))
             if len(target.elements) != len(stmt.value.elements):
                 return False
-            return all(_moves_onto(t.value, v.value) for t, v in pairs)
-        return _moves_onto(target, stmt.value)
+            return all(moves_onto(t.value, v.value) for t, v in pairs)
+        return moves_onto(target, stmt.value)
 
     def _all_cuda_calls_rewritten(self, body: cst.BaseSuite) -> bool:
         calls = [n for n in _cst.walk(body) if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda")))]
@@ -266,60 +352,12 @@ class CudaCall(Codemod):
         return False
 
 
-def _guard_kind(test: cst.BaseExpression) -> str | None:
-    """``tensor`` for ``t.is_cuda``, ``flag`` for a user flag such as ``args.cuda``/``use_gpu``."""
-    dotted = _cst.dotted_name(test)
-    if dotted is None:
-        return None
-    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
-        return "tensor"
-    return "flag" if any(w in dotted.lower() for w in ("cuda", "gpu")) else None
-
-
-def _rebinds(body: cst.CSTNode, tensor: cst.BaseExpression) -> bool:
-    """``body`` assigns to ``tensor`` (or to a name it is read through), other than by
-    ``t = t.cuda()``, which keeps the device ``t.is_cuda`` tested."""
-    name = _cst.dotted_name(tensor)
-    if name is None:
-        return True
-    for n in _cst.walk(body):
-        targets: list[cst.BaseExpression] = []
-        if isinstance(n, cst.Assign):
-            targets = [t.target for t in n.targets]
-        elif isinstance(n, (cst.AugAssign, cst.AnnAssign)):
-            targets = [n.target]
-        for target in targets:
-            for t in (target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]):
-                bound = _cst.dotted_name(t.value if isinstance(t, cst.BaseElement) else t)
-                if bound is None or not (name == bound or name.startswith(bound + ".")):
-                    continue
-                if isinstance(n, cst.Assign) and len(targets) == 1 and _moves_onto(target, n.value) \
-                        and m.matches(n.value, m.Call(func=m.Attribute(attr=m.Name("cuda")), args=[])):
-                    continue
-                return True
-    return False
-
-
-def _is_move_call(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Call) and m.matches(node.func, m.Attribute(attr=m.Name("cuda") | m.Name("to")))
-
-
-def _moved_value(node: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The receiver of ``r.cuda()``/``r.to(...)`` when it is a plain name or attribute chain."""
-    if not _is_move_call(node):
-        return None
-    receiver = cst.ensure_type(cst.ensure_type(node, cst.Call).func, cst.Attribute).value
-    return receiver if _cst.dotted_name(receiver) is not None else None
-
-
-def _moves_onto(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
-    """``x = x.cuda()``: the value moved is the one assigned to."""
-    moved = _moved_value(value)
-    return moved is not None and _cst.dotted_name(moved) == _cst.dotted_name(target)
-
-
-def _contains_move(node: cst.CSTNode) -> bool:
-    return any(isinstance(n, cst.Call) and _is_move_call(n) for n in _cst.walk(node))
+def _get_device_of(args: list[cst.Arg]) -> str | None:
+    """``t`` for the one argument ``t.get_device()`` (a plain name or attribute chain)."""
+    value = args[0].value
+    if isinstance(value, cst.Call) and not value.args and m.matches(value.func, m.Attribute(attr=m.Name("get_device"))):
+        return _cst.dotted_name(cst.ensure_type(value.func, cst.Attribute).value)
+    return None
 
 
 def _to_device_call(call: cst.Call, device_code: str) -> cst.Call:
@@ -332,25 +370,6 @@ def _to_device_call(call: cst.Call, device_code: str) -> cst.Call:
         if arg.keyword is not None and arg.keyword.value != "async":
             new = _cst.add_keyword_arg(new, arg.keyword.value, arg.value)
     return new
-
-
-def _small_statements(body: cst.BaseSuite) -> list[cst.BaseSmallStatement] | None:
-    if isinstance(body, cst.SimpleStatementSuite):
-        return list(body.body)
-    statements: list[cst.BaseSmallStatement] = []
-    for stmt in cst.ensure_type(body, cst.IndentedBlock).body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return None
-        statements.extend(stmt.body)
-    return statements
-
-
-def _header_comment(node: cst.If) -> cst.EmptyLine | None:
-    """A comment on the ``if ...:`` line, kept as a comment line above the unguarded body."""
-    body = node.body
-    if not isinstance(body, cst.IndentedBlock) or body.header.comment is None:
-        return None  # a one-line ``if c: stmt  # comment`` keeps its comment on the statement
-    return cst.EmptyLine(comment=body.header.comment)
 
 
 def _walk_classes(node: cst.CSTNode):

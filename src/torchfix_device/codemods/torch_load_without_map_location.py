@@ -19,7 +19,10 @@ class TorchLoadWithoutMapLocation(Codemod):
 
     The device is the one the surrounding code runs on: inside an `nn.Module` method, the
     module's own device (`x.device`, `self.weight.device`); in a function with a `device`
-    argument, that argument; elsewhere an existing `device = torch.device(...)` binding, or
+    argument, that argument; where the user's own flag decides the device (`args.cuda`,
+    `use_gpu`, see TFD001), `device = torch.device("cuda" if args.cuda else "cpu")` placed where
+    the flag is final, so `--no-cuda` loads onto the CPU; elsewhere an existing
+    `device = torch.device(...)` binding, or
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` inserted once after
     the imports. That device is what the loaded tensors are about to be used with, and it exists
     on the machine that runs the code — unlike the device recorded in the checkpoint.
@@ -46,7 +49,10 @@ class TorchLoadWithoutMapLocation(Codemod):
     Calls that already pass `map_location` (by keyword or as the second positional argument) or
     forward `*args` or `**kwargs` (which may hold it: `def load(*a, **k): return torch.load(*a, **k)`); every other `load` (`np.load`, `pickle.load`,
     `json.load`, `yaml.load`, a method called `load`); calls inside `__init__`, static methods or
-    nested functions of an `nn.Module`, where no module device exists yet — those are reported.
+    nested functions of an `nn.Module`, where no module device exists yet, and calls where a
+    user's flag decides the device but cannot give it (the load runs before the flag is final,
+    or the flag changes later, or guards test different flags): those are reported, rather than
+    sent to the GPU on `torch.cuda.is_available()` alone against `--no-cuda`.
 
     ## Fix safety
     Safe. The loaded values are the same; only where they live changes, and they are placed
@@ -75,7 +81,7 @@ class TorchLoadWithoutMapLocation(Codemod):
             return updated_node
         if len(_cst.positional_args(original_node)) >= 2 or _cst.has_star_args(original_node):
             return updated_node  # a location chosen positionally, or forwarded `*args`/`**kwargs`
-        device = self.device_source.for_site(original_node)
+        device = self.device_source.for_site(original_node, chooses_location=True)
         if isinstance(device, NoDevice):
             self.report(original_node, f"`torch.load` without `map_location`: {device.reason}", fixable=False)
             return updated_node
