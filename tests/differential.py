@@ -335,6 +335,7 @@ def _execute(job: dict) -> dict:
 def _worker() -> None:
     import torch  # noqa: F401 - imported once, before the forks
 
+    import torchfix_device._cst  # noqa: F401 - the legacy tensor types' table (libcst: 0.5 s a child otherwise)
     import torchfix_device.verify.checker  # noqa: F401
     import torchfix_device.verify.legacy  # noqa: F401
 

@@ -39,6 +39,8 @@ def _blocks(module: cst.Module):
 
 
 def _cuda_only_import(stmt: cst.BaseStatement) -> str | None:
+    if isinstance(stmt, cst.Try):  # ``try: import cupy`` / ``except ImportError: ...``
+        return next((lib for s in stmt.body.body if (lib := _cuda_only_import(s)) is not None), None)
     if not isinstance(stmt, cst.SimpleStatementLine):
         return None
     for small in stmt.body:
