@@ -35,6 +35,7 @@ def main(args: Arguments) -> int:
         out.error(str(exc))
         return EXIT_USAGE
     except Interrupted as stop:  # Ctrl-C, SIGTERM or SIGHUP: what was done, no traceback
+        interrupts.finishing()  # a further Ctrl-C, until the exit, changes nothing (no -SIGINT death)
         with interrupts.ignoring():
             report.print_problems(stop.results, out)
             fixing = args.writes
@@ -43,6 +44,7 @@ def main(args: Arguments) -> int:
             out.line(f"{out.styled(interrupts.word(stop.signum), 'yellow')} after {stop.done} of {stop.total} files; {state}")
         return interrupts.exit_code(stop.signum)
     except WritesInterrupted as stop:  # while writing the rewrites held for the git check
+        interrupts.finishing()
         with interrupts.ignoring():
             report.print_problems(stop.results, out)
             out.line(report.summary_line(stop.results, wrote=True))
