@@ -18,6 +18,8 @@ import pytest
 from differential import compare, not_executable, rewrite, run_sources
 from torchfix_device.catalog import all_codemods
 
+pytestmark = pytest.mark.xdist_group("differential-fixtures")  # one batch of executions, run once (see pyproject.toml)
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAFE = {c.__module__.rsplit(".", 1)[-1]: c.safe for c in all_codemods()}
 LEGS = ("cpu", "gpu")

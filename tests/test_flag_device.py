@@ -17,6 +17,8 @@ from differential import compare, devices_seen, rewrite, run_sources
 from torchfix_device.catalog import all_codemods
 from torchfix_device.engine import transform_source
 
+pytestmark = pytest.mark.xdist_group("flag-device-runs")  # one batch of executions, run once (see pyproject.toml)
+
 LEGS = (("cpu", ()), ("cpu", ("--no-cuda",)), ("gpu", ()), ("gpu", ("--no-cuda",)))
 
 HEADER = '''

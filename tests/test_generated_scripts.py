@@ -22,6 +22,8 @@ import differential
 import generated
 from generated import FLAGS, KNOWN_ISSUE_21, PIECES, check_examples, examples, problems
 
+pytestmark = pytest.mark.xdist_group("generated-scripts")  # one batch of executions, run once (see pyproject.toml)
+
 BATCH = 6
 
 

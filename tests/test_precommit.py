@@ -19,10 +19,13 @@ FIXED = (
 )
 NO_REGISTRY = ("NewConnectionError", "Temporary failure in name resolution", "No matching distribution found")
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("pre-commit") is None or shutil.which("git") is None,
-    reason="pre-commit (pip install pre-commit, part of the test extra) or git is not installed",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        shutil.which("pre-commit") is None or shutil.which("git") is None,
+        reason="pre-commit (pip install pre-commit, part of the test extra) or git is not installed",
+    ),
+    pytest.mark.xdist_group("pre-commit-home"),  # one PRE_COMMIT_HOME: its hook environment is reused
+]
 
 
 def _git(repo: Path, *args: str) -> None:
