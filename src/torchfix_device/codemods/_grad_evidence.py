@@ -140,11 +140,20 @@ class GradEvidence(ProofMemo, DataPipelineEvidence, SelfAttributeEvidence):
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         if self._parents is None:
             found: dict[int, cst.CSTNode] = {}
+            order: dict[int, int] = {id(self.module): 0}
             for above in _cst.walk(self.module):
                 for child in _cst.children(above):
                     found[id(child)] = above
-            self._parents = found
+                    order[id(child)] = len(order)
+            self._parents, self._order = found, order
         return self._parents.get(id(node))
+
+    def source_order(self, node: cst.CSTNode) -> int:
+        """Where ``node`` comes in a walk of the module: binding sets arrive in the order of
+        memory addresses, and the proofs (the depth limit, which message comes first) must not
+        depend on that."""
+        self.parent(node)
+        return self._order.get(id(node), len(self._order))
 
     # -- expressions ------------------------------------------------------------------------------
     def _expr(self, expr: cst.BaseExpression) -> str | None:
@@ -271,7 +280,7 @@ class GradEvidence(ProofMemo, DataPipelineEvidence, SelfAttributeEvidence):
         bindings = [b for b in self.bindings(read.value, read) if getattr(b, "node", None) is not None]
         if not bindings:
             return f"`{read.value}` is not bound in this file"
-        nodes = [b.node for b in bindings]
+        nodes = sorted((b.node for b in bindings), key=self.source_order)
         where = scope_of(read, self.parent)
         scopes = {id(scope_of(n, self.parent)) for n in nodes}
         if len(scopes) != 1:
@@ -379,7 +388,7 @@ class GradEvidence(ProofMemo, DataPipelineEvidence, SelfAttributeEvidence):
         if not isinstance(expr, cst.Name):
             yield expr
             return
-        bindings = [b.node for b in self.bindings(expr.value, expr) if getattr(b, "node", None) is not None]
+        bindings = sorted((b.node for b in self.bindings(expr.value, expr) if getattr(b, "node", None) is not None), key=self.source_order)
         scope = scope_of(expr, self.parent)
         if not bindings:
             yield None
