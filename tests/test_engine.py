@@ -313,14 +313,16 @@ def test_children_read_from_fields_equal_libcsts_children() -> None:
     root = Path(__file__).parent.parent
     files = sorted([*root.joinpath("tests", "fixtures").rglob("*.py"), *root.joinpath("src").rglob("*.py")])
     extra = 'x = f"{a}{b!r:>{w}}{c=}{d:{e}.{g}}"\n'
-    for ordered in (files, files[::-1]):
+    modules = []  # parsed once, walked in both orders
+    for source in (p.read_text(encoding="utf-8") for p in files):
+        try:
+            modules.append(cst.parse_module(source))
+        except cst.ParserSyntaxError:
+            continue
+    for ordered in (modules, modules[::-1]):
         _cst._VISITED_FIELDS.clear()
         checked = 0
-        for source in [extra, *(p.read_text(encoding="utf-8") for p in ordered)]:
-            try:
-                module = cst.parse_module(source)
-            except cst.ParserSyntaxError:
-                continue
+        for module in [cst.parse_module(extra), *ordered]:
             stack: list[cst.CSTNode] = [module]
             while stack:
                 node = stack.pop()
