@@ -100,7 +100,6 @@ class GradEvidence(ProofMemo, DataPipelineEvidence, SelfAttributeEvidence):
         self.names = qualified_names
         self.bindings = bindings
         self._parents: dict[int, cst.CSTNode] | None = None
-        self._checking: set[tuple[int, str]] = set()
         self._depth = 0
 
     # -- the questions ----------------------------------------------------------------------------
@@ -301,15 +300,9 @@ class GradEvidence(ProofMemo, DataPipelineEvidence, SelfAttributeEvidence):
         return _first(self._binding(read.value, n) for n in reaching) or self._changes(read.value, scope)
 
     def _changes(self, name: str, scope: cst.CSTNode) -> str | None:
-        """A change in place of what ``name`` holds in ``scope`` (assumed none while checked)."""
-        key = (id(scope), name)
-        if key in self._checking:
-            return None
-        self._checking.add(key)
-        try:
-            return changes_of(self, name, scope)
-        finally:
-            self._checking.discard(key)
+        """A change in place of what ``name`` holds in ``scope`` (assumed none while checked:
+        an assumption the proof memory tracks like the others)."""
+        return self.prove(("changes", id(scope), name), lambda: changes_of(self, name, scope))
 
     def _reaching(self, scope: cst.CSTNode, read: cst.Name, nodes: list[cst.CSTNode]) -> list[cst.CSTNode] | None:
         if isinstance(scope, (cst.Module, cst.FunctionDef)):
