@@ -26,10 +26,8 @@ def binding_place(module: cst.Module, torch_name: str | None, device_name: str) 
     """Where to insert the binding of ``device_name`` in ``module`` (the rewritten tree)."""
     index = _cst.end_of_import_block(module)
     first_use = _first_module_level_use(module, device_name)
-    if torch_name is None:  # ``import torch`` is added by libcst among the leading imports
-        return Place(min(index, first_use), needs_import=False)
-    bound_at = _first_binding(module, torch_name)
-    if bound_at is None:
+    bound_at = None if torch_name is None else _first_binding(module, torch_name)
+    if bound_at is None:  # ``import torch`` is added by libcst among the leading imports
         return Place(min(index, first_use), needs_import=False)
     after = bound_at + 1
     while after < len(module.body) and _cst.is_import_statement(module.body[after]):

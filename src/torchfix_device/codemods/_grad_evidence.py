@@ -37,7 +37,6 @@ import libcst as cst
 from torchfix_device import _cst
 from torchfix_device.codemods._data_pipeline import DataPipelineEvidence
 from torchfix_device.codemods._in_place import changes_of, in_place
-from torchfix_device.codemods._proof_memo import ProofMemo
 from torchfix_device.codemods._self_attributes import SelfAttributeEvidence
 from torchfix_device.codemods._name_flow import binding_owner, reaching_bindings
 
@@ -90,7 +89,7 @@ TORCH_TYPES = {
 MAX_DEPTH = 60
 
 
-class GradEvidence(ProofMemo, DataPipelineEvidence, SelfAttributeEvidence):
+class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
     """Answers about the values of one module version (see the module docstring)."""
 
     def __init__(self, module: cst.Module, qualified_names: QualifiedNames, bindings: Bindings) -> None:

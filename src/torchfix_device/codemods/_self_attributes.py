@@ -23,12 +23,13 @@ from __future__ import annotations
 import libcst as cst
 
 from torchfix_device import _cst
+from torchfix_device.codemods._proof_memo import ProofMemo
 
 
 REGISTERING = {"register_buffer", "register_parameter", "add_module", "register_module"}
 
 
-class SelfAttributeEvidence:
+class SelfAttributeEvidence(ProofMemo):
     """``self_attribute_missing`` of :class:`GradEvidence` (which supplies ``parent``,
     ``module``, ``missing`` and ``args_missing``)."""
 
@@ -44,9 +45,6 @@ class SelfAttributeEvidence:
         raise NotImplementedError
 
     def args_missing(self, call: cst.Call) -> str | None:  # pragma: no cover
-        raise NotImplementedError
-
-    def prove(self, key: object, compute) -> str | None:  # pragma: no cover - ProofMemo
         raise NotImplementedError
 
     def self_attribute_missing(self, expr: cst.Attribute) -> str | None:
