@@ -71,6 +71,15 @@ def run_sources(jobs: list[dict], timeout: float = 600) -> list[dict]:
     return records
 
 
+def python3(text: str) -> bool:
+    """``text`` compiles on this Python (an input of the token pass, ``.cuda(async=True)``, does not)."""
+    try:
+        compile(text, "<fixture>", "exec", dont_inherit=True)
+    except SyntaxError:
+        return False
+    return True
+
+
 def not_executable(record: dict) -> bool:
     return record["error"] is not None and record["error"] in NOT_EXECUTABLE
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from differential import compare, not_executable, rewrite, run_sources
+from differential import compare, not_executable, python3, rewrite, run_sources
 from torchfix_device.catalog import all_codemods
 
 pytestmark = pytest.mark.xdist_group("differential-fixtures")  # one batch of executions, run once (see pyproject.toml)
@@ -28,14 +28,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {}
 """fixture id -> issue 21 reason: a wrong SAFE rewrite found on today's code (strict xfail)."""
 
 
-def _python3(text: str) -> bool:
-    try:
-        compile(text, "<fixture>", "exec", dont_inherit=True)
-    except SyntaxError:
-        return False
-    return True
-
-
 def _fixtures() -> list[Path]:
     paths = []
     for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name in SAFE):
@@ -44,7 +36,7 @@ def _fixtures() -> list[Path]:
             # the safe rewrite: nothing to execute after
             paths += [
                 p for p in sorted(folder.glob("*.in.py"))
-                if ".unsafe." not in p.name or _python3(p.read_text(encoding="utf-8"))
+                if ".unsafe." not in p.name or python3(p.read_text(encoding="utf-8"))
             ]
         paths += sorted(folder.glob("*.noop.py"))
     return paths
@@ -55,7 +47,7 @@ def _before(path: Path) -> str:
     cannot even be compiled by Python >= 3.7: its ``.out.py``, the same program with
     ``non_blocking=`` written by hand, stands for it."""
     text = path.read_text(encoding="utf-8")
-    if _python3(text):
+    if python3(text):
         return text
     return path.with_name(path.name.replace(".in.py", ".out.py")).read_text(encoding="utf-8")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import libcst
 import pytest
+from differential import python3
 
 from torchfix_device.catalog import all_codemods
 from torchfix_device.engine import transform_source
@@ -39,7 +40,7 @@ def test_every_fix_a_summary_counts_is_in_the_output(path: Path, unsafe: bool) -
     codemods = all_codemods()
     # An input of the token pass (`.cuda(async=True)`): no other fix can be made without the
     # token fixes, so each codemod runs "alone" together with them, on what they give.
-    first = [c for c in codemods if any(True for _ in c.token_fixes(text))] if not _python3(text) else []
+    first = [c for c in codemods if any(True for _ in c.token_fixes(text))] if not python3(text) else []
     if first and not unsafe and not all(f.safe for c in first for f in c.token_fixes(text)):
         with pytest.raises(libcst.ParserSyntaxError):  # the safe run leaves it unparseable: refused
             transform_source(text, codemods, unsafe_fixes=unsafe)
@@ -57,14 +58,6 @@ def test_every_fix_a_summary_counts_is_in_the_output(path: Path, unsafe: bool) -
         missing = _new_words(base if codemod not in first else text, alone) - set(re.findall(r"\w+", out.text))
         assert not missing, f"{codemod.code}'s fix brings {sorted(missing)}, missing from the output"
     assert checked == len(fixed)
-
-
-def _python3(text: str) -> bool:
-    try:
-        compile(text, "<fixture>", "exec", dont_inherit=True)
-    except SyntaxError:
-        return False
-    return True
 
 
 def test_a_loaded_model_moved_and_reassigned_keeps_every_counted_fix() -> None:
