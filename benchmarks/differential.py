@@ -15,6 +15,7 @@ import argparse
 import os
 import random
 import sys
+import subprocess
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -66,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
                         examples_shown.append((result["example"], found[:3]))
             done += len(results)
             print(f"{done}/{args.examples} examples, {time.perf_counter() - start:.0f} s", file=sys.stderr)
+            if args.output:  # a partial summary after every batch: a killed run still leaves its figures
+                write_summary(args, counts, by_kind, by_problem, time.perf_counter() - start, done)
     seconds = time.perf_counter() - start
 
     lines = [f"{key}: {counts[key]}" for key in ("examples", "compiled", "idempotent", "behaviour equal")]
@@ -79,29 +82,47 @@ def main(argv: list[str] | None = None) -> int:
     lines += [f"  {example}: {found}" for example, found in examples_shown]
     print("\n".join(lines))
     if args.output:
-        md = [
-            "# Differential generator (issue 21)",
-            "",
-            f"`python benchmarks/differential.py --examples {args.examples} --seed {args.seed} --jobs {args.jobs}"
-            + (" --exclude-known" if args.exclude_known else "") + "`",
-            "",
-            "| measure | count |", "|---|---|",
-            *[f"| {key} | {counts[key]} |" for key in ("examples", "compiled", "idempotent", "behaviour equal")],
-            f"| seconds | {seconds:.1f} |",
-            "",
-            "## Examples with a difference, by piece kind",
-            "",
-            "| piece | examples | known issue 21 |", "|---|---|---|",
-            *[f"| {kind} | {n} | {generated.KNOWN_ISSUE_21.get(kind, '')} |" for kind, n in by_kind.most_common()],
-            "",
-            "## Differences by kind",
-            "",
-            "| difference | examples |", "|---|---|",
-            *[f"| `{problem}` | {n} |" for problem, n in by_problem.most_common()],
-            "",
-        ]
-        args.output.write_text("\n".join(md), encoding="utf-8")
+        write_summary(args, counts, by_kind, by_problem, seconds, done)
     return 0
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src", "tests"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out + (" (with uncommitted changes in src/ or tests/)" if dirty else "")
+
+
+def write_summary(args, counts, by_kind, by_problem, seconds: float, done: int) -> None:
+    md = [
+        "# Differential generator (issue 21)",
+        "",
+        f"`python benchmarks/differential.py --examples {args.examples} --seed {args.seed} --jobs {args.jobs}"
+        + (" --exclude-known" if args.exclude_known else "") + "`",
+        "",
+        f"Code: commit {_commit()}." + ("" if done >= args.examples
+                                       else f" **Partial: {done} of {args.examples} examples checked so far.**"),
+        "",
+        "| measure | count |", "|---|---|",
+        *[f"| {key} | {counts[key]} |" for key in ("examples", "compiled", "idempotent", "behaviour equal")],
+        f"| seconds | {seconds:.1f} |",
+        "",
+        "## Examples with a difference, by piece kind",
+        "",
+        "| piece | examples | known issue 21 |", "|---|---|---|",
+        *[f"| {kind} | {n} | {generated.KNOWN_ISSUE_21.get(kind, '')} |" for kind, n in by_kind.most_common()],
+        "",
+        "## Differences by kind",
+        "",
+        "| difference | examples |", "|---|---|",
+        *[f"| `{problem}` | {n} |" for problem, n in by_problem.most_common()],
+        "",
+    ]
+    args.output.write_text("\n".join(md), encoding="utf-8")
 
 
 if __name__ == "__main__":
