@@ -184,6 +184,23 @@ def run(x, use_cuda):
 
 kept, own = run(torch.ones(2), args.cuda and torch.cuda.is_available())
 ''',
+    # found by the 10,000-example differential run (seed 20261125): a guard on a reassigned alias
+    # of the flag stays, its move takes the default device, and the loads must not take that one
+    "load_beside_default_device": HEADER + '''
+use_cuda = args.cuda
+torch.save(nn.Linear(2, 2).state_dict(), "early.pt")
+early = torch.load("early.pt")
+
+use_gpu_2 = use_cuda
+r2 = torch.arange(3.0)
+if use_gpu_2:
+    r2 = r2.cuda()
+use_gpu_2 = not use_gpu_2
+
+torch.save(nn.Linear(2, 2).state_dict(), "late.pt")
+late = torch.load("late.pt")
+print(r2.device, sorted(early), sorted(late))
+''',
 }
 
 
@@ -215,7 +232,7 @@ def _differences(name: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("name", ["guards_go", "flag_in_main", "flag_parameter", "guards_stay", "load_follows", "aliases", "get_device",
-                                  "imports_apart", "users_binding"])
+                                  "imports_apart", "users_binding", "load_beside_default_device"])
 def test_rewrite_keeps_behaviour_with_the_flag_on_and_off(name: str) -> None:
     assert _differences(name) == {}
     legs = _runs()[name]["legs"]
@@ -261,6 +278,15 @@ def test_load_lands_where_the_flag_says() -> None:
     assert 'torch.load("ckpt.pt", map_location=device)' in _runs()["load_follows"]["after"]
     assert {t["device"] for t in legs["gpu --no-cuda"][1]["loaded"].values()} == {"cpu"}
     assert {t["device"] for t in legs["gpu"][1]["loaded"].values()} == {"meta"}
+
+
+def test_a_load_never_takes_the_default_device_where_a_flag_decides() -> None:
+    """The guard on ``use_gpu_2`` stays and its move takes ``torch.cuda.is_available()``'s
+    device; a ``torch.load`` of the same file took that line too (an earlier pass had inserted
+    it) and loaded onto the GPU with ``--no-cuda``."""
+    run = _runs()["load_beside_default_device"]
+    assert "if use_gpu_2:" in run["after"] and "map_location=torch_device" not in run["after"]
+    assert {t["device"] for t in run["legs"]["gpu --no-cuda"][1]["loaded"].values()} == {"cpu"}
 
 
 def test_aliases_are_rewritten_and_compared_on_values() -> None:

@@ -172,12 +172,17 @@ class DeviceSource:
         at = None if ignore_flag else self.flags.at(node)
         # A device built from a user's flag serves only the sites that follow that flag.
         wanted = at if at is not None and at.applies else None
+        # A site that chooses a location (``torch.load``) where a flag decides the device takes
+        # only that flag's device: a default device (``torch.cuda.is_available()``, the line an
+        # earlier pass inserted for a guarded ``.cuda()`` included) would load onto the GPU
+        # against ``--no-cuda``.
+        flag_only = chooses_location and at is not None
         taken: set[str] = set()
         for name in (*DEVICE_NAMES, *self._module_level_device_names()):
             visible = self._visible_bindings(name, node)
             if not visible:
                 continue
-            if all(self._is_device_binding(a, node) and self._serves(a, wanted) for a in visible):
+            if all(self._is_device_binding(a, node) and self._serves(a, wanted, flag_only) for a in visible):
                 return DeviceExpr(name)
             taken.add(name)
         if at is not None:
@@ -209,14 +214,16 @@ class DeviceSource:
             return NoDevice(f"this runs before `{flag.flag}`, the flag that decides the device, is final: choose one by hand")
         return NoDevice(f"`{flag.flag}` decides the device here, but {flag.reason}: choose one by hand")
 
-    def _serves(self, assignment: object, wanted: FlagAt | None) -> bool:
+    def _serves(self, assignment: object, wanted: FlagAt | None, flag_only: bool = False) -> bool:
         """A device binding serves a site unless it is built from a user's flag other than
         the one the site follows (``wanted``; None: it follows none). The user's own
-        ``torch.device("cuda" if use_cuda else "cpu")`` serves the sites of ``use_cuda``."""
+        ``torch.device("cuda" if use_cuda else "cpu")`` serves the sites of ``use_cuda``.
+        ``flag_only``: only a binding built from the flag ``wanted`` serves (none when the
+        site comes before that flag is final)."""
         value = self.assigned_values().get(id(getattr(assignment, "node", None)))
         test = self.flags.condition_of(value) if value is not None else None
         if test is None:
-            return True
+            return not flag_only
         if wanted is None:
             return False
         return test == self.flags.test_code(wanted.flag) or \
