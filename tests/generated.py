@@ -11,6 +11,7 @@ Positive pieces are patterns the tool should fix; traps are code that looks like
 
 from __future__ import annotations
 
+import difflib
 import random
 
 from differential import compare, devices_seen, rewrite, run_sources
@@ -250,7 +251,8 @@ def check_examples(batch) -> list[dict]:
                   "differences": {}, "flag_off_devices": set()}
         results.append(result)
         try:
-            after = rewrite(before)
+            output = transform(before)
+            after = output.text
             compile(after, "<after>", "exec")
         except Exception as exc:  # noqa: BLE001 - reported as not compiled
             result["error"] = f"{type(exc).__name__}: {exc}"
@@ -258,6 +260,7 @@ def check_examples(batch) -> list[dict]:
         result["compiled"] = True
         result["after"] = after
         result["idempotent"] = rewrite(after) == after
+        result["report"] = report_mismatches(before, after, output.findings)
         for leg, argv in LEGS:
             for source in (before, after):
                 jobs.append({"source": source, "leg": leg, "argv": list(argv)})
@@ -284,6 +287,36 @@ def problems(result: dict) -> list[str]:
         out.append("second run changes the output")
     for leg, diffs in result["differences"].items():
         out.extend(f"[{leg}] {d}" for d in diffs)
+    out.extend(result.get("report", ()))
     if result["flag_off_devices"] - {"cpu"}:
         out.append(f"--no-cuda but tensors on {sorted(result['flag_off_devices'] - {'cpu'})}")
     return out
+
+
+def transform(text: str):
+    from torchfix_device.catalog import all_codemods
+    from torchfix_device.engine import transform_source
+
+    return transform_source(text, all_codemods(), unsafe_fixes=False, filename="example.py")
+
+
+def changed_lines(before: str, after: str) -> set[int]:
+    """Lines of ``before`` (1-based) that ``after`` replaces or deletes, indentation aside (a
+    body put under ``with torch.no_grad():`` is not a change of its lines)."""
+    matcher = difflib.SequenceMatcher(
+        None, [line.strip() for line in before.splitlines()], [line.strip() for line in after.splitlines()], autojunk=False
+    )
+    return {line + 1 for tag, i1, i2, _, _ in matcher.get_opcodes() if tag in ("replace", "delete") for line in range(i1, i2)}
+
+
+def report_mismatches(before: str, after: str, findings) -> list[str]:
+    """Where the report and the written text disagree: a fix counted on a line the output left
+    as it was, or a site reported for review on a line the output changed (no fix counted
+    there). Issue 21 item 9: every fix a summary counts is in the output, and nothing else is."""
+    changed = changed_lines(before, after)
+    fixed = {f.line for f in findings if f.fixed}
+    out = [f"report: {f.code} counted as fixed but line {f.line} is unchanged" for f in findings if f.fixed and f.line not in changed]
+    out += [f"report: {f.code} left for review but line {f.line} was changed" for f in findings
+            if not f.fixed and f.line in changed and f.line not in fixed]
+    return out
+

@@ -13,6 +13,7 @@ from functools import lru_cache
 import pytest
 
 from differential import compare, devices_seen, rewrite, run_sources
+from generated import report_mismatches
 
 from torchfix_device.catalog import all_codemods
 from torchfix_device.engine import transform_source
@@ -287,6 +288,21 @@ def test_a_load_never_takes_the_default_device_where_a_flag_decides() -> None:
     run = _runs()["load_beside_default_device"]
     assert "if use_gpu_2:" in run["after"] and "map_location=torch_device" not in run["after"]
     assert {t["device"] for t in run["legs"]["gpu --no-cuda"][1]["loaded"].values()} == {"cpu"}
+
+
+def test_a_load_reported_for_review_is_left_as_it_was() -> None:
+    """The report and the text agree: the load before the flag is final is reported for review
+    and left unchanged; the one after it is fixed with the flag's device. (The scan of the tree
+    an earlier codemod had rewritten lost the kept guard, read the flag as final, and rewrote
+    the load it had reported.)"""
+    source = textwrap.dedent(SOURCES["load_beside_default_device"])
+    output = transform_source(source, all_codemods(), unsafe_fixes=False, filename="x.py")
+    assert 'early = torch.load("early.pt")\n' in output.text
+    assert 'late = torch.load("late.pt", map_location=device)' in output.text
+    loads = sorted((f.line, f.fixed) for f in output.findings if f.code == "TFD005")
+    assert [fixed for _, fixed in loads] == [False, True]
+    assert source.splitlines()[loads[0][0] - 1] == 'early = torch.load("early.pt")'
+    assert report_mismatches(source, output.text, output.findings) == []
 
 
 def test_aliases_are_rewritten_and_compared_on_values() -> None:

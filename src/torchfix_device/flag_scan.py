@@ -143,7 +143,41 @@ class FlagScan:
         """Functions and classes defined in the module's own scope, by name."""
         mains = [s for s in module.body if isinstance(s, cst.If) and is_main_test(s.test)]
         self.main: cst.If | None = mains[0] if len(mains) == 1 else None
+        self.default_devices = self._default_devices()
+        """Module-level names bound to ``torch.device("cuda" if torch.cuda.is_available() else
+        "cpu")``: a guarded ``.to(<one of them>)`` is a move like ``.cuda()``. An earlier codemod
+        of this run writes one for each guarded ``.cuda()`` whose guard it keeps; without this,
+        the guard vanished from the scan of the rewritten tree, and a later codemod read the
+        flag as final where the scan of the file as it was did not (a ``torch.load`` reported
+        for review was rewritten all the same)."""
         self._scan_block(module.body, None)
+
+    def _default_devices(self) -> frozenset[str]:
+        names = set()
+        for statement in self.module.body:
+            if not m.matches(statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name())])])):
+                continue
+            assign = cst.ensure_type(cst.ensure_type(statement, cst.SimpleStatementLine).body[0], cst.Assign)
+            value = assign.value
+            if not m.matches(value, m.Call(args=[m.Arg(value=m.IfExp(body=m.SimpleString(), orelse=m.SimpleString()), keyword=None)])):
+                continue
+            call = cst.ensure_type(value, cst.Call)
+            choice = cst.ensure_type(call.args[0].value, cst.IfExp)
+            strings = (cst.ensure_type(choice.body, cst.SimpleString).evaluated_value,
+                       cst.ensure_type(choice.orelse, cst.SimpleString).evaluated_value)
+            if strings == ("cuda", "cpu") and isinstance(choice.test, cst.Call) and asks_cuda(choice.test) \
+                    and (_cst.dotted_name(call.func) or "").endswith("device") and self._is_torch(call.func):
+                names.add(cst.ensure_type(assign.targets[0].target, cst.Name).value)
+        return frozenset(names)
+
+    def _moves_to_a_default_device(self, node: cst.CSTNode) -> bool:
+        if not self.default_devices:
+            return False
+        return any(
+            isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "to"
+            and len(n.args) >= 1 and isinstance(n.args[0].value, cst.Name) and n.args[0].value.value in self.default_devices
+            for n in _cst.walk(node)
+        )
 
     # -- the scan ---------------------------------------------------------------------------
     def _scan_block(self, statements: "Sequence[cst.CSTNode]", function: Function | None) -> None:
@@ -288,7 +322,7 @@ class FlagScan:
 
     def _guard(self, node: cst.CSTNode, test: cst.BaseExpression, body: cst.CSTNode, where: Where) -> None:
         found = flag_test(test)
-        if found is None or where.in_class or not holds_a_move(body):
+        if found is None or where.in_class or not (holds_a_move(body) or self._moves_to_a_default_device(body)):
             return
         if self._is_torch(test.left if isinstance(test, cst.Comparison) else test):
             return
