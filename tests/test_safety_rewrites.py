@@ -11,6 +11,7 @@ from pathlib import Path
 import libcst
 import pytest
 from differential import python3
+from generated import review_sites_changed
 
 from torchfix_device.catalog import all_codemods
 from torchfix_device.engine import transform_source
@@ -58,6 +59,8 @@ def test_every_fix_a_summary_counts_is_in_the_output(path: Path, unsafe: bool) -
         missing = _new_words(base if codemod not in first else text, alone) - set(re.findall(r"\w+", out.text))
         assert not missing, f"{codemod.code}'s fix brings {sorted(missing)}, missing from the output"
     assert checked == len(fixed)
+    # and nothing else: a site reported for review is left as it was
+    assert review_sites_changed(text, out.text, out.findings) == [], out.text
 
 
 def test_a_loaded_model_moved_and_reassigned_keeps_every_counted_fix() -> None:

@@ -21,8 +21,9 @@ class TorchLoadWithoutMapLocation(Codemod):
     module's own device (`x.device`, `self.weight.device`); in a function with a `device`
     argument, that argument; where the user's own flag decides the device (`args.cuda`,
     `use_gpu`, see TFD001), `device = torch.device("cuda" if args.cuda else "cpu")` placed where
-    the flag is final, so `--no-cuda` loads onto the CPU; elsewhere an existing
-    `device = torch.device(...)` binding, or
+    the flag is final, so `--no-cuda` loads onto the CPU (where a flag decides, only a device
+    built from that flag is taken, never one from `torch.cuda.is_available()` alone); elsewhere
+    an existing `device = torch.device(...)` binding, or
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")` inserted once after
     the imports. That device is what the loaded tensors are about to be used with, and it exists
     on the machine that runs the code — unlike the device recorded in the checkpoint.
