@@ -158,17 +158,22 @@ class FlagScan:
             if not m.matches(statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name())])])):
                 continue
             assign = cst.ensure_type(cst.ensure_type(statement, cst.SimpleStatementLine).body[0], cst.Assign)
-            value = assign.value
-            if not m.matches(value, m.Call(args=[m.Arg(value=m.IfExp(body=m.SimpleString(), orelse=m.SimpleString()), keyword=None)])):
-                continue
-            call = cst.ensure_type(value, cst.Call)
-            choice = cst.ensure_type(call.args[0].value, cst.IfExp)
-            strings = (cst.ensure_type(choice.body, cst.SimpleString).evaluated_value,
-                       cst.ensure_type(choice.orelse, cst.SimpleString).evaluated_value)
-            if strings == ("cuda", "cpu") and isinstance(choice.test, cst.Call) and asks_cuda(choice.test) \
-                    and (_cst.dotted_name(call.func) or "").endswith("device") and self._is_torch(call.func):
+            choice = self._cuda_or_cpu(assign.value)
+            if choice is not None and isinstance(choice.test, cst.Call) and asks_cuda(choice.test):
                 names.add(cst.ensure_type(assign.targets[0].target, cst.Name).value)
         return frozenset(names)
+
+    def _cuda_or_cpu(self, value: cst.BaseExpression) -> cst.IfExp | None:
+        """The choice of ``torch.device("cuda" if <test> else "cpu")``; None for anything else."""
+        if not m.matches(value, m.Call(args=[m.Arg(value=m.IfExp(body=m.SimpleString(), orelse=m.SimpleString()), keyword=None)])):
+            return None
+        call = cst.ensure_type(value, cst.Call)
+        choice = cst.ensure_type(call.args[0].value, cst.IfExp)
+        strings = (cst.ensure_type(choice.body, cst.SimpleString).evaluated_value,
+                   cst.ensure_type(choice.orelse, cst.SimpleString).evaluated_value)
+        if strings != ("cuda", "cpu") or not (_cst.dotted_name(call.func) or "").endswith("device") or not self._is_torch(call.func):
+            return None
+        return choice
 
     def _moves_to_a_default_device(self, node: cst.CSTNode) -> bool:
         if not self.default_devices:
@@ -332,15 +337,8 @@ class FlagScan:
         """``device = torch.device("cuda" if args.cuda [and torch.cuda.is_available()] else
         "cpu")``, a device built from a flag (by a user, or by an earlier codemod of this run in
         place of the guards it dropped) decides like a guard on that flag."""
-        if where.in_class or not m.matches(value, m.Call(args=[m.Arg(value=m.IfExp(
-                body=m.SimpleString(), orelse=m.SimpleString()), keyword=None)])):
-            return
-        call = cst.ensure_type(value, cst.Call)
-        choice = cst.ensure_type(call.args[0].value, cst.IfExp)
-        strings = (cst.ensure_type(choice.body, cst.SimpleString).evaluated_value,
-                   cst.ensure_type(choice.orelse, cst.SimpleString).evaluated_value)
-        if strings != ("cuda", "cpu") or not self._is_torch(call.func) or _cst.dotted_name(call.func) is None \
-                or not (_cst.dotted_name(call.func) or "").endswith("device"):
+        choice = None if where.in_class else self._cuda_or_cpu(value)
+        if choice is None:
             return
         test = choice.test
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) and asks_cuda(test.right):
