@@ -202,17 +202,33 @@ def tool_env(pythonpath: str | None) -> dict[str, str]:
 # ----------------------------------------------------------------------------- scoring
 
 
-def changed_regions(before: str, after: str) -> dict[int, str]:
-    """Line number (1-based, in ``before``) → the text that replaced its region, for changed lines."""
+def changed_regions(before: str, after: str, *, fine: bool = False) -> dict[int, str]:
+    """Line number (1-based, in ``before``) → the text that replaced its region, for changed lines.
+
+    ``fine``: within a region of several lines, each line is matched again with indentation
+    aside, so that a line only re-indented (a loop put under ``with torch.no_grad():``) maps to
+    itself and an edited line to its own replacement, not to the whole region's text (where an
+    unfixed neighbour's legacy token would count against it). Which lines changed stays the
+    coarse answer: a site is changed when its region is, re-indentation included."""
     a = before.splitlines()
     b = after.splitlines()
     result: dict[int, str] = {}
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag in ("replace", "delete"):
+        if tag not in ("replace", "delete"):
+            continue
+        if not fine or tag == "delete" or (i2 - i1 == 1 and j2 - j1 == 1):
             replacement = "\n".join(b[j1:j2])
             for i in range(i1, i2):
                 result[i + 1] = replacement
+            continue
+        inner = difflib.SequenceMatcher(None, [x.strip() for x in a[i1:i2]], [y.strip() for y in b[j1:j2]], autojunk=False)
+        for itag, k1, k2, l1, l2 in inner.get_opcodes():
+            if itag == "insert":
+                continue
+            for k in range(k1, k2):
+                # equal: the line itself, re-indented; replace/delete: what took its place
+                result[i1 + k + 1] = b[j1 + l1 + (k - k1)] if itag == "equal" else "\n".join(b[j1 + l1:j1 + l2])
     return result
 
 
@@ -222,9 +238,12 @@ def read_manifest(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-def score_site(row: dict[str, str], region: str | None, before_line: str) -> bool:
-    """True when the site ended as the manifest expects."""
+def score_site(row: dict[str, str], region: str | None, before_line: str, replacement: str | None = None) -> bool:
+    """True when the site ended as the manifest expects. ``region``: what replaced the site's
+    region (None: unchanged); ``replacement``: what replaced the line itself (the fine mapping
+    of :func:`changed_regions`; default ``region``), where the legacy tokens must be gone."""
     changed = region is not None
+    region = region if replacement is None else replacement
     if row["expected"] == "keep":
         return not changed
     if not changed:
@@ -393,15 +412,16 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs) -
         add(f"| {repo['repo']} | {repo['commit'][:10]} | {file_counts[repo['repo']]} | "
             f"{len(rows)} ({sum(r['expected'] == 'fix' for r in rows)} / {sum(r['expected'] == 'keep' for r in rows)}) |")
 
-    regions_cache: dict[tuple[str, str], dict[int, str]] = {}
+    regions_cache: dict[tuple[str, str], tuple[dict[int, str], dict[int, str]]] = {}
     before_cache: dict[str, list[str]] = {}
 
-    def regions(mode: str, rel: str) -> dict[int, str]:
+    def regions(mode: str, rel: str) -> tuple[dict[int, str], dict[int, str]]:
+        """The coarse and the fine :func:`changed_regions` of one file."""
         key = (mode, rel)
         if key not in regions_cache:
             before = view_of(orig_root / rel) or ""
             after = view_of(outputs[mode] / rel) or ""
-            regions_cache[key] = changed_regions(before, after)
+            regions_cache[key] = changed_regions(before, after), changed_regions(before, after, fine=True)
             before_cache[rel] = before.splitlines()
         return regions_cache[key]
 
@@ -418,12 +438,12 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs) -
                 if mode == "safe":
                     missing_rows.append(f"{row['repo']} {row['path']}:{row['line']}")
                 continue
-            reg = regions(mode, rel)
+            reg, fine = regions(mode, rel)
             line_no = int(row["line"])
             before_lines = before_cache[rel]
             before_line = before_lines[line_no - 1] if line_no <= len(before_lines) else ""
             region = reg.get(line_no)
-            ok = score_site(row, region, before_line)
+            ok = score_site(row, region, before_line, fine.get(line_no))
             c = per[row["idiom"]]
             c[row["expected"]] += 1
             if ok:

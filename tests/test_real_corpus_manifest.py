@@ -92,6 +92,25 @@ def test_score_site_requires_the_legacy_token_gone():
     assert not script.score_site(keep, "img = imgs[0].item()", "img = imgs.data[0]")
 
 
+def test_a_fix_site_in_a_re_indented_region_is_scored_on_its_own_line():
+    """A loop put under ``with torch.no_grad():`` is one changed region; the fixed line must not
+    be scored on the text of its unfixed neighbour (the scorer counted it missed), and the
+    neighbour stays missed. A keep site only re-indented is still a changed site."""
+    script = _load_script()
+    before = "for x in xs:\n    a = Variable(x, volatile=True)\n    b = Variable(y, volatile=True)\n    f(a, b)\n"
+    after = "with torch.no_grad():\n    for x in xs:\n        a = Variable(x, volatile=True)\n        b = y\n        f(a, b)\n"
+    coarse, fine = script.changed_regions(before, after), script.changed_regions(before, after, fine=True)
+    assert set(coarse) == {1, 2, 3, 4} and set(fine) == {1, 2, 3, 4}
+    assert fine[3] == "        b = y" and fine[2] == "        a = Variable(x, volatile=True)"
+    row = {"idiom": "5 Variable/volatile", "expected": "fix"}
+    lines = before.splitlines()
+    assert not script.score_site(row, coarse[3], lines[2])  # the coarse region holds line 2's Variable
+    assert script.score_site(row, coarse[3], lines[2], fine[3])
+    assert not script.score_site(row, coarse[2], lines[1], fine[2])
+    keep = {"idiom": "cuda moves", "expected": "keep"}
+    assert not script.score_site(keep, coarse[4], lines[3], fine[4])
+
+
 def test_notebook_view_numbers_cells_like_the_tool():
     script = _load_script()
     notebook = (
