@@ -117,7 +117,7 @@ def _messages(stem: str) -> dict[int, str]:
 
 
 # -- the safe rewrites keep what a user observes ------------------------------------------------
-@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad"])
+@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "as_tensor"])
 def test_safe_unwraps_keep_what_the_program_does(stem: str) -> None:
     (before, printed_before), (after, printed_after) = _before_after(stem)
     assert printed_before and printed_before == printed_after
@@ -200,6 +200,10 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("local_evidence", 127, "`self.w` is an attribute whose value this file does not show"),
         ("local_evidence", 127, "`self.never_set` is an attribute whose value this file does not show"),
         ("local_evidence", 133, "`w` is an item of `layer.parameters()`"),
+        ("as_tensor", 24, "`torch.ones(...)` is given `requires_grad=`"),
+        ("as_tensor", 25, "`torch.ones(...)` is given `requires_grad=`"),
+        ("as_tensor", 26, "`torch.ones(...)` is given `requires_grad=`"),
+        ("as_tensor", 27, "`held` is changed in place (`held.requires_grad_()`)"),
     ],
 )
 def test_sites_without_evidence_stay_and_say_what_is_missing(stem: str, line: int, missing: str) -> None:
@@ -231,6 +235,16 @@ def test_the_traps_are_real() -> None:
     assert "item = batch[0][0]" in unsafe
     old, new = _run(source, "collate_before")[0], _run(unsafe, "collate_after")[0]
     assert not old["item"].requires_grad and new["item"].requires_grad
+
+
+def test_as_tensor_traps_are_real() -> None:
+    """The sites left unsafe do change the program when unwrapped: `torch.as_tensor` (or a
+    legacy type alias) of a tensor returns it (or one in its graph)."""
+    source = (FIXTURES / "as_tensor.in.py").read_text(encoding="utf-8")
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    assert "Variable(" not in unsafe.replace("from torch.autograd import Variable", "")
+    before, after = _run(source, "as_tensor_before")[1].splitlines(), _run(unsafe, "as_tensor_unsafe")[1].splitlines()
+    assert (before[-1], after[-1]) == ("False False False False", "True True True True")  # same, wider, typed, base (through held)
 
 
 def test_a_notebook_is_one_program(tmp_path: Path) -> None:

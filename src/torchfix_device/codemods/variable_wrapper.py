@@ -111,7 +111,10 @@ class VariableWrapper(VariableImportTracking, Codemod):
     (`.requires_grad = True`, `.requires_grad_()`, an in-place change by a tensor that may
     require grad) where it is `x` itself. The evidence, from this file alone: factories
     (`torch.zeros`, `torch.from_numpy`, `x.new(2, 3)`), `x.data`, `x.detach()`, integer and
-    boolean results, NumPy values, torch functions, tensor methods and operators of such values;
+    boolean results, NumPy values, torch functions, tensor methods and operators of such values
+    (`torch.as_tensor(a)` and `torch.asarray(a)` too: they require grad only where `a` does; a
+    legacy type alias `T = torch.cuda.FloatTensor if c else torch.FloatTensor` is a legacy
+    constructor);
     a batch of a `torch.utils.data.DataLoader` without a `collate_fn` over a `torchvision`
     data set with `torchvision.transforms` (not `Lambda`) or a `TensorDataset` of such tensors;
     an attribute of such a data set; an attribute of `self` every assignment of which in its
