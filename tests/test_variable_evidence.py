@@ -117,7 +117,7 @@ def _messages(stem: str) -> dict[int, str]:
 
 
 # -- the safe rewrites keep what a user observes ------------------------------------------------
-@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "as_tensor"])
+@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor"])
 def test_safe_unwraps_keep_what_the_program_does(stem: str) -> None:
     (before, printed_before), (after, printed_after) = _before_after(stem)
     assert printed_before and printed_before == printed_after
@@ -200,6 +200,11 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("local_evidence", 127, "`self.w` is an attribute whose value this file does not show"),
         ("local_evidence", 127, "`self.never_set` is an attribute whose value this file does not show"),
         ("local_evidence", 133, "`w` is an item of `layer.parameters()`"),
+        ("refilled_attribute", 35, "it is stored in `self.grid1`, and nothing shows that nothing else holds the object it held"),
+        ("refilled_attribute", 46, "it is stored in `self.grid2`, and nothing shows that nothing else holds the object it held"),
+        ("refilled_attribute", 57, "`self.base` is an attribute whose value this file does not show"),
+        ("refilled_attribute", 65, "`self.whole` may be given a value that requires grad: `torch.ones(...)` is given `requires_grad=`"),
+        ("refilled_attribute", 75, "`self.table` is an attribute whose value this file does not show"),
         ("as_tensor", 24, "`torch.ones(...)` is given `requires_grad=`"),
         ("as_tensor", 25, "`torch.ones(...)` is given `requires_grad=`"),
         ("as_tensor", 26, "`torch.ones(...)` is given `requires_grad=`"),
@@ -237,14 +242,85 @@ def test_the_traps_are_real() -> None:
     assert not old["item"].requires_grad and new["item"].requires_grad
 
 
-def test_as_tensor_traps_are_real() -> None:
-    """The sites left unsafe do change the program when unwrapped: `torch.as_tensor` (or a
-    legacy type alias) of a tensor returns it (or one in its graph)."""
-    source = (FIXTURES / "as_tensor.in.py").read_text(encoding="utf-8")
-    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
-    assert "Variable(" not in unsafe.replace("from torch.autograd import Variable", "")
-    before, after = _run(source, "as_tensor_before")[1].splitlines(), _run(unsafe, "as_tensor_unsafe")[1].splitlines()
+def test_attribute_and_as_tensor_traps_are_real() -> None:
+    """The sites left unsafe in these fixtures do change the program when unwrapped: the old
+    object of `self.grid = Variable(self.grid)` has another holder made to require grad later
+    (or is a view of a tensor changed in place), `self.table` is made to require grad through
+    another receiver, and `torch.as_tensor` (or a legacy type alias) of a tensor returns it (or
+    one in its graph)."""
+    printed = {}
+    for stem in ("refilled_attribute", "as_tensor"):
+        source = (FIXTURES / f"{stem}.in.py").read_text(encoding="utf-8")
+        unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+        assert "Variable(" not in unsafe.replace("from torch.autograd import Variable", "")
+        printed[stem] = _run(source, f"{stem}_before")[1].splitlines(), _run(unsafe, f"{stem}_unsafe")[1].splitlines()
+    before, after = printed["refilled_attribute"]
+    # Through, Kept, Stashed, Shared, Viewed: no grad before, grad once unwrapped
+    assert " ".join(before[2:]).split() == ["False"] * 5
+    assert " ".join(after[2:]).split() == ["True"] * 5
+    before, after = printed["as_tensor"]
     assert (before[-1], after[-1]) == ("False False False False", "True True True True")  # same, wider, typed, base (through held)
+
+
+def test_refilled_attribute_is_one_object_as_before() -> None:
+    """Unwrapped, `self.batch` holds the object made in `forward` (nothing else held it): the
+    values, the graph of the output and the attribute's autograd state are those of before."""
+    (before, _), (after, _) = _before_after("refilled_attribute")
+    for side in (before, after):
+        model = side["GridGen"]()
+        x = torch.arange(3.0, requires_grad=True)
+        out = model(x)
+        out.sum().backward()
+        assert not model.batch.requires_grad and model.batch.is_leaf and x.grad is not None
+    assert torch.equal(before["GridGen"]()(torch.ones(2)), after["GridGen"]()(torch.ones(2)))
+    assert "Variable(self.batch)" not in (FIXTURES / "refilled_attribute.out.py").read_text(encoding="utf-8")
+
+
+REFILL = """import torch
+from torch.autograd import Variable
+
+
+class Grid(torch.nn.Module):
+    def helper(self):
+        return 3
+
+    def forward(self, x):
+        self.a = {made}
+{between}
+        self.a = Variable(self.a)
+        return self.a
+"""
+
+
+@pytest.mark.parametrize(
+    "made, between",
+    [
+        ("torch.zeros(3)", "        self.keep = self.a"),  # a second holder
+        ("torch.zeros(3)", "        self.helper()"),  # the class's own code runs
+        ("torch.zeros(3)", "        x.register(self)"),  # `self` given away
+        ("torch.zeros(3)", "        self.a[0] = self.a[1]"),  # a view of the old object made
+        ("torch.zeros(3)", "        while x:\n            self.a[0] = 1"),  # only `for` loops
+        ("torch.zeros(3)", "        for i in x:\n            self.a[0] = 1"),  # only over a range
+        ("torch.zeros(3)", "        if x:\n            self.a[0] = 1"),
+        ("torch.zeros(3)", "        self.a[0] = self.helper"),  # a method: a property may run code
+        ("torch.zeros(3)", "        self.a[0] = g(x)"),  # a function of the project's own
+        ("torch.zeros(3, out=x)", "        pass"),  # the object `out=` holds
+        ("x.new_zeros(3)", "        pass"),  # not a torch factory
+        ("torch.zeros(3)", "        x = torch.zeros(3)\n        self.a = x"),  # rebound to another holder's object
+    ],
+)
+def test_a_refilled_attribute_needs_a_new_object_only_it_holds(made: str, between: str) -> None:
+    source = REFILL.format(made=made, between=between)
+    (finding,) = [f for f in transform_source(source, [VariableWrapper]).findings if f.line == 12 + between.count("\n")]
+    assert "nothing shows it cannot require grad" in finding.message, finding.message
+
+
+def test_a_refilled_attribute_made_here_and_filled_is_unwrapped() -> None:
+    between = "        for i in range(x.size(0)):\n            self.a[i % 3] = torch.ones(1) * len(x)\n        pass"
+    result = transform_source(REFILL.format(made="torch.zeros(3)", between=between), [VariableWrapper])
+    assert "Variable(" not in result.text.replace("from torch.autograd import Variable", "")
+    assert "self.a = self.a" not in result.text and "        return self.a\n" in result.text
+    assert [f.message for f in result.findings] == ["`Variable(...)` is a deprecated wrapper since PyTorch 0.4: use the tensor itself"]
 
 
 def test_a_notebook_is_one_program(tmp_path: Path) -> None:
