@@ -323,6 +323,50 @@ def test_a_refilled_attribute_made_here_and_filled_is_unwrapped() -> None:
     assert [f.message for f in result.findings] == ["`Variable(...)` is a deprecated wrapper since PyTorch 0.4: use the tensor itself"]
 
 
+SHARED_OBJECT = """import torch
+from torch.autograd import Variable
+
+w = torch.ones(3, requires_grad=True)
+x = torch.zeros(3)
+y = Variable(x)
+y.unsqueeze_(0)
+a = torch.zeros(2, 3)
+b = Variable(a)
+a.t_()
+c = torch.zeros(3)
+d = Variable(c).view(3)
+d.add_(w)
+e = torch.zeros(3)
+f = Variable(e)[0:2]
+f.add_(w[:2])
+g = torch.zeros(3)
+h = Variable(g)
+h.tag = 1
+ok = torch.zeros(3)
+fine = Variable(ok).view(3)
+print(x.shape, b.shape, c.requires_grad, e.requires_grad, hasattr(g, "tag"), fine.shape)
+"""
+
+
+def test_what_reaches_the_unwrapped_object_through_another_name_stays_unsafe() -> None:
+    """Unwrapped, `y` and `x` are one object (or `d` a view of `c`): a change of its shape, a
+    Python attribute set on it, an in-place change by a grad value through a view reach the
+    other name, which the detached copy kept apart. Each such site stays unsafe and says why;
+    the unsafe rewrite really changes what the program prints; the safe one does not."""
+    result = transform_source(SHARED_OBJECT, [VariableWrapper])
+    messages = {f.line: f.message for f in result.findings}
+    assert "`y` is changed in place (`y.unsqueeze_()`" in messages[6]
+    assert "`a` is changed in place (`a.t_()`" in messages[9]
+    assert "`d` is changed in place (`d.add_(...)` with a value that may require grad)" in messages[12]
+    assert "`f` is changed in place (`f.add_(...)` with a value that may require grad)" in messages[15]
+    assert "`h.tag` is set" in messages[18]
+    assert "(unsafe" not in messages[21] and "fine = ok.view(3)" in result.text
+    unsafe = transform_source(SHARED_OBJECT, [VariableWrapper], unsafe_fixes=True).text
+    before, safe, after = (_run(text, name)[1] for text, name in ((SHARED_OBJECT, "shared_before"), (result.text, "shared_safe"), (unsafe, "shared_unsafe")))
+    assert before == safe == "torch.Size([3]) torch.Size([2, 3]) False False False torch.Size([3])\n"
+    assert after == "torch.Size([1, 3]) torch.Size([3, 2]) True True True torch.Size([3])\n"
+
+
 def test_a_notebook_is_one_program(tmp_path: Path) -> None:
     """The DataLoader of one cell is evidence for the loops of the others."""
     cells = [

@@ -1,9 +1,11 @@
 """What happens to ``Variable(x)``'s result later: is it made to require grad in place?
 
 ``Variable(x)`` returns a new object; where ``x`` is a name (or a method of it that may return
-it), unwrapping it to ``x`` makes its holder and ``x`` the same object. A later change to that
-object's autograd state then reaches ``x`` too. :func:`changed_in_place` finds such changes in
-the scope that binds the result (see its docstring).
+it), unwrapping it to ``x`` makes its holder and ``x`` the same object (or its holder a view of
+``x``: ``Variable(x).view(3)``). A later change to that object's autograd state, shape or
+attributes then reaches ``x`` too, and one made through ``x`` reaches the holder.
+:func:`changed_in_place` finds such changes in the scope that binds the result (see its
+docstring).
 
 An attribute that takes its own unwrapped value, ``self.a = Variable(self.a)``, keeps the object
 it held instead of a detached copy. That is the same program only where no other name holds that
@@ -27,8 +29,22 @@ from torchfix_device.codemods._grad_evidence import (
     GradEvidence,
     scope_of,
 )
-from torchfix_device.codemods._in_place import changes_of, in_place
+from torchfix_device.codemods._in_place import aliases, changes_of, in_place, index_of
 
+VIEWING = {
+    "view", "view_as", "reshape", "reshape_as", "expand", "expand_as", "permute", "transpose", "t",
+    "unsqueeze", "squeeze", "narrow", "select", "unflatten", "as_strided", "unfold", "diagonal",
+    "movedim", "moveaxis", "swapaxes", "swapdims", "split", "chunk", "unbind", "tensor_split",
+    "T", "mT", "H", "mH", "real", "imag",
+}
+"""Methods and properties that may return a view of their receiver: an in-place change by a
+value that requires grad through the view gives the receiver grad too (checked, torch 2.13)."""
+RESHAPING = {
+    "resize_", "resize_as_", "set_", "t_", "transpose_", "squeeze_", "unsqueeze_", "as_strided_",
+    "swapdims_", "swapaxes_", "rename_",
+}
+"""In-place methods that change a tensor object's shape or storage, not its elements: on the
+detached copy ``Variable`` made they did not reach ``x``; unwrapped, they do."""
 QUIET_FUNCTIONS = {f"builtins.{name}" for name in BUILTIN_NEVER_GRAD | BUILTIN_PURE}
 QUIET_METHODS = NEVER_GRAD_METHODS | SHAPE_METHODS
 
@@ -39,16 +55,31 @@ def changed_in_place(evidence: GradEvidence, call: cst.Call) -> str | None:
     ``.requires_grad_()``, ``.grad =``, or an in-place change (``x.add_(w)``, ``x[i] = w``,
     ``x += w``) by a value that may require grad. Where ``Variable(x)`` made a new object, that
     change reached it alone; unwrapped, it reaches ``x`` too. The result passed on (to a
-    call, ``return``) is not followed (see the module docstring). Stored in an attribute, it is
-    no change only where the attribute takes its own value back (:func:`refilled_attribute`)."""
+    call, ``return``) is not followed (see the module docstring). A view of the result (``.view()``,
+    ``[i]``) is followed like the result: an in-place change through it reaches ``x``. So is a
+    change of the object's shape or storage (``.unsqueeze_()``, ``.resize_()``) or a Python
+    attribute set on it, through its names or through ``x``'s: unwrapped, both see it. Stored
+    in an attribute, it is no change only where the attribute takes its own value back
+    (:func:`refilled_attribute`)."""
     node: cst.CSTNode = call
     above = evidence.parent(node)
-    while isinstance(above, cst.Attribute) and above.value is node:
+    while (isinstance(above, cst.Attribute) and above.value is node) or (isinstance(above, cst.Subscript) and above.value is node):
+        if isinstance(above, cst.Subscript):
+            node, above = above, evidence.parent(above)  # an index may give a view
+            continue
         grand = evidence.parent(above)
         method = above.attr.value
-        if not (isinstance(grand, cst.Call) and grand.func is above and (method in SELF_RETURNING or in_place(method))):
+        if method in VIEWING and not (isinstance(grand, cst.Call) and grand.func is above):
+            node, above = above, grand  # `.T`, `.real`: a view
+            continue
+        if not (isinstance(grand, cst.Call) and grand.func is above and (method in SELF_RETURNING or method in VIEWING or in_place(method))):
             return None  # a method making a new object holds the result
         node, above = grand, evidence.parent(grand)
+    given = _root_name(call.args[0].value) if call.args else None
+    if given is not None:
+        found = _reshaped(evidence, given.value, scope_of(given, evidence.parent))
+        if found is not None:
+            return found
     index = None
     if isinstance(above, cst.Element):
         container = evidence.parent(above)
@@ -70,9 +101,34 @@ def changed_in_place(evidence: GradEvidence, call: cst.Call) -> str | None:
             return f"it is stored in `{_cst.code_of(held)}`, and nothing shows that nothing else holds the object it held"
         if not isinstance(held, cst.Name):
             return f"it is stored in `{_cst.code_of(held)}`"
-        found = changes_of(evidence, held.value, scope_of(above, evidence.parent))
+        scope = scope_of(above, evidence.parent)
+        found = changes_of(evidence, held.value, scope) or _reshaped(evidence, held.value, scope)
         if found is not None:
             return found
+    return None
+
+
+def _root_name(expr: cst.BaseExpression) -> cst.Name | None:
+    """``x`` for ``x``, ``x.cuda()``, ``x.float()``: the name whose object ``expr`` may be."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SELF_RETURNING:
+        expr = expr.func.value
+    return expr if isinstance(expr, cst.Name) else None
+
+
+def _reshaped(evidence: GradEvidence, name: str, scope: cst.CSTNode) -> str | None:
+    """A change of the shape or storage of what ``name`` (or a copy of it) holds in ``scope``,
+    or a Python attribute set on it (flow-insensitive, like :func:`changes_of`)."""
+    index = index_of(evidence, scope)
+    for alias in aliases(evidence, name, scope):
+        for node in index.names.get(alias, ()):
+            above = evidence.parent(node)
+            if not (isinstance(above, cst.Attribute) and above.value is node):
+                continue
+            grand, attr = evidence.parent(above), above.attr.value
+            if attr in RESHAPING and isinstance(grand, cst.Call) and grand.func is above:
+                return f"`{alias}` is changed in place (`{alias}.{attr}()`, which unwrapped reaches the other name too)"
+            if isinstance(grand, cst.AssignTarget) and grand.target is above:
+                return f"`{alias}.{attr}` is set (unwrapped, on the object the other name holds too)"
     return None
 
 

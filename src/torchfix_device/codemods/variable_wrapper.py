@@ -108,9 +108,11 @@ class VariableWrapper(VariableImportTracking, Codemod):
 
     ## Fix safety
     `Variable(x)` → `x` is safe where `x` provably cannot require grad, so the `.detach()` that
-    `Variable` does is a no-op, and its result is not made to require grad in place later
-    (`.requires_grad = True`, `.requires_grad_()`, an in-place change by a tensor that may
-    require grad) where it is `x` itself. The evidence, from this file alone: factories
+    `Variable` does is a no-op, and its result is not changed in place later (`.requires_grad_()`,
+    `.requires_grad = True`, an in-place change by a tensor that may require grad, or of its
+    shape: `.unsqueeze_()`, `.resize_()`; an attribute set on it) where it is `x` itself or a
+    view of it (`Variable(x).view(3)`, `Variable(x)[i]`); nor is `x`'s shape changed in place.
+    The evidence, from this file alone: factories
     (`torch.zeros`, `torch.from_numpy`, `x.new(2, 3)`), `x.data`, `x.detach()`, integer and
     boolean results, NumPy values, torch functions, tensor methods and operators of such values
     (`torch.as_tensor(a)` and `torch.asarray(a)` too: they require grad only where `a` does; a
