@@ -117,7 +117,7 @@ def _messages(stem: str) -> dict[int, str]:
 
 
 # -- the safe rewrites keep what a user observes ------------------------------------------------
-@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad"])
+@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor"])
 def test_safe_unwraps_keep_what_the_program_does(stem: str) -> None:
     (before, printed_before), (after, printed_after) = _before_after(stem)
     assert printed_before and printed_before == printed_after
@@ -200,6 +200,15 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("local_evidence", 127, "`self.w` is an attribute whose value this file does not show"),
         ("local_evidence", 127, "`self.never_set` is an attribute whose value this file does not show"),
         ("local_evidence", 133, "`w` is an item of `layer.parameters()`"),
+        ("refilled_attribute", 35, "it is stored in `self.grid1`, and nothing shows that nothing else holds the object it held"),
+        ("refilled_attribute", 46, "it is stored in `self.grid2`, and nothing shows that nothing else holds the object it held"),
+        ("refilled_attribute", 57, "`self.base` is an attribute whose value this file does not show"),
+        ("refilled_attribute", 65, "`self.whole` may be given a value that requires grad: `torch.ones(...)` is given `requires_grad=`"),
+        ("refilled_attribute", 75, "`self.table` is an attribute whose value this file does not show"),
+        ("as_tensor", 24, "`torch.ones(...)` is given `requires_grad=`"),
+        ("as_tensor", 25, "`torch.ones(...)` is given `requires_grad=`"),
+        ("as_tensor", 26, "`torch.ones(...)` is given `requires_grad=`"),
+        ("as_tensor", 27, "`held` is changed in place (`held.requires_grad_()`)"),
     ],
 )
 def test_sites_without_evidence_stay_and_say_what_is_missing(stem: str, line: int, missing: str) -> None:
@@ -231,6 +240,131 @@ def test_the_traps_are_real() -> None:
     assert "item = batch[0][0]" in unsafe
     old, new = _run(source, "collate_before")[0], _run(unsafe, "collate_after")[0]
     assert not old["item"].requires_grad and new["item"].requires_grad
+
+
+def test_attribute_and_as_tensor_traps_are_real() -> None:
+    """The sites left unsafe in these fixtures do change the program when unwrapped: the old
+    object of `self.grid = Variable(self.grid)` has another holder made to require grad later
+    (or is a view of a tensor changed in place), `self.table` is made to require grad through
+    another receiver, and `torch.as_tensor` (or a legacy type alias) of a tensor returns it (or
+    one in its graph)."""
+    printed = {}
+    for stem in ("refilled_attribute", "as_tensor"):
+        source = (FIXTURES / f"{stem}.in.py").read_text(encoding="utf-8")
+        unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+        assert "Variable(" not in unsafe.replace("from torch.autograd import Variable", "")
+        printed[stem] = _run(source, f"{stem}_before")[1].splitlines(), _run(unsafe, f"{stem}_unsafe")[1].splitlines()
+    before, after = printed["refilled_attribute"]
+    # Through, Kept, Stashed, Shared, Viewed: no grad before, grad once unwrapped
+    assert " ".join(before[2:]).split() == ["False"] * 5
+    assert " ".join(after[2:]).split() == ["True"] * 5
+    before, after = printed["as_tensor"]
+    assert (before[-1], after[-1]) == ("False False False False", "True True True True")  # same, wider, typed, base (through held)
+
+
+def test_refilled_attribute_is_one_object_as_before() -> None:
+    """Unwrapped, `self.batch` holds the object made in `forward` (nothing else held it): the
+    values, the graph of the output and the attribute's autograd state are those of before."""
+    (before, _), (after, _) = _before_after("refilled_attribute")
+    for side in (before, after):
+        model = side["GridGen"]()
+        x = torch.arange(3.0, requires_grad=True)
+        out = model(x)
+        out.sum().backward()
+        assert not model.batch.requires_grad and model.batch.is_leaf and x.grad is not None
+    assert torch.equal(before["GridGen"]()(torch.ones(2)), after["GridGen"]()(torch.ones(2)))
+    assert "Variable(self.batch)" not in (FIXTURES / "refilled_attribute.out.py").read_text(encoding="utf-8")
+
+
+REFILL = """import torch
+from torch.autograd import Variable
+
+
+class Grid(torch.nn.Module):
+    def helper(self):
+        return 3
+
+    def forward(self, x):
+        self.a = {made}
+{between}
+        self.a = Variable(self.a)
+        return self.a
+"""
+
+
+@pytest.mark.parametrize(
+    "made, between",
+    [
+        ("torch.zeros(3)", "        self.keep = self.a"),  # a second holder
+        ("torch.zeros(3)", "        self.helper()"),  # the class's own code runs
+        ("torch.zeros(3)", "        x.register(self)"),  # `self` given away
+        ("torch.zeros(3)", "        self.a[0] = self.a[1]"),  # a view of the old object made
+        ("torch.zeros(3)", "        while x:\n            self.a[0] = 1"),  # only `for` loops
+        ("torch.zeros(3)", "        for i in x:\n            self.a[0] = 1"),  # only over a range
+        ("torch.zeros(3)", "        if x:\n            self.a[0] = 1"),
+        ("torch.zeros(3)", "        self.a[0] = self.helper"),  # a method: a property may run code
+        ("torch.zeros(3)", "        self.a[0] = g(x)"),  # a function of the project's own
+        ("torch.zeros(3, out=x)", "        pass"),  # the object `out=` holds
+        ("x.new_zeros(3)", "        pass"),  # not a torch factory
+        ("torch.zeros(3)", "        x = torch.zeros(3)\n        self.a = x"),  # rebound to another holder's object
+    ],
+)
+def test_a_refilled_attribute_needs_a_new_object_only_it_holds(made: str, between: str) -> None:
+    source = REFILL.format(made=made, between=between)
+    (finding,) = [f for f in transform_source(source, [VariableWrapper]).findings if f.line == 12 + between.count("\n")]
+    assert "nothing shows it cannot require grad" in finding.message, finding.message
+
+
+def test_a_refilled_attribute_made_here_and_filled_is_unwrapped() -> None:
+    between = "        for i in range(x.size(0)):\n            self.a[i % 3] = torch.ones(1) * len(x)\n        pass"
+    result = transform_source(REFILL.format(made="torch.zeros(3)", between=between), [VariableWrapper])
+    assert "Variable(" not in result.text.replace("from torch.autograd import Variable", "")
+    assert "self.a = self.a" not in result.text and "        return self.a\n" in result.text
+    assert [f.message for f in result.findings] == ["`Variable(...)` is a deprecated wrapper since PyTorch 0.4: use the tensor itself"]
+
+
+SHARED_OBJECT = """import torch
+from torch.autograd import Variable
+
+w = torch.ones(3, requires_grad=True)
+x = torch.zeros(3)
+y = Variable(x)
+y.unsqueeze_(0)
+a = torch.zeros(2, 3)
+b = Variable(a)
+a.t_()
+c = torch.zeros(3)
+d = Variable(c).view(3)
+d.add_(w)
+e = torch.zeros(3)
+f = Variable(e)[0:2]
+f.add_(w[:2])
+g = torch.zeros(3)
+h = Variable(g)
+h.tag = 1
+ok = torch.zeros(3)
+fine = Variable(ok).view(3)
+print(x.shape, b.shape, c.requires_grad, e.requires_grad, hasattr(g, "tag"), fine.shape)
+"""
+
+
+def test_what_reaches_the_unwrapped_object_through_another_name_stays_unsafe() -> None:
+    """Unwrapped, `y` and `x` are one object (or `d` a view of `c`): a change of its shape, a
+    Python attribute set on it, an in-place change by a grad value through a view reach the
+    other name, which the detached copy kept apart. Each such site stays unsafe and says why;
+    the unsafe rewrite really changes what the program prints; the safe one does not."""
+    result = transform_source(SHARED_OBJECT, [VariableWrapper])
+    messages = {f.line: f.message for f in result.findings}
+    assert "`y` is changed in place (`y.unsqueeze_()`" in messages[6]
+    assert "`a` is changed in place (`a.t_()`" in messages[9]
+    assert "`d` is changed in place (`d.add_(...)` with a value that may require grad)" in messages[12]
+    assert "`f` is changed in place (`f.add_(...)` with a value that may require grad)" in messages[15]
+    assert "`h.tag` is set" in messages[18]
+    assert "(unsafe" not in messages[21] and "fine = ok.view(3)" in result.text
+    unsafe = transform_source(SHARED_OBJECT, [VariableWrapper], unsafe_fixes=True).text
+    before, safe, after = (_run(text, name)[1] for text, name in ((SHARED_OBJECT, "shared_before"), (result.text, "shared_safe"), (unsafe, "shared_unsafe")))
+    assert before == safe == "torch.Size([3]) torch.Size([2, 3]) False False False torch.Size([3])\n"
+    assert after == "torch.Size([1, 3]) torch.Size([3, 2]) True True True torch.Size([3])\n"
 
 
 def test_a_notebook_is_one_program(tmp_path: Path) -> None:

@@ -6,11 +6,15 @@ does is a no-op). :meth:`GradEvidence.missing` answers for one expression with N
 it is *grad-free*) or with the evidence that is missing, from this file alone:
 
 - values that never require grad: literals, ``x.data``, ``x.detach()``, integer and boolean
-  results (``.long()``, ``torch.LongTensor(...)``), sizes, NumPy and ``math`` values, dtypes;
+  results (``.long()``, ``torch.LongTensor(...)``), sizes, NumPy and ``math`` values, dtypes; a
+  name every binding of which is ``torch.cuda.XTensor if c else torch.XTensor`` (TFD008's alias)
+  is such a legacy constructor;
 - tensor factories (``torch.zeros``, ``torch.from_numpy``, ``x.new(2, 3)``, ...) without
   ``requires_grad=``; a torch function, a tensor method, an operator, a subscript or a
   comprehension of grad-free values (nothing but ``requires_grad_`` and ``requires_grad=`` makes
-  grad out of nothing; ``torch.load`` and ``torch.as_tensor`` are no evidence);
+  grad out of nothing; ``torch.load`` is no evidence); ``torch.as_tensor(a, ...)`` and
+  ``torch.asarray(a, ...)`` where ``a`` is grad-free (they return ``a`` itself, a copy of it in
+  its graph, or a new tensor of data; the result may still be ``a`` itself, so it is not new);
 - an item of a ``DataLoader`` or data set this file shows (:mod:`._data_pipeline`), also
   through ``enumerate``, ``zip``, ``tqdm`` and ``next(iter(...))``, and an attribute of such a
   torchvision data set (``train_data.test_data``);
@@ -52,6 +56,11 @@ FACTORIES = {
 their arguments (unless given ``requires_grad=``)."""
 NOT_PURE_TORCH = {"load", "as_tensor", "asarray", "from_file", "frombuffer"}
 """``torch.<name>`` functions whose result is not made from their arguments alone."""
+FROM_DATA = {"as_tensor", "asarray"}
+"""``torch.<name>`` functions (also in ``NOT_PURE_TORCH`` and ``SELF_RETURNING``) whose result
+requires grad only where their first argument is a tensor that does (checked on torch 2.13: a
+NumPy array or a list of tensors gives no grad; a tensor that requires grad gives itself, or a
+copy in its graph when ``dtype=`` or ``device=`` differ). Without ``requires_grad=``."""
 SELF_RETURNING = {
     "to", "cuda", "cpu", "type", "type_as", "float", "double", "half", "bfloat16", "long", "int",
     "short", "byte", "char", "bool", "contiguous", "flatten", "pin_memory", "astype", "conj",
@@ -200,7 +209,7 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             return f"{shown} is given `requires_grad=`"
         if self._is_variable(call.func):
             return self.missing(call.args[0].value) if call.args and not call.args[0].keyword else f"{shown} is not understood"
-        torch_names = self._torch_names(call.func)
+        torch_names = self._torch_names(call.func) or self._legacy_alias(call.func)
         if torch_names:
             return self._torch_call(call, torch_names, shown)
         qualified = self.names(call.func)
@@ -243,16 +252,36 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
         last = {q.rpartition(".")[2] for q in torch_names}
         legacy = _cst.legacy_tensor_type(torch_names)
         if legacy is not None or "Tensor" in last:
-            if last & INTEGER_TYPES:
+            if last <= INTEGER_TYPES:
                 return None  # an integer tensor cannot require grad
             return self.args_missing(call)  # given a tensor, a legacy constructor keeps its grad
         if last & FACTORIES:
             return None
+        if last & FROM_DATA and call.args and call.args[0].keyword is None and not call.args[0].star:
+            return self.missing(call.args[0].value)  # its grad is its first argument's
         if last & NOT_PURE_TORCH:
             return f"{shown} may return a tensor that requires grad"
         if last & SHAPE_METHODS and call.args and call.args[0].keyword is None:
             return self.missing(call.args[0].value)  # the rest: sizes, dims, indices
         return self.args_missing(call)
+
+    def _legacy_alias(self, func: cst.BaseExpression) -> set[str]:
+        """``Tensor`` every binding of which is ``Tensor = torch.cuda.FloatTensor if c else
+        torch.FloatTensor`` (TFD008's alias): the legacy types it may be; empty otherwise."""
+        found: set[str] = set()
+        nodes = [getattr(b, "node", None) for b in self.bindings(func.value, func)] if isinstance(func, cst.Name) else []
+        for node in nodes:
+            owner = binding_owner(node, self.parent) if node is not None else None
+            statement = owner[0] if owner is not None else None
+            if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1 and statement.targets[0].target is node
+                    and isinstance(statement.value, cst.IfExp)):
+                return set()
+            for choice in (statement.value.body, statement.value.orelse):
+                names = self._torch_names(choice)
+                if _cst.legacy_tensor_type(names) is None or len(names) != 1:
+                    return set()
+                found |= names
+        return found
 
     def args_missing(self, call: cst.Call) -> str | None:
         return _first(self.missing(a.value) for a in call.args if a.keyword is None or a.keyword.value != "out")

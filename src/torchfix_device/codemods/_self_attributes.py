@@ -8,10 +8,14 @@ file gives ``memory`` a value is grad-free:
   ``self.memory += v``, ``self.memory[i] = v``, ``self.memory.fill_(v)`` in the methods of any
   class of the file (a subclass or a base of ``C`` may write it too), ``memory = v`` in a class
   body, ``self.register_buffer("memory", v)``;
+- an in-place change of an attribute of that name through any other receiver
+  (``model.memory[i] = v``, ``model.memory.add_(v)``, anywhere in the file) is a value too: the
+  receiver may be an instance of ``C``;
 - at least one such value is seen; nothing else in the file writes an attribute of that name
-  (``other.memory = ...``), registers a parameter or module (``register_parameter``,
-  ``add_module``), and ``setattr``, ``__setattr__``, ``__dict__`` and ``vars`` appear nowhere in
-  it;
+  (``other.memory = ...``) or makes it require grad (``model.memory.requires_grad_()``,
+  ``model.memory.requires_grad = True``, ``.grad = ...``, through any receiver), registers a
+  parameter or module (``register_parameter``, ``add_module``), and ``setattr``,
+  ``__setattr__``, ``__dict__`` and ``vars`` appear nowhere in it;
 - every base class of ``C`` is ``object``, ``torch.nn.Module`` or a class of this file with such
   bases (a base from elsewhere may write the attribute).
 
@@ -49,7 +53,7 @@ class SelfAttributeEvidence(ProofMemo):
 
     def self_attribute_missing(self, expr: cst.Attribute) -> str | None:
         """None when ``expr`` (``self.<name>``) is grad-free; else the evidence missing."""
-        cls = self._class_of_self(expr.value)
+        cls = self.class_of_self(expr.value)
         if cls is None:
             return f"`{_cst.code_of(expr)}` is an attribute whose value this file does not show"
         attr = expr.attr.value
@@ -67,7 +71,7 @@ class SelfAttributeEvidence(ProofMemo):
         # assumed grad-free while its values are checked (a greatest fixpoint), remembered
         return self.prove(("attribute", id(cls), attr), values_missing)
 
-    def _class_of_self(self, receiver: cst.BaseExpression) -> cst.ClassDef | None:
+    def class_of_self(self, receiver: cst.BaseExpression) -> cst.ClassDef | None:
         """The class whose method has ``receiver`` as its first parameter (not rebound)."""
         if not isinstance(receiver, cst.Name):
             return None
@@ -142,18 +146,18 @@ class SelfAttributeEvidence(ProofMemo):
                 if not own or above.value is None:
                     return None
                 values.append(above.value)
-            elif own and isinstance(above, cst.Subscript) and above.value is node:
+            elif isinstance(above, cst.Subscript) and above.value is node:  # any receiver: it may be `self`
                 grand = self.parent(above)
                 if isinstance(grand, cst.AssignTarget):
                     values.append(cst.ensure_type(self.parent(grand), cst.Assign).value)
                 elif isinstance(grand, cst.AugAssign) and grand.target is above:
                     values.append(grand.value)
-            elif own and isinstance(above, cst.Attribute) and above.value is node and above.attr.value.endswith("_"):
+            elif isinstance(above, cst.Attribute) and above.value is node and above.attr.value.endswith("_"):
                 call = self.parent(above)
                 if above.attr.value == "requires_grad_" or not isinstance(call, cst.Call):
                     return None
                 values.append(("call", call))
-            elif own and isinstance(above, cst.Attribute) and above.value is node and above.attr.value in ("requires_grad", "grad"):
+            elif isinstance(above, cst.Attribute) and above.value is node and above.attr.value in ("requires_grad", "grad"):
                 if isinstance(self.parent(above), (cst.AssignTarget, cst.AugAssign)):
                     return None
         for node in index.registering:

@@ -10,7 +10,7 @@ from torchfix_device import _cst
 from torchfix_device.candidates import FileFacts
 from torchfix_device.codemod import Codemod
 from torchfix_device.codemods._any_node_names import AnyNodeNames
-from torchfix_device.codemods._grad_changes import changed_in_place
+from torchfix_device.codemods._grad_changes import changed_in_place, refill_line
 from torchfix_device.codemods._grad_evidence import GradEvidence
 from torchfix_device.codemods._no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop
 from torchfix_device.codemods._variable_import import VariableImportTracking
@@ -56,9 +56,10 @@ class VariableWrapper(VariableImportTracking, Codemod):
     `torch.autograd.Variable`: a module-level `Variable = lambda ...`, a class or a parameter
     named `Variable`, or a rebinding after the import leave it alone.
     The `Variable` import is removed once the name it binds appears nowhere else (docstrings
-    aside), and so is a line `x = Variable(x)` (or `a, b = Variable(a), Variable(b)`) that would
-    become `x = x` (its comments above move to the next statement; kept when a comment follows
-    it on its line, or it is its block's only statement, except in an `else:` that then goes).
+    aside), and so is a line `x = Variable(x)` (or `a, b = Variable(a), Variable(b)`, or a safe
+    `self.a = Variable(self.a)`) that would become `x = x` (its comments above move to the next
+    statement; kept when a comment follows it on its line, or it is its block's only statement,
+    except in an `else:` that then goes).
 
     ## Why is this bad?
     Since PyTorch 0.4 `Variable` and `Tensor` are the same class. `Variable(x)` is a deprecated
@@ -107,16 +108,26 @@ class VariableWrapper(VariableImportTracking, Codemod):
 
     ## Fix safety
     `Variable(x)` → `x` is safe where `x` provably cannot require grad, so the `.detach()` that
-    `Variable` does is a no-op, and its result is not made to require grad in place later
-    (`.requires_grad = True`, `.requires_grad_()`, an in-place change by a tensor that may
-    require grad) where it is `x` itself. The evidence, from this file alone: factories
+    `Variable` does is a no-op, and its result is not changed in place later (`.requires_grad_()`,
+    `.requires_grad = True`, an in-place change by a tensor that may require grad, or of its
+    shape: `.unsqueeze_()`, `.resize_()`; an attribute set on it) where it is `x` itself or a
+    view of it (`Variable(x).view(3)`, `Variable(x)[i]`); nor is `x`'s shape changed in place.
+    The evidence, from this file alone: factories
     (`torch.zeros`, `torch.from_numpy`, `x.new(2, 3)`), `x.data`, `x.detach()`, integer and
-    boolean results, NumPy values, torch functions, tensor methods and operators of such values;
+    boolean results, NumPy values, torch functions, tensor methods and operators of such values
+    (`torch.as_tensor(a)` and `torch.asarray(a)` too: they require grad only where `a` does; a
+    legacy type alias `T = torch.cuda.FloatTensor if c else torch.FloatTensor` is a legacy
+    constructor);
     a batch of a `torch.utils.data.DataLoader` without a `collate_fn` over a `torchvision`
     data set with `torchvision.transforms` (not `Lambda`) or a `TensorDataset` of such tensors;
     an attribute of such a data set; an attribute of `self` every assignment of which in its
-    class is such a value; a name every binding of which that may reach the read (flow of the
-    function or module, libcst's bindings) is one. A parameter, a project function's result, a
+    class is such a value (and every in-place change of an attribute of that name, through any
+    receiver: `model.w.requires_grad_()` counts for `self.w`); a name every binding of which
+    that may reach the read (flow of the function or module, libcst's bindings) is one.
+    `self.a = Variable(self.a)` keeps, unwrapped, the object `self.a` held rather than a copy
+    nobody else holds: safe only where that object was made by a torch factory earlier in the
+    same block and only filled since (`self.a[i] = v` lines, `for` loops over a `range` of them,
+    calling no code of the class), so nothing else holds it either; `self.a = self.a` then goes. A parameter, a project function's result, a
     data set of the project's own is no evidence: the fix is unsafe and the message says what is
     missing. Not seen: code in other files changing a global or an attribute, and a callee that
     makes its argument require grad in place (`Variable(x)` passed to it gave it a new object).
@@ -158,6 +169,8 @@ class VariableWrapper(VariableImportTracking, Codemod):
         self._carried: set[int] = set()
         self._no_ops: set[int] = set()
         """``id`` of the ``x = x`` lines left by an unwrap that go once their comments moved."""
+        self._refills: set[int] = set()
+        """``id`` of the original ``self.a = Variable(self.a)`` lines whose ``self.a = self.a`` goes."""
         return None
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
@@ -247,6 +260,9 @@ class VariableWrapper(VariableImportTracking, Codemod):
             why = evidence.missing(given)
             if why is None and not evidence.fresh(given):
                 why = changed_in_place(evidence, original)
+            line = refill_line(evidence, original) if why is None and isinstance(given, cst.Attribute) else None
+            if line is not None:
+                self._refills.add(id(line))
             return data, "the tensor itself", None if why is None else f"nothing shows it cannot require grad: {why}"
         literal = literal_data(given.args[0].value) if self._default_tensor_of_list(given) else None
         if literal is not None:
@@ -326,10 +342,12 @@ class VariableWrapper(VariableImportTracking, Codemod):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.BaseStatement | cst.RemovalSentinel:
-        """``x = Variable(x)`` became ``x = x``: the line goes, unless a comment follows it on
-        its line or it is the only statement of its block; the comments above it go to the
+        """``x = Variable(x)`` became ``x = x`` (or ``self.a = Variable(self.a)``, shown to hold
+        nothing but a new object, ``self.a = self.a``): the line goes, unless a comment follows
+        it on its line or it is the only statement of its block; the comments above it go to the
         statement after it (kept where there is none)."""
-        if not (is_self_assignment(updated_node) and not is_self_assignment(original_node)):
+        refilled = id(original_node) in self._refills and _attribute_self_assignment(updated_node)
+        if not (refilled or (is_self_assignment(updated_node) and not is_self_assignment(original_node))):
             return updated_node
         if updated_node.trailing_whitespace.comment is not None:
             return updated_node
@@ -463,3 +481,11 @@ class VariableWrapper(VariableImportTracking, Codemod):
             for q in self.qualified_names(expr.func)
         )
 
+
+def _attribute_self_assignment(line: cst.SimpleStatementLine) -> bool:
+    """``self.a = self.a`` alone on its line."""
+    if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign) or len(line.body[0].targets) != 1:
+        return False
+    assign = line.body[0]
+    target, value = assign.targets[0].target, assign.value
+    return isinstance(target, cst.Attribute) and isinstance(value, cst.Attribute) and _cst.code_of(target) == _cst.code_of(value)
