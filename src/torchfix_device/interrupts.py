@@ -69,9 +69,18 @@ def working() -> None:
 
 
 def finishing() -> None:
-    """Every file is written: signals are ignored while the summary is printed."""
+    """Every file is written: signals are ignored from now on, the summary and the exit included.
+
+    Ignored by the operating system (``SIG_IGN``), not only by our handler: at exit the
+    interpreter puts the default action back for the handlers it installed, so a second Ctrl-C
+    arriving then ended the process by SIGINT (status -2) instead of 130; an ignored signal
+    stays ignored to the end."""
     if _phase:
         _phase[:] = ["finishing"]
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                if signal.getsignal(signum) is _on_signal:
+                    signal.signal(signum, signal.SIG_IGN)
 
 
 def signal_of(stop: BaseException) -> int:
