@@ -186,12 +186,13 @@ def _same_attribute(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
 
 
 def _class_methods(evidence: GradEvidence) -> set[str]:
-    """The names of the functions defined in the bodies of the module's classes (remembered)."""
+    """The names of the functions defined in the bodies of the module's classes (remembered;
+    the classes are those of the attribute index the evidence already built)."""
     found = evidence.__dict__.get("_class_method_names")
     if found is None:
         found = set()
-        for cls in _cst.walk_statements(evidence.module):
-            if isinstance(cls, cst.ClassDef) and isinstance(cls.body, cst.IndentedBlock):
+        for cls in evidence.attribute_index().classes:
+            if isinstance(cls.body, cst.IndentedBlock):
                 found.update(s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef))
         evidence.__dict__["_class_method_names"] = found
     return found

@@ -119,8 +119,12 @@ class SelfAttributeEvidence(ProofMemo):
             found[key] = self._scan_attribute_values(cls, attr)
         return found[key]
 
+    def attribute_index(self) -> "_AttributeIndex":
+        """The module's :class:`_AttributeIndex` (one walk, remembered)."""
+        return self.__dict__.get("_attribute_index") or self.__dict__.setdefault("_attribute_index", _AttributeIndex(self.module))
+
     def _scan_attribute_values(self, cls: cst.ClassDef, attr: str) -> list[object] | None:
-        index: _AttributeIndex = self.__dict__.get("_attribute_index") or self.__dict__.setdefault("_attribute_index", _AttributeIndex(self.module))
+        index = self.attribute_index()
         classes = index.classes
         if index.dynamic or not self._bases_shown(cls, {c.name.value: c for c in classes}, set()):
             return None
