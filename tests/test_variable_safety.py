@@ -72,6 +72,13 @@ def test_variable_of_data_is_detach() -> None:
     _same_tensor(old, new)
     assert not new.requires_grad and new.is_leaf
     assert old.data_ptr() == new.data_ptr() == h.data_ptr()  # both share h's storage
+    # No evidence that it is a tensor: ``.data.detach()``, the same for a tensor and for any
+    # object with a ``.data`` tensor (a PackedSequence has no ``.detach()``).
+    packed = torch.nn.utils.rnn.pack_sequence([torch.randn(3, 2, requires_grad=True), torch.randn(2, 2)])
+    for value in (h, packed):
+        old, new = before["repackage_anything"](value), after["repackage_anything"](value)
+        _same_tensor(old, new)
+        assert not new.requires_grad and new.data_ptr() == old.data_ptr()
 
     model = torch.nn.Linear(2, 1)
     (w_old, frozen_old), (w_new, frozen_new) = before["weights"](model), after["weights"](model)

@@ -12,6 +12,7 @@ from torchfix_device.codemod import Codemod
 from torchfix_device.codemods._any_node_names import AnyNodeNames
 from torchfix_device.codemods._grad_changes import changed_in_place, refill_line
 from torchfix_device.codemods._grad_evidence import GradEvidence
+from torchfix_device.codemods._tensor_evidence import is_tensor
 from torchfix_device.codemods._no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop
 from torchfix_device.codemods._variable_import import VariableImportTracking
 from torchfix_device.codemods._variable_syntax import (
@@ -45,7 +46,8 @@ class VariableWrapper(VariableImportTracking, Codemod):
     `torch.randn(3, requires_grad=True)`, `Variable(w, requires_grad=True)` →
     `w.detach().requires_grad_()` (`w.requires_grad_()` where `w` is a new tensor nobody else
     holds), `Variable(torch.Tensor([1, 2]), requires_grad=True)` →
-    `torch.tensor([1.0, 2.0], requires_grad=True)`, `Variable(h.data)` → `h.detach()`;
+    `torch.tensor([1.0, 2.0], requires_grad=True)`, `Variable(h.data)` → `h.detach()` (where
+    `h` is shown to be a tensor; else the exact `h.data.detach()`);
     `Variable(a + b).cuda()` becomes `(a + b).cuda()`. `volatile=` (no effect since PyTorch 0.4)
     is dropped; where `volatile=True` is given in a loop that does not train, the loop is put
     under `with torch.no_grad():`, which is what `volatile` did. `isinstance(x, Variable)` →
@@ -135,7 +137,10 @@ class VariableWrapper(VariableImportTracking, Codemod):
     `x.detach().requires_grad_()` (safe); `x.requires_grad_()` is used only where `x` is a new
     tensor nobody else holds, `torch.tensor([...])` only for number literals (integers written as
     floats, so the dtype stays `torch.Tensor`'s default one). `Variable(h.data)` → `h.detach()`
-    gives the same values and storage without grad. `isinstance(x, Variable)` is
+    gives the same values and storage without grad where `h` is a tensor: a guard says so
+    (`if isinstance(h, Variable):`, `type(h) == Variable`) or torch made it
+    (`codemods/_tensor_evidence.py`); any other `h` (a `PackedSequence`, the project's own
+    object: no `.detach()`) gets `h.data.detach()`, what `Variable` did for any `.data`. `isinstance(x, Variable)` is
     `isinstance(x, torch.Tensor)` on PyTorch ≥ 0.4. Two rewrites change what runs on PyTorch 2.x
     on purpose, back to what the 0.3 program meant: `type(h) == Variable` (always False today)
     takes the branch that was meant, and a loop under `torch.no_grad()` gives the same values
@@ -255,8 +260,11 @@ class VariableWrapper(VariableImportTracking, Codemod):
         evidence = self._evidence()
         if requires is None:
             receiver = data_receiver(data) if data_receiver(given) is not None else None
-            if receiver is not None:
+            if receiver is not None and is_tensor(evidence, cst.ensure_type(given, cst.Attribute).value):
                 return method_call(receiver, ("detach", [])), "`.detach()`", None
+            if receiver is not None:  # exactly what ``Variable`` did, for any object with a ``.data``
+                shown = f"`.data.detach()` (`{_cst.code_of(receiver)}.detach()` only where it is a tensor: nothing here shows it is)"
+                return method_call(data, ("detach", [])), shown, None
             why = evidence.missing(given)
             if why is None and not evidence.fresh(given):
                 why = changed_in_place(evidence, original)
