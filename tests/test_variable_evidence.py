@@ -209,6 +209,7 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("as_tensor", 25, "`torch.ones(...)` is given `requires_grad=`"),
         ("as_tensor", 26, "`torch.ones(...)` is given `requires_grad=`"),
         ("as_tensor", 27, "`held` is changed in place (`held.requires_grad_()`)"),
+        ("data_of_any_object", 39, "`ps.data` may be a `PackedSequence`'s data, which can require grad (this file packs sequences)"),
     ],
 )
 def test_sites_without_evidence_stay_and_say_what_is_missing(stem: str, line: int, missing: str) -> None:
@@ -260,6 +261,16 @@ def test_attribute_and_as_tensor_traps_are_real() -> None:
     assert " ".join(after[2:]).split() == ["True"] * 5
     before, after = printed["as_tensor"]
     assert (before[-1], after[-1]) == ("False False False False", "True True True True")  # same, wider, typed, base (through held)
+
+
+def test_a_packed_sequences_data_is_no_evidence() -> None:
+    """A `PackedSequence`'s `.data` can require grad: `Variable(ps.data * 2)` unwrapped keeps
+    the grad that `Variable` cut, so in a file that packs sequences it stays unsafe."""
+    source = (FIXTURES / "data_of_any_object.in.py").read_text(encoding="utf-8")
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    assert "return ps.data * 2" in unsafe
+    old, new = _run(source, "packed_before")[0], _run(unsafe, "packed_unsafe")[0]
+    assert not old["scaled"].requires_grad and new["scaled"].requires_grad
 
 
 def test_refilled_attribute_is_one_object_as_before() -> None:

@@ -42,6 +42,7 @@ from torchfix_device import _cst
 from torchfix_device.codemods._data_pipeline import DataPipelineEvidence
 from torchfix_device.codemods._in_place import changes_of, in_place
 from torchfix_device.codemods._self_attributes import SelfAttributeEvidence
+from torchfix_device.codemods._tensor_evidence import may_be_packed
 from torchfix_device.codemods._name_flow import binding_owner, reaching_bindings
 
 QualifiedNames = Callable[[cst.CSTNode], "set[str]"]
@@ -194,6 +195,8 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
         attr = expr.attr.value
         if self._module_path(expr):
             return None if self._plain_module_value(expr) else f"`{_cst.code_of(expr)}` is a module's value this file does not show"
+        if attr == "data" and may_be_packed(self, expr.value):
+            return f"`{_cst.code_of(expr)}` may be a `PackedSequence`'s data, which can require grad (this file packs sequences)"
         if attr in ("data", "shape", "dtype", "device", "is_cuda", "requires_grad", "ndim"):
             return None
         if attr in ("T", "mT", "real", "imag") and self.missing(expr.value) is None:

@@ -17,6 +17,11 @@ the project's) has a ``.data`` tensor but no ``.detach()``, so the shorter form 
 
 A parameter, a module's output (an RNN returns a tuple), a project call: no evidence, and the
 exact ``h.data.detach()`` is written instead (the message says why).
+
+``x.data`` of a tensor never requires grad; a ``PackedSequence``'s ``.data`` may. So in a file
+that packs sequences (it names ``torch.nn.utils.rnn``'s packing functions or ``PackedSequence``)
+``x.data`` is grad-free only where ``x`` is shown to be a tensor (:func:`may_be_packed`). Not
+seen: a packed sequence made in another file and passed into one that packs none.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ TENSOR_METHODS = frozenset({
 })
 """Tensor methods whose result, called on a tensor, is one tensor."""
 MAX_DEPTH = 12
+PACKING = frozenset({"pack_padded_sequence", "pack_sequence", "PackedSequence"})
 
 
 def is_tensor(evidence: "GradEvidence", expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -78,6 +84,17 @@ def is_tensor(evidence: "GradEvidence", expr: cst.BaseExpression, depth: int = 0
     if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in TENSOR_METHODS and not evidence._module_path(expr.func):
         return is_tensor(evidence, expr.func.value, depth + 1)
     return False
+
+
+def may_be_packed(evidence: "GradEvidence", receiver: cst.BaseExpression) -> bool:
+    """Whether ``receiver.data`` may be a ``PackedSequence``'s data: the file packs sequences and
+    nothing shows ``receiver`` is a tensor."""
+    packs = evidence.__dict__.get("_packs_sequences")
+    if packs is None:  # one walk of the module per evidence object (one version of the module)
+        packs = evidence.__dict__["_packs_sequences"] = any(
+            isinstance(node, cst.Name) and node.value in PACKING for node in _cst.walk(evidence.module)
+        )
+    return packs and not is_tensor(evidence, receiver)
 
 
 def _guarded(evidence: "GradEvidence", name: cst.Name) -> bool:

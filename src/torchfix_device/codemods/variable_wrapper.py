@@ -115,7 +115,8 @@ class VariableWrapper(VariableImportTracking, Codemod):
     shape: `.unsqueeze_()`, `.resize_()`; an attribute set on it) where it is `x` itself or a
     view of it (`Variable(x).view(3)`, `Variable(x)[i]`); nor is `x`'s shape changed in place.
     The evidence, from this file alone: factories
-    (`torch.zeros`, `torch.from_numpy`, `x.new(2, 3)`), `x.data`, `x.detach()`, integer and
+    (`torch.zeros`, `torch.from_numpy`, `x.new(2, 3)`), `x.data` (of a tensor, in a file that packs
+    sequences: a `PackedSequence`'s may require grad), `x.detach()`, integer and
     boolean results, NumPy values, torch functions, tensor methods and operators of such values
     (`torch.as_tensor(a)` and `torch.asarray(a)` too: they require grad only where `a` does; a
     legacy type alias `T = torch.cuda.FloatTensor if c else torch.FloatTensor` is a legacy
@@ -137,10 +138,8 @@ class VariableWrapper(VariableImportTracking, Codemod):
     `x.detach().requires_grad_()` (safe); `x.requires_grad_()` is used only where `x` is a new
     tensor nobody else holds, `torch.tensor([...])` only for number literals (integers written as
     floats, so the dtype stays `torch.Tensor`'s default one). `Variable(h.data)` → `h.detach()`
-    gives the same values and storage without grad where `h` is a tensor: a guard says so
-    (`if isinstance(h, Variable):`, `type(h) == Variable`) or torch made it
-    (`codemods/_tensor_evidence.py`); any other `h` (a `PackedSequence`, the project's own
-    object: no `.detach()`) gets `h.data.detach()`, what `Variable` did for any `.data`. `isinstance(x, Variable)` is
+    gives the same values and storage without grad where `h` is a tensor (a guard such as
+    `isinstance(h, Variable)`, or torch made it); else `h.data.detach()`, the same for any `h`. `isinstance(x, Variable)` is
     `isinstance(x, torch.Tensor)` on PyTorch ≥ 0.4. Two rewrites change what runs on PyTorch 2.x
     on purpose, back to what the 0.3 program meant: `type(h) == Variable` (always False today)
     takes the branch that was meant, and a loop under `torch.no_grad()` gives the same values
