@@ -18,7 +18,8 @@ it is *grad-free*) or with the evidence that is missing, from this file alone:
 - an item of a ``DataLoader`` or data set this file shows (:mod:`._data_pipeline`), also
   through ``enumerate``, ``zip``, ``tqdm`` and ``next(iter(...))``, and an attribute of such a
   torchvision data set (``train_data.test_data``);
-- an attribute of ``self`` its class only ever gives grad-free values (:mod:`._self_attributes`);
+- an attribute of ``self`` its class only ever gives grad-free values (:mod:`._self_attributes`),
+  an attribute of a ``parse_args()`` result shown to be no tensor (:mod:`._argparse_values`);
 - a local name: every binding that may reach the read (libcst's bindings, ordered by
   :mod:`._name_flow`) is of a grad-free value; a module-level name read in a function: every
   module-level binding is. A loop's own rebinding (``x = Variable(x)`` each iteration) is
@@ -39,6 +40,7 @@ from typing import Any, Callable, Iterator, Sequence
 import libcst as cst
 
 from torchfix_device import _cst
+from torchfix_device.codemods._argparse_values import ParsedValueEvidence
 from torchfix_device.codemods._data_pipeline import DataPipelineEvidence
 from torchfix_device.codemods._in_place import changes_of, in_place
 from torchfix_device.codemods._self_attributes import SelfAttributeEvidence
@@ -99,7 +101,7 @@ TORCH_TYPES = {
 MAX_DEPTH = 60
 
 
-class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
+class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvidence):
     """Answers about the values of one module version (see the module docstring)."""
 
     def __init__(self, module: cst.Module, qualified_names: QualifiedNames, bindings: Bindings) -> None:
@@ -203,7 +205,7 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             return None
         if self.dataset_missing(expr.value) is None:
             return None  # a torchvision data set's own tensors (``train_data.test_data``)
-        return self.self_attribute_missing(expr)
+        return self.parsed_value_missing(expr) if self.is_parsed(expr.value) else self.self_attribute_missing(expr)
 
     def _call(self, call: cst.Call) -> str | None:
         shown = f"`{_cst.code_of(call.func)}(...)`"
