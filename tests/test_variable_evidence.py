@@ -127,7 +127,7 @@ def _messages(stem: str) -> dict[int, str]:
 
 
 # -- the safe rewrites keep what a user observes ------------------------------------------------
-@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor", "data_of_any_object", "command_line"])
+@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor", "data_of_any_object", "command_line", "earlier_binding"])
 def test_safe_unwraps_keep_what_the_program_does(stem: str) -> None:
     (before, printed_before), (after, printed_after) = _before_after(stem)
     assert printed_before and printed_before == printed_after
@@ -221,6 +221,8 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("as_tensor", 27, "`held` is changed in place (`held.requires_grad_()`)"),
         ("command_line", 38, "`opt.shift` is a command-line value, but this file sets it"),
         ("command_line", 39, "`opt.gain` is made by `type=gain_of`, which this file does not show to make no tensor"),
+        ("earlier_binding", 42, "`torch.full(...)` is given `requires_grad=`"),
+        ("earlier_binding", 49, "`x` is changed in place (`x.add_(...)` with a value that may require grad)"),
         ("data_of_any_object", 39, "`ps.data` may be a `PackedSequence`'s data, which can require grad (this file packs sequences)"),
     ],
 )
@@ -365,6 +367,53 @@ def test_command_line_values_shown_in_full_are_unwrapped(option: str) -> None:
     source = COMMAND_LINE.format(option=option, between="print(parser.format_help())", parse="", after="print(opt)")
     result = transform_source(source, [VariableWrapper])
     assert "x = torch.zeros(2) * opt.size\n" in result.text, result.findings[-1].message
+
+
+def test_a_change_in_place_counts_where_it_reaches_the_object_read() -> None:
+    """`x -= m` on the array or tensor a name held before `x = torch.from_numpy(...)` (or a
+    factory) is no change of the new object read later: those reads unwrap and the program is
+    the same. Where the change acts on the object read (after its binding, or in a loop
+    around both), the unsafe rewrite gives it grad: it stays unsafe."""
+    source = (FIXTURES / "earlier_binding.in.py").read_text(encoding="utf-8")
+    safe = transform_source(source, [VariableWrapper]).text
+    assert "    return image\n" in safe and "    return x\n" in safe and "outs.append(x)\n" in safe
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    old, new = _run(source, "earlier_before")[0], _run(unsafe, "earlier_unsafe")[0]
+    assert not old["later"].requires_grad and new["later"].requires_grad
+    assert not old["looped"][0].requires_grad and new["looped"][0].requires_grad
+    assert not any(new[name].requires_grad for name in ("first", "second")) and not any(t.requires_grad for t in new["third"])
+
+
+REACHING_CHANGE = """import torch
+from torch.autograd import Variable
+
+w = torch.ones(3, requires_grad=True)
+
+
+def f(n):
+{body}
+
+
+result = f(2)
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    a = torch.zeros(3)\n    x = a\n    x.add_(w)\n    x = a\n    return Variable(x)",  # the same object bound again
+        "    x = torch.zeros(3)\n\n    def g():\n        x.add_(w)\n\n    g()\n    return Variable(x)",  # a closure, run later
+        "    x = torch.zeros(3)\n    while n:\n        out = Variable(x)\n        x.add_(w)\n        n -= 1\n    return out",
+        "    x = torch.zeros(3)\n    y = x\n    x = torch.zeros(3)\n    x = y\n    y.add_(w)\n    return Variable(x)",
+    ],
+)
+def test_a_change_that_may_reach_the_object_read_stays_unsafe(body: str) -> None:
+    source = REACHING_CHANGE.format(body=body)
+    result = transform_source(source, [VariableWrapper])
+    assert result.text == source and "nothing shows it cannot require grad" in result.findings[-1].message
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    assert "Variable(x)" not in unsafe
+    assert not _run(source, "reaching_before")[0]["result"].requires_grad and _run(unsafe, "reaching_unsafe")[0]["result"].requires_grad
 
 
 def test_refilled_attribute_is_one_object_as_before() -> None:

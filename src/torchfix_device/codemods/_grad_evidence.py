@@ -330,12 +330,13 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
             reaching = nodes  # a module-level name read in a function: any of its bindings
         else:
             return f"`{read.value}` comes from an enclosing scope"
-        return _first(self._binding(read.value, n) for n in reaching) or self._changes(read.value, scope)
+        return _first(self._binding(read.value, n) for n in reaching) or self._changes(read.value, scope, None if reaching is nodes else reaching)
 
-    def _changes(self, name: str, scope: cst.CSTNode) -> str | None:
-        """A change in place of what ``name`` holds in ``scope`` (assumed none while checked:
-        an assumption the proof memory tracks like the others)."""
-        return self.prove(("changes", id(scope), name), lambda: changes_of(self, name, scope))
+    def _changes(self, name: str, scope: cst.CSTNode, reaching: list[cst.CSTNode] | None) -> str | None:
+        """A change in place of what ``name`` holds in ``scope`` at a read ``reaching`` reaches
+        (assumed none while checked: an assumption the proof memory tracks like the others)."""
+        key = ("changes", id(scope), name, frozenset(map(id, reaching or ())))
+        return self.prove(key, lambda: changes_of(self, name, scope, reaching))
 
     def _reaching(self, scope: cst.CSTNode, read: cst.Name, nodes: list[cst.CSTNode]) -> list[cst.CSTNode] | None:
         if isinstance(scope, (cst.Module, cst.FunctionDef)):

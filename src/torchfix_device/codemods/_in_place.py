@@ -4,8 +4,11 @@
 in-place change by a value that may require grad (``x.add_(w)``, ``x[i] = w``, ``x += w``,
 ``x[i] += w``) make the object ``x`` holds require grad (or change what autograd sees of it).
 :func:`changes_of` finds them in a scope (a function, or the whole module for a module-level
-name), through ``x`` and the names it is copied to (``y = x``). It is flow-insensitive: a change
-anywhere in the scope counts. Used for the evidence about a name
+name), through ``x`` and the names it is copied to (``y = x``). A change anywhere in the scope
+counts, but one through ``x`` itself where ``x`` holds another object: where every binding of
+``x`` reaching the read makes a new object (``x = torch.from_numpy(a)``), a change through ``x``
+counts only where one of those bindings may reach it too (``x -= m`` on the NumPy array ``x``
+held before does not). Used for the evidence about a name
 (:class:`~torchfix_device.codemods._grad_evidence.GradEvidence`) and for what happens to an
 unwrapped ``Variable(x)`` (:mod:`._grad_changes`). ``evidence`` answers ``parent``,
 ``module``, ``missing`` and ``args_missing``.
@@ -18,6 +21,7 @@ from typing import Any
 import libcst as cst
 
 from torchfix_device import _cst
+from torchfix_device.codemods._name_flow import binding_owner, reaching_bindings
 
 Evidence = Any
 
@@ -58,37 +62,70 @@ def index_of(evidence: "Evidence", scope: cst.CSTNode) -> ScopeIndex:
     return indexes[id(where)]
 
 
-def changes_of(evidence: "Evidence", name: str, scope: cst.CSTNode) -> str | None:
+def changes_of(evidence: "Evidence", name: str, scope: cst.CSTNode, reaching: list[cst.CSTNode] | None = None) -> str | None:
     """Why the object ``name`` holds in ``scope`` may be made to require grad in place (None:
-    as far as ``scope`` shows, it is not), through ``name`` or a name copied from it."""
+    as far as ``scope`` shows, it is not), through ``name`` or a name copied from it.
+    ``reaching``: the bindings of ``name`` reaching the read asked about, where known."""
+    made = _new_objects(evidence, reaching)
     for held in aliases(evidence, name, scope):
-        found = _changes_of_one(evidence, held, scope)
-        if found is not None:
-            return found
+        for node in index_of(evidence, scope).names.get(held, ()):
+            found = _change_at(evidence, held, node)
+            if found is not None and (held != name or made is None or _may_hold(evidence, name, scope, node, made)):
+                return found
     return None
 
 
-def _changes_of_one(evidence: "Evidence", name: str, scope: cst.CSTNode) -> str | None:
-    for node in index_of(evidence, scope).names.get(name, ()):
-        above = evidence.parent(node)
-        shown = f"`{name}` is changed in place"
-        if isinstance(above, cst.Attribute) and above.value is node:
-            attr = above.attr.value
-            grand = evidence.parent(above)
-            if attr in ("requires_grad", "grad", "data") and isinstance(grand, (cst.AssignTarget, cst.AugAssign)):
-                return f"{shown} (`{name}.{attr} = ...`)"
-            if attr == "requires_grad_":
-                return f"{shown} (`{name}.requires_grad_()`)"
-            if in_place(attr) and isinstance(grand, cst.Call) and evidence.args_missing(grand) is not None:
-                return f"{shown} (`{name}.{attr}(...)` with a value that may require grad)"
-        elif isinstance(above, cst.Subscript) and above.value is node:
-            grand = evidence.parent(above)
-            if isinstance(grand, cst.AssignTarget):
-                assign = evidence.parent(grand)
-                if isinstance(assign, cst.Assign) and evidence.missing(assign.value) is not None:
-                    return f"{shown} (`{name}[...] = ...` with a value that may require grad)"
-            if isinstance(grand, cst.AugAssign) and grand.target is above and evidence.missing(grand.value) is not None:
-                return f"{shown} (`{name}[...]` augmented with a value that may require grad)"
-        elif isinstance(above, cst.AugAssign) and above.target is node and evidence.missing(above.value) is not None:
-            return f"{shown} (`{name} {_cst.code_of(above.operator).strip()} ...` with a value that may require grad)"
+def _new_objects(evidence: "Evidence", reaching: list[cst.CSTNode] | None) -> frozenset[int] | None:
+    """The ids of ``reaching`` where each is ``x = <a new object>`` (None otherwise): then the
+    object read is one that a binding of them made."""
+    if not reaching:
+        return None
+    for node in reaching:
+        owner = binding_owner(node, evidence.parent)
+        statement = owner[0] if owner is not None else None
+        if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1 and statement.targets[0].target is node
+                and evidence.fresh(statement.value)):
+            return None
+    return frozenset(id(n) for n in reaching)
+
+
+def _may_hold(evidence: "Evidence", name: str, scope: cst.CSTNode, node: cst.Name, made: frozenset[int]) -> bool:
+    """At ``node`` (a use of ``name`` in ``scope``), ``name`` may hold an object a binding of
+    ``made`` made: one of them may reach it, or ``node`` is in a nested function, class,
+    lambda or comprehension (run at another time), or where the flow cannot be told."""
+    child, above = node, evidence.parent(node)
+    while above is not None and above is not scope:
+        if isinstance(above, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            return True
+        child, above = above, evidence.parent(above)
+    if above is None or not isinstance(scope, (cst.Module, cst.FunctionDef)) or (isinstance(scope, cst.FunctionDef) and child is not scope.body):
+        return True
+    bindings = [b.node for b in evidence.bindings(name, node) if getattr(b, "node", None) is not None]
+    found = reaching_bindings(scope, name, bindings, node, evidence.parent)
+    return found is None or any(id(b) in made for b in found)
+
+
+def _change_at(evidence: "Evidence", name: str, node: cst.Name) -> str | None:
+    """The change in place ``node`` (a use of ``name``) makes, if it may give grad."""
+    above = evidence.parent(node)
+    shown = f"`{name}` is changed in place"
+    if isinstance(above, cst.Attribute) and above.value is node:
+        attr = above.attr.value
+        grand = evidence.parent(above)
+        if attr in ("requires_grad", "grad", "data") and isinstance(grand, (cst.AssignTarget, cst.AugAssign)):
+            return f"{shown} (`{name}.{attr} = ...`)"
+        if attr == "requires_grad_":
+            return f"{shown} (`{name}.requires_grad_()`)"
+        if in_place(attr) and isinstance(grand, cst.Call) and evidence.args_missing(grand) is not None:
+            return f"{shown} (`{name}.{attr}(...)` with a value that may require grad)"
+    elif isinstance(above, cst.Subscript) and above.value is node:
+        grand = evidence.parent(above)
+        if isinstance(grand, cst.AssignTarget):
+            assign = evidence.parent(grand)
+            if isinstance(assign, cst.Assign) and evidence.missing(assign.value) is not None:
+                return f"{shown} (`{name}[...] = ...` with a value that may require grad)"
+        if isinstance(grand, cst.AugAssign) and grand.target is above and evidence.missing(grand.value) is not None:
+            return f"{shown} (`{name}[...]` augmented with a value that may require grad)"
+    elif isinstance(above, cst.AugAssign) and above.target is node and evidence.missing(above.value) is not None:
+        return f"{shown} (`{name} {_cst.code_of(above.operator).strip()} ...` with a value that may require grad)"
     return None

@@ -121,7 +121,8 @@ class VariableWrapper(VariableImportTracking, Codemod):
     an attribute of `self` every assignment of which in its class is such a value (and every
     in-place change of an attribute of that name, through any receiver:
     `model.w.requires_grad_()` counts for `self.w`); a name every binding of which that may
-    reach the read (flow of the function or module, libcst's bindings) is one.
+    reach the read (flow of the function or module, libcst's bindings) is one, and no change
+    in place by a value that may require grad may reach the object read through it.
     `self.a = Variable(self.a)` keeps, unwrapped, the object `self.a` held rather than a copy
     nobody else holds: safe only where that object was made by a torch factory earlier in the
     same block and only filled since (`self.a[i] = v` lines, `for` loops over a `range` of them,
