@@ -127,7 +127,7 @@ def _messages(stem: str) -> dict[int, str]:
 
 
 # -- the safe rewrites keep what a user observes ------------------------------------------------
-@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor", "data_of_any_object", "command_line", "earlier_binding"])
+@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor", "data_of_any_object", "command_line", "earlier_binding", "registered_elsewhere"])
 def test_safe_unwraps_keep_what_the_program_does(stem: str) -> None:
     (before, printed_before), (after, printed_after) = _before_after(stem)
     assert printed_before and printed_before == printed_after
@@ -223,6 +223,7 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("command_line", 39, "`opt.gain` is made by `type=gain_of`, which this file does not show to make no tensor"),
         ("earlier_binding", 42, "`torch.full(...)` is given `requires_grad=`"),
         ("earlier_binding", 49, "`x` is changed in place (`x.add_(...)` with a value that may require grad)"),
+        ("registered_elsewhere", 36, "`self.grid` is an attribute whose value this file does not show"),
         ("data_of_any_object", 39, "`ps.data` may be a `PackedSequence`'s data, which can require grad (this file packs sequences)"),
     ],
 )
@@ -414,6 +415,54 @@ def test_a_change_that_may_reach_the_object_read_stays_unsafe(body: str) -> None
     unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
     assert "Variable(x)" not in unsafe
     assert not _run(source, "reaching_before")[0]["result"].requires_grad and _run(unsafe, "reaching_unsafe")[0]["result"].requires_grad
+
+
+def test_a_registration_hides_a_buffer_only_where_it_may_be_on_the_class() -> None:
+    """`self.stack.add_module("table", ...)` on an `nn.Sequential()` registers nothing on
+    `Positions`: its buffer unwraps (the program is the same). A parameter registered through
+    `self.inner`, which holds a `Grid`, does reach `Grid.grid`: unwrapped, it requires grad."""
+    source = (FIXTURES / "registered_elsewhere.in.py").read_text(encoding="utf-8")
+    assert "return x + self.table[: x.size(0)]\n" in transform_source(source, [VariableWrapper]).text
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    old, new = _run(source, "registered_before")[0], _run(unsafe, "registered_unsafe")[0]
+    assert not old["grid"].requires_grad and new["grid"].requires_grad
+
+
+REGISTERED = """import torch
+import torch.nn as nn
+from torch.autograd import Variable
+
+
+class P(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.zeros(2))
+
+    def forward(self):
+        return Variable(self.table)
+
+
+class Q(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+{register}
+"""
+
+
+@pytest.mark.parametrize(
+    "register",
+    [
+        "        self.add_module('table', nn.Linear(1, 1))",
+        "        seq = P()\n        seq.add_module('table', nn.Linear(1, 1))",
+        "        self.inner = nn.Sequential() if c else P()\n        self.inner.add_module('table', nn.Linear(1, 1))",
+        "        self.inner = nn.Sequential()\n        self.inner = c\n        self.inner.add_module('table', nn.Linear(1, 1))",
+        "        self.inner = nn.utils.weight_norm(c)\n        self.inner.add_module('table', nn.Linear(1, 1))",
+        "        c.register_parameter('table', nn.Parameter(torch.ones(2)))",
+    ],
+)
+def test_a_registration_that_may_be_on_the_class_hides_its_buffer(register: str) -> None:
+    (finding,) = [f for f in transform_source(REGISTERED.format(register=register), [VariableWrapper]).findings if f.line == 12]
+    assert "`self.table` is an attribute whose value this file does not show" in finding.message, finding.message
 
 
 def test_refilled_attribute_is_one_object_as_before() -> None:
