@@ -127,7 +127,7 @@ def _messages(stem: str) -> dict[int, str]:
 
 
 # -- the safe rewrites keep what a user observes ------------------------------------------------
-@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor", "data_of_any_object", "command_line", "earlier_binding", "registered_elsewhere"])
+@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor", "data_of_any_object", "command_line", "earlier_binding", "registered_elsewhere", "random_fills"])
 def test_safe_unwraps_keep_what_the_program_does(stem: str) -> None:
     (before, printed_before), (after, printed_after) = _before_after(stem)
     assert printed_before and printed_before == printed_after
@@ -224,6 +224,7 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("earlier_binding", 42, "`torch.full(...)` is given `requires_grad=`"),
         ("earlier_binding", 49, "`x` is changed in place (`x.add_(...)` with a value that may require grad)"),
         ("registered_elsewhere", 36, "`self.grid` is an attribute whose value this file does not show"),
+        ("random_fills", 37, "`p` is a parameter of `dropped`"),
         ("data_of_any_object", 39, "`ps.data` may be a `PackedSequence`'s data, which can require grad (this file packs sequences)"),
     ],
 )
@@ -463,6 +464,23 @@ class Q(nn.Module):
 def test_a_registration_that_may_be_on_the_class_hides_its_buffer(register: str) -> None:
     (finding,) = [f for f in transform_source(REGISTERED.format(register=register), [VariableWrapper]).findings if f.line == 12]
     assert "`self.table` is an attribute whose value this file does not show" in finding.message, finding.message
+
+
+def test_random_fills_take_numbers_only() -> None:
+    """`normal_(mean, std)` and the other random fills raise `TypeError` for a tensor that
+    requires grad: whatever their parameters, only the receiver's grad reaches the result, and
+    those sites unwrap. `bernoulli_(p)` takes a tensor `p`, whose grad it gives the receiver:
+    unwrapped, the mask requires grad."""
+    leaf = torch.tensor(0.5, requires_grad=True)
+    for method, args in (("normal_", (0.0, leaf)), ("uniform_", (leaf, 1.0)), ("exponential_", (leaf,)), ("cauchy_", (0.0, leaf)),
+                         ("log_normal_", (leaf, 1.0)), ("geometric_", (leaf,)), ("random_", (0, leaf))):
+        with pytest.raises(TypeError):
+            getattr(torch.zeros(3), method)(*args)
+    source = (FIXTURES / "random_fills.in.py").read_text(encoding="utf-8")
+    assert "noise = x.data.new(x.size()).normal_(0, sigma ** 2)\n" in transform_source(source, [VariableWrapper]).text
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    old, new = _run(source, "fills_before")[0], _run(unsafe, "fills_unsafe")[0]
+    assert not old["mask"].requires_grad and new["mask"].requires_grad
 
 
 def test_refilled_attribute_is_one_object_as_before() -> None:

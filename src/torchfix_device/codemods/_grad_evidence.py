@@ -42,7 +42,7 @@ import libcst as cst
 from torchfix_device import _cst
 from torchfix_device.codemods._argparse_values import ParsedValueEvidence
 from torchfix_device.codemods._data_pipeline import DataPipelineEvidence
-from torchfix_device.codemods._in_place import changes_of, in_place
+from torchfix_device.codemods._in_place import RANDOM_FILLS, changes_of, in_place
 from torchfix_device.codemods._self_attributes import SelfAttributeEvidence
 from torchfix_device.codemods._tensor_evidence import may_be_packed
 from torchfix_device.codemods._name_flow import binding_owner, reaching_bindings
@@ -249,8 +249,8 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
             ):
                 return None  # x.new(*size), size = (a, b): sizes too
             return self.args_missing(call)
-        if method in SHAPE_METHODS:
-            return self.missing(receiver)  # sizes, dims, indices, a tensor giving its shape or type
+        if method in SHAPE_METHODS or method in RANDOM_FILLS:
+            return self.missing(receiver)  # sizes, dims, indices, a tensor giving its shape or type, numbers
         return self.missing(receiver) or self.args_missing(call)
 
     def _torch_call(self, call: cst.Call, torch_names: set[str], shown: str) -> str | None:

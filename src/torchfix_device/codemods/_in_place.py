@@ -26,6 +26,11 @@ from torchfix_device.codemods._name_flow import binding_owner, reaching_bindings
 Evidence = Any
 
 
+RANDOM_FILLS = {"normal_", "uniform_", "exponential_", "cauchy_", "log_normal_", "geometric_", "random_"}
+"""In-place methods that take Python numbers only (a tensor that requires grad is a
+``TypeError``, checked on torch 2.13): only their receiver's grad reaches their result."""
+
+
 def in_place(method: str) -> bool:
     """``add_``, ``fill_``: an in-place tensor method (not ``__x__``)."""
     return method.endswith("_") and not method.startswith("_")
@@ -116,7 +121,7 @@ def _change_at(evidence: "Evidence", name: str, node: cst.Name) -> str | None:
             return f"{shown} (`{name}.{attr} = ...`)"
         if attr == "requires_grad_":
             return f"{shown} (`{name}.requires_grad_()`)"
-        if in_place(attr) and isinstance(grand, cst.Call) and evidence.args_missing(grand) is not None:
+        if in_place(attr) and attr not in RANDOM_FILLS and isinstance(grand, cst.Call) and evidence.args_missing(grand) is not None:
             return f"{shown} (`{name}.{attr}(...)` with a value that may require grad)"
     elif isinstance(above, cst.Subscript) and above.value is node:
         grand = evidence.parent(above)

@@ -31,6 +31,7 @@ from typing import Iterator
 import libcst as cst
 
 from torchfix_device import _cst
+from torchfix_device.codemods._in_place import RANDOM_FILLS
 from torchfix_device.codemods._proof_memo import ProofMemo
 
 
@@ -178,7 +179,8 @@ class SelfAttributeEvidence(ProofMemo):
                 call = self.parent(above)
                 if above.attr.value == "requires_grad_" or not isinstance(call, cst.Call):
                     return None
-                values.append(("call", call))
+                if above.attr.value not in RANDOM_FILLS:  # those take numbers only
+                    values.append(("call", call))
             elif isinstance(above, cst.Attribute) and above.value is node and above.attr.value in ("requires_grad", "grad"):
                 if isinstance(self.parent(above), (cst.AssignTarget, cst.AugAssign)):
                     return None

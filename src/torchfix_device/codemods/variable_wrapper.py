@@ -111,7 +111,8 @@ class VariableWrapper(VariableImportTracking, Codemod):
     (`torch.zeros`, `torch.from_numpy`, `x.new(2, 3)`), `x.data` (of a tensor, in a file that packs
     sequences: a `PackedSequence`'s may require grad), `x.detach()`, integer and
     boolean results, NumPy values, torch functions, tensor methods and operators of such values
-    (`torch.as_tensor(a)` and `torch.asarray(a)` too: they require grad only where `a` does; a
+    (`torch.as_tensor(a)` and `torch.asarray(a)` too: they require grad only where `a` does;
+    `x.normal_(m, s)` and the other random fills take numbers only, so only `x` counts; a
     legacy type alias `T = torch.cuda.FloatTensor if c else torch.FloatTensor` is a legacy
     constructor);
     a batch of a `torch.utils.data.DataLoader` without a `collate_fn` over a `torchvision`
