@@ -42,7 +42,7 @@ import libcst as cst
 from torchfix_device import _cst
 from torchfix_device.codemods._argparse_values import ParsedValueEvidence
 from torchfix_device.codemods._data_pipeline import DataPipelineEvidence
-from torchfix_device.codemods._in_place import RANDOM_FILLS, changes_of, in_place
+from torchfix_device.codemods._in_place import RANDOM_FILLS, changes_of, flow_key, in_place
 from torchfix_device.codemods._self_attributes import SelfAttributeEvidence
 from torchfix_device.codemods._tensor_evidence import may_be_packed
 from torchfix_device.codemods._name_flow import binding_owner, reaching_bindings
@@ -330,13 +330,13 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
             reaching = nodes  # a module-level name read in a function: any of its bindings
         else:
             return f"`{read.value}` comes from an enclosing scope"
-        return _first(self._binding(read.value, n) for n in reaching) or self._changes(read.value, scope, None if reaching is nodes else reaching)
+        return _first(self._binding(read.value, n) for n in reaching) or self._changes(read.value, scope, None if reaching is nodes else (read, reaching))
 
-    def _changes(self, name: str, scope: cst.CSTNode, reaching: list[cst.CSTNode] | None) -> str | None:
-        """A change in place of what ``name`` holds in ``scope`` at a read ``reaching`` reaches
-        (assumed none while checked: an assumption the proof memory tracks like the others)."""
-        key = ("changes", id(scope), name, frozenset(map(id, reaching or ())))
-        return self.prove(key, lambda: changes_of(self, name, scope, reaching))
+    def _changes(self, name: str, scope: cst.CSTNode, flow: tuple[cst.Name, list[cst.CSTNode]] | None) -> str | None:
+        """A change in place of what ``name`` holds in ``scope`` at the read of ``flow`` (assumed
+        none while checked: an assumption the proof memory tracks like the others)."""
+        key = ("changes", id(scope), name, flow_key(self, flow))
+        return self.prove(key, lambda: changes_of(self, name, scope, flow if key[-1] is not None else None))
 
     def _reaching(self, scope: cst.CSTNode, read: cst.Name, nodes: list[cst.CSTNode]) -> list[cst.CSTNode] | None:
         if isinstance(scope, (cst.Module, cst.FunctionDef)):

@@ -67,37 +67,49 @@ def index_of(evidence: "Evidence", scope: cst.CSTNode) -> ScopeIndex:
     return indexes[id(where)]
 
 
-def changes_of(evidence: "Evidence", name: str, scope: cst.CSTNode, reaching: list[cst.CSTNode] | None = None) -> str | None:
+Flow = "tuple[cst.Name, list[cst.CSTNode]] | None"
+
+
+def changes_of(evidence: "Evidence", name: str, scope: cst.CSTNode, flow: Flow = None) -> str | None:
     """Why the object ``name`` holds in ``scope`` may be made to require grad in place (None:
     as far as ``scope`` shows, it is not), through ``name`` or a name copied from it.
-    ``reaching``: the bindings of ``name`` reaching the read asked about, where known."""
-    made = _new_objects(evidence, reaching)
+    ``flow``: the read asked about and the bindings of ``name`` reaching it, where known."""
+    made = _new_objects(evidence, flow[1]) if flow is not None else None
     for held in aliases(evidence, name, scope):
         for node in index_of(evidence, scope).names.get(held, ()):
             found = _change_at(evidence, held, node)
-            if found is not None and (held != name or made is None or _may_hold(evidence, name, scope, node, made)):
+            if found is not None and (held != name or made is None or flow is None or _may_hold(evidence, scope, node, made, flow[0])):
                 return found
     return None
 
 
-def _new_objects(evidence: "Evidence", reaching: list[cst.CSTNode] | None) -> frozenset[int] | None:
+def flow_key(evidence: "Evidence", flow: Flow) -> int | None:
+    """What the answer of :func:`changes_of` for ``flow`` depends on beyond the name: the read,
+    where its reaching bindings all make new objects (else None: the answer of any read)."""
+    return id(flow[0]) if flow is not None and _new_objects(evidence, flow[1]) is not None else None
+
+
+def _new_objects(evidence: "Evidence", reaching: list[cst.CSTNode]) -> frozenset[int] | None:
     """The ids of ``reaching`` where each is ``x = <a new object>`` (None otherwise): then the
     object read is one that a binding of them made."""
-    if not reaching:
+    if not reaching or not all(_makes_new(evidence, n) for n in reaching):
         return None
-    for node in reaching:
-        owner = binding_owner(node, evidence.parent)
-        statement = owner[0] if owner is not None else None
-        if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1 and statement.targets[0].target is node
-                and evidence.fresh(statement.value)):
-            return None
     return frozenset(id(n) for n in reaching)
 
 
-def _may_hold(evidence: "Evidence", name: str, scope: cst.CSTNode, node: cst.Name, made: frozenset[int]) -> bool:
-    """At ``node`` (a use of ``name`` in ``scope``), ``name`` may hold an object a binding of
-    ``made`` made: one of them may reach it, or ``node`` is in a nested function, class,
-    lambda or comprehension (run at another time), or where the flow cannot be told."""
+def _makes_new(evidence: "Evidence", node: cst.CSTNode) -> bool:
+    owner = binding_owner(node, evidence.parent)
+    statement = owner[0] if owner is not None else None
+    return (isinstance(statement, cst.Assign) and len(statement.targets) == 1 and statement.targets[0].target is node
+            and evidence.fresh(statement.value))
+
+
+def _may_hold(evidence: "Evidence", scope: cst.CSTNode, node: cst.Name, made: frozenset[int], read: cst.Name) -> bool:
+    """At ``node`` (a use of the name in ``scope``), the name may hold an object a binding of
+    ``made`` made: one of them may reach it; or ``node`` is in a nested function, class, lambda
+    or comprehension (run at another time), or where the flow cannot be told; or it may run
+    after ``read`` (a loop around both, or later in the scope) while no binding reaching it
+    is one that makes a new object (``x = x.float()`` may hold the object read)."""
     child, above = node, evidence.parent(node)
     while above is not None and above is not scope:
         if isinstance(above, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
@@ -105,9 +117,42 @@ def _may_hold(evidence: "Evidence", name: str, scope: cst.CSTNode, node: cst.Nam
         child, above = above, evidence.parent(above)
     if above is None or not isinstance(scope, (cst.Module, cst.FunctionDef)) or (isinstance(scope, cst.FunctionDef) and child is not scope.body):
         return True
-    bindings = [b.node for b in evidence.bindings(name, node) if getattr(b, "node", None) is not None]
-    found = reaching_bindings(scope, name, bindings, node, evidence.parent)
-    return found is None or any(id(b) in made for b in found)
+    bindings = [b.node for b in evidence.bindings(node.value, node) if getattr(b, "node", None) is not None]
+    found = reaching_bindings(scope, node.value, bindings, node, evidence.parent)
+    if found is None or any(id(b) in made for b in found):
+        return True
+    return not (all(_makes_new(evidence, b) for b in found) or _runs_before(evidence, scope, node, read))
+
+
+def _runs_before(evidence: "Evidence", scope: cst.CSTNode, node: cst.CSTNode, read: cst.CSTNode) -> bool:
+    """The statement of ``node`` comes before ``read`` (it does not hold it) and no loop holds
+    both: in one run of ``scope``, it runs before ``read`` if at all."""
+    around_read = _ancestors(evidence, scope, read)
+    place = {id(a): i for i, a in enumerate(around_read)}
+    child, statement = node, None
+    for above in _ancestors(evidence, scope, node):
+        if id(above) in place:  # the innermost node holding both
+            break
+        if statement is None and isinstance(above, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            statement = above
+        child = above
+    else:
+        return False
+    if statement is None or any(isinstance(a, (cst.For, cst.While)) for a in around_read[place[id(above)]:]):
+        return False  # `node` in the statement of `read`, or a loop around both
+    order = [id(c) for c in _cst.children(above)]
+    towards_read = around_read[place[id(above)] - 1] if place[id(above)] else read
+    return id(child) in order and id(towards_read) in order and order.index(id(child)) < order.index(id(towards_read))
+
+
+def _ancestors(evidence: "Evidence", scope: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes above ``node`` up to ``scope`` (included), the nearest first."""
+    found = []
+    above = evidence.parent(node)
+    while above is not None and above is not scope:
+        found.append(above)
+        above = evidence.parent(above)
+    return [*found, scope]
 
 
 def _change_at(evidence: "Evidence", name: str, node: cst.Name) -> str | None:
