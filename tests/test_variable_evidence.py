@@ -221,6 +221,7 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("as_tensor", 27, "`held` is changed in place (`held.requires_grad_()`)"),
         ("command_line", 38, "`opt.shift` is a command-line value, but this file sets it"),
         ("command_line", 39, "`opt.gain` is made by `type=gain_of`, which this file does not show to make no tensor"),
+        ("command_line", 48, "not shown to be grad-free (`opt.gain` is made by `type=gain_of`, which this file does not show to make no tensor)"),
         ("earlier_binding", 42, "`torch.full(...)` is given `requires_grad=`"),
         ("earlier_binding", 49, "`x` is changed in place (`x.add_(...)` with a value that may require grad)"),
         ("registered_elsewhere", 36, "`self.grid` is an attribute whose value this file does not show"),

@@ -7,8 +7,10 @@ in-place change by a value that may require grad (``x.add_(w)``, ``x[i] = w``, `
 name), through ``x`` and the names it is copied to (``y = x``). A change anywhere in the scope
 counts, but one through ``x`` itself where ``x`` holds another object: where every binding of
 ``x`` reaching the read makes a new object (``x = torch.from_numpy(a)``), a change through ``x``
-counts only where one of those bindings may reach it too (``x -= m`` on the NumPy array ``x``
-held before does not). Used for the evidence about a name
+that none of them reaches is skipped where it runs before the read (an earlier statement, no
+loop around both: ``x -= m`` on the NumPy array ``x`` held before) or where every binding
+reaching it makes a new object too (not ``x = x.float()``, which may hold the object read).
+Objects of another run of the function are not followed. Used for the evidence about a name
 (:class:`~torchfix_device.codemods._grad_evidence.GradEvidence`) and for what happens to an
 unwrapped ``Variable(x)`` (:mod:`._grad_changes`). ``evidence`` answers ``parent``,
 ``module``, ``missing`` and ``args_missing``.
