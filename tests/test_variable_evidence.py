@@ -64,26 +64,36 @@ def _fake_torchvision() -> dict[str, types.ModuleType]:
         def __call__(self, x):
             return (x - self.mean[0]) / self.std[0]
 
+    class Resize:
+        def __init__(self, size):
+            self.size = size
+
+        def __call__(self, image):
+            scaled = torch.nn.functional.interpolate(image[None, None].float(), size=(self.size, self.size))
+            return scaled[0, 0].to(image.dtype)
+
     datasets.MNIST = MNIST
-    transforms.Compose, transforms.Normalize = Compose, Normalize
+    transforms.Compose, transforms.Normalize, transforms.Resize = Compose, Normalize, Resize
     transforms.ToTensor = lambda: (lambda image: image.float().div(255).unsqueeze(0))
     transforms.Lambda = lambda f: f
     vision.datasets, vision.transforms = datasets, transforms
     return {"torchvision": vision, "torchvision.datasets": datasets, "torchvision.transforms": transforms}
 
 
-def _run(source: str, name: str) -> tuple[dict, str]:
-    """Execute ``source`` (a fixture, before or after) as a fresh module; its namespace and
-    what it printed."""
+def _run(source: str, name: str, args: tuple[str, ...] = ()) -> tuple[dict, str]:
+    """Execute ``source`` (a fixture, before or after) as a fresh module, given the
+    command-line arguments ``args``; its namespace and what it printed."""
     namespace: dict = {"__name__": f"fixture_{name}"}
     out = io.StringIO()
     saved = {k: sys.modules.get(k) for k in _fake_torchvision()}
     sys.modules.update(_fake_torchvision())
+    argv, sys.argv = sys.argv, [name, *args]
     try:
         torch.manual_seed(0)
         with contextlib.redirect_stdout(out):
             exec(compile(source, name, "exec"), namespace)
     finally:
+        sys.argv = argv
         for key, module in saved.items():
             if module is None:
                 sys.modules.pop(key, None)
@@ -117,7 +127,7 @@ def _messages(stem: str) -> dict[int, str]:
 
 
 # -- the safe rewrites keep what a user observes ------------------------------------------------
-@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor", "data_of_any_object"])
+@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor", "data_of_any_object", "command_line", "earlier_binding", "registered_elsewhere", "random_fills"])
 def test_safe_unwraps_keep_what_the_program_does(stem: str) -> None:
     (before, printed_before), (after, printed_after) = _before_after(stem)
     assert printed_before and printed_before == printed_after
@@ -209,6 +219,13 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("as_tensor", 25, "`torch.ones(...)` is given `requires_grad=`"),
         ("as_tensor", 26, "`torch.ones(...)` is given `requires_grad=`"),
         ("as_tensor", 27, "`held` is changed in place (`held.requires_grad_()`)"),
+        ("command_line", 38, "`opt.shift` is a command-line value, but this file sets it"),
+        ("command_line", 39, "`opt.gain` is made by `type=gain_of`, which this file does not show to make no tensor"),
+        ("command_line", 48, "not shown to be grad-free (`opt.gain` is made by `type=gain_of`, which this file does not show to make no tensor)"),
+        ("earlier_binding", 42, "`torch.full(...)` is given `requires_grad=`"),
+        ("earlier_binding", 49, "`x` is changed in place (`x.add_(...)` with a value that may require grad)"),
+        ("registered_elsewhere", 36, "`self.grid` is an attribute whose value this file does not show"),
+        ("random_fills", 37, "`p` is a parameter of `dropped`"),
         ("data_of_any_object", 39, "`ps.data` may be a `PackedSequence`'s data, which can require grad (this file packs sequences)"),
     ],
 )
@@ -271,6 +288,202 @@ def test_a_packed_sequences_data_is_no_evidence() -> None:
     assert "return ps.data * 2" in unsafe
     old, new = _run(source, "packed_before")[0], _run(unsafe, "packed_unsafe")[0]
     assert not old["scaled"].requires_grad and new["scaled"].requires_grad
+
+
+def test_command_line_values_are_no_tensors_unless_made_so() -> None:
+    """`opt.img_size` of `parser.parse_args()` is an int (a `Resize` size in a torchvision
+    pipeline, a factory size); a value the file sets to a tensor, or one a `type=` of the
+    project's own makes, can require grad: there the unsafe rewrite changes the program. The
+    batches of the pipeline are those of before, and a command line changes them alike."""
+    source = (FIXTURES / "command_line.in.py").read_text(encoding="utf-8")
+    safe = transform_source(source, [VariableWrapper]).text
+    assert "    real_imgs = imgs\n" in safe and "noise = torch.ones(2, opt.img_size)" in safe
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    assert "shifted = torch.zeros(2) + opt.shift" in unsafe and "gained = torch.ones(2) * opt.gain" in unsafe
+    (old, printed_old), (new, printed_new) = _run(source, "command_line_before"), _run(unsafe, "command_line_unsafe")
+    assert printed_old.splitlines()[-1] == "False False" and printed_new.splitlines()[-1] == "True True"
+    assert not old["gained"].requires_grad and new["gained"].requires_grad
+    args = ("--img_size", "7", "--batch-size", "3", "--flip")
+    before, after = _run(source, "cl_args_before", args), _run(safe, "cl_args_after", args)
+    assert before[1] == after[1] and "(3, 1, 7, 7)" in before[1]
+    assert _tensors(before[0]) == _tensors(after[0])
+
+
+COMMAND_LINE = """import argparse
+import torch
+from torch.autograd import Variable
+
+parser = argparse.ArgumentParser()
+{between}
+parser.add_argument({option})
+opt = parser.parse_args({parse})
+{after}
+x = Variable(torch.zeros(2) * opt.size)
+"""
+PLAIN = '"--size", type=int, default=3'
+
+
+@pytest.mark.parametrize(
+    "option, between, parse, after, why",
+    [
+        (PLAIN, "", "", "opt.size = torch.ones(1, requires_grad=True)", "this file sets it"),
+        (PLAIN, "", "", "opt.size += torch.ones(1, requires_grad=True)", "this file sets it"),
+        (PLAIN, "", "", "opt.size, y = w, 1", "this file sets it"),
+        (PLAIN, "", "", "del opt.size", "this file sets it"),
+        (PLAIN, "", "", "setattr(opt, 'size', w)", "`opt` is passed on"),
+        (PLAIN, "", "", "vars(opt)['size'] = w", "`opt` is passed on"),
+        (PLAIN, "", "", "opt.__dict__['size'] = w", "`opt.__dict__` is used"),
+        (PLAIN, "", "", "fill_in(opt)", "`opt` is passed on"),
+        (PLAIN, "", "", "other = opt", "`opt` is passed on"),
+        (PLAIN, "", "", "globals()['opt'].size = w", "runs code it does not show"),
+        (PLAIN, "", "", "opt = torch.ones(1)", "`opt` is also bound to something else"),
+        (PLAIN, "parser.set_defaults(size=w)", "", "", "`parser.set_defaults`"),
+        (PLAIN, "add_options(parser)", "", "", "`parser` is passed on"),
+        (PLAIN, "group = parser.add_argument_group('g')", "", "", "`parser.add_argument_group`"),
+        (PLAIN, "parser.add_argument(*names, default=w)", "", "", "has a name this file does not spell out"),
+        (PLAIN, "parser = argparse.ArgumentParser(argument_default=w)", "", "", "`parser` is made with arguments that change what it parses"),
+        (PLAIN, "int = make_tensor", "", "", "`type=int`, which this file does not show"),  # not the builtin where it is called
+        (PLAIN, "", "namespace=holder", "", "`parser.parse_args(namespace=holder)` is given arguments other than strings"),
+        (PLAIN, "", "args", "", "`parser.parse_args(args)` is given"),
+        ('"--size", type=int, nargs="+"', "", "", "", 'a list (`nargs="+"`)'),  # a list: it may be filled later
+        ('"--size", type=int, action="append"', "", "", "", '`action="append"`, which may store anything'),
+        ('"--size", type=int, action=Store', "", "", "", "`action=Store`"),
+        ('"--size", type=int, default=w', "", "", "", "a `default=` that is not a literal"),
+        ('"--size", type=lambda s: torch.ones(1, requires_grad=True)', "", "", "", "`type=lambda s:"),
+        ('"--other", type=int', "", "", "", "is no argument this file shows `parser` to add"),  # no `--size` added
+        ('"--" + name, type=int', "", "", "", "has a name this file does not spell out"),  # a name not spelt out
+    ],
+)
+def test_command_line_values_need_every_write_shown(option: str, between: str, parse: str, after: str, why: str) -> None:
+    """`opt.size` of `parse_args()` stays unsafe where a write may escape this file's view,
+    and says which."""
+    source = COMMAND_LINE.format(option=option, between=between, parse=parse, after=after)
+    (finding,) = [f for f in transform_source(source, [VariableWrapper]).findings if f.line == 10]
+    assert "nothing shows it cannot require grad: `opt.size` " in finding.message and why in finding.message, finding.message
+
+
+@pytest.mark.parametrize(
+    "option",
+    [PLAIN, '"-s", "--size", type=float', '"size", type=int', '"-s", dest="size", default=-1', '"--size", action="store_const", const=2', '"--size", action="store_true"'],
+)
+def test_command_line_values_shown_in_full_are_unwrapped(option: str) -> None:
+    source = COMMAND_LINE.format(option=option, between="print(parser.format_help())", parse="", after="print(opt)")
+    result = transform_source(source, [VariableWrapper])
+    assert "x = torch.zeros(2) * opt.size\n" in result.text, result.findings[-1].message
+
+
+def test_a_change_in_place_counts_where_it_reaches_the_object_read() -> None:
+    """`x -= m` on the array or tensor a name held before `x = torch.from_numpy(...)` (or a
+    factory) is no change of the new object read later: those reads unwrap and the program is
+    the same. Where the change acts on the object read (after its binding, or in a loop
+    around both), the unsafe rewrite gives it grad: it stays unsafe."""
+    source = (FIXTURES / "earlier_binding.in.py").read_text(encoding="utf-8")
+    safe = transform_source(source, [VariableWrapper]).text
+    assert "    return image\n" in safe and "    return x\n" in safe and "outs.append(x)\n" in safe
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    old, new = _run(source, "earlier_before")[0], _run(unsafe, "earlier_unsafe")[0]
+    assert not old["later"].requires_grad and new["later"].requires_grad
+    assert not old["looped"][0].requires_grad and new["looped"][0].requires_grad
+    assert not any(new[name].requires_grad for name in ("first", "second")) and not any(t.requires_grad for t in new["third"])
+
+
+REACHING_CHANGE = """import torch
+from torch.autograd import Variable
+
+w = torch.ones(3, requires_grad=True)
+
+
+def f(n):
+{body}
+
+
+result = f(2)
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    a = torch.zeros(3)\n    x = a\n    x.add_(w)\n    x = a\n    return Variable(x)",  # the same object bound again
+        "    x = torch.zeros(3)\n\n    def g():\n        x.add_(w)\n\n    g()\n    return Variable(x)",  # a closure, run later
+        "    x = torch.zeros(3)\n    while n:\n        out = Variable(x)\n        x.add_(w)\n        n -= 1\n    return out",
+        "    x = torch.zeros(3)\n    y = x\n    x = torch.zeros(3)\n    x = y\n    y.add_(w)\n    return Variable(x)",
+        "    x = torch.zeros(3)\n    out = Variable(x)\n    x = x.float()\n    x.add_(w)\n    return out",  # the object read, bound again
+    ],
+)
+def test_a_change_that_may_reach_the_object_read_stays_unsafe(body: str) -> None:
+    source = REACHING_CHANGE.format(body=body)
+    result = transform_source(source, [VariableWrapper])
+    assert result.text == source and "nothing shows it cannot require grad" in result.findings[-1].message
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    assert "Variable(x)" not in unsafe
+    assert not _run(source, "reaching_before")[0]["result"].requires_grad
+    assert _run(unsafe, "reaching_unsafe")[0]["result"].requires_grad
+
+
+def test_a_registration_hides_a_buffer_only_where_it_may_be_on_the_class() -> None:
+    """`self.stack.add_module("table", ...)` on an `nn.Sequential()` registers nothing on
+    `Positions`: its buffer unwraps (the program is the same). A parameter registered through
+    `self.inner`, which holds a `Grid`, does reach `Grid.grid`: unwrapped, it requires grad."""
+    source = (FIXTURES / "registered_elsewhere.in.py").read_text(encoding="utf-8")
+    assert "return x + self.table[: x.size(0)]\n" in transform_source(source, [VariableWrapper]).text
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    old, new = _run(source, "registered_before")[0], _run(unsafe, "registered_unsafe")[0]
+    assert not old["grid"].requires_grad and new["grid"].requires_grad
+
+
+REGISTERED = """import torch
+import torch.nn as nn
+from torch.autograd import Variable
+
+
+class P(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.zeros(2))
+
+    def forward(self):
+        return Variable(self.table)
+
+
+class Q(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+{register}
+"""
+
+
+@pytest.mark.parametrize(
+    "register",
+    [
+        "        self.add_module('table', nn.Linear(1, 1))",
+        "        seq = P()\n        seq.add_module('table', nn.Linear(1, 1))",
+        "        self.inner = nn.Sequential() if c else P()\n        self.inner.add_module('table', nn.Linear(1, 1))",
+        "        self.inner = nn.Sequential()\n        self.inner = c\n        self.inner.add_module('table', nn.Linear(1, 1))",
+        "        self.inner = nn.utils.weight_norm(c)\n        self.inner.add_module('table', nn.Linear(1, 1))",
+        "        c.register_parameter('table', nn.Parameter(torch.ones(2)))",
+    ],
+)
+def test_a_registration_that_may_be_on_the_class_hides_its_buffer(register: str) -> None:
+    (finding,) = [f for f in transform_source(REGISTERED.format(register=register), [VariableWrapper]).findings if f.line == 12]
+    assert "`self.table` is an attribute whose value this file does not show" in finding.message, finding.message
+
+
+def test_random_fills_take_numbers_only() -> None:
+    """`normal_(mean, std)` and the other random fills raise `TypeError` for a tensor that
+    requires grad: whatever their parameters, only the receiver's grad reaches the result, and
+    those sites unwrap. `bernoulli_(p)` takes a tensor `p`, whose grad it gives the receiver:
+    unwrapped, the mask requires grad."""
+    leaf = torch.tensor(0.5, requires_grad=True)
+    for method, args in (("normal_", (0.0, leaf)), ("uniform_", (leaf, 1.0)), ("exponential_", (leaf,)), ("cauchy_", (0.0, leaf)),
+                         ("log_normal_", (leaf, 1.0)), ("geometric_", (leaf,)), ("random_", (0, leaf))):
+        with pytest.raises(TypeError):
+            getattr(torch.zeros(3), method)(*args)
+    source = (FIXTURES / "random_fills.in.py").read_text(encoding="utf-8")
+    assert "noise = x.data.new(x.size()).normal_(0, sigma ** 2)\n" in transform_source(source, [VariableWrapper]).text
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    old, new = _run(source, "fills_before")[0], _run(unsafe, "fills_unsafe")[0]
+    assert not old["mask"].requires_grad and new["mask"].requires_grad
 
 
 def test_refilled_attribute_is_one_object_as_before() -> None:

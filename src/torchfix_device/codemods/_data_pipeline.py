@@ -143,7 +143,8 @@ class DataPipelineEvidence:
         value = self.missing(arg.value)
         if value is None:
             return None
-        return transform if arg.keyword is not None and "transform" in arg.keyword.value else value
+        given = (arg.keyword is not None and "transform" in arg.keyword.value) or isinstance(arg.value, (cst.List, cst.Tuple))
+        return transform if given else value  # a list of transforms (`Compose`): the step's own gap
 
 
 def _first(found: Iterator[str | None]) -> str | None:

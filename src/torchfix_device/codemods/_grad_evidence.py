@@ -18,7 +18,8 @@ it is *grad-free*) or with the evidence that is missing, from this file alone:
 - an item of a ``DataLoader`` or data set this file shows (:mod:`._data_pipeline`), also
   through ``enumerate``, ``zip``, ``tqdm`` and ``next(iter(...))``, and an attribute of such a
   torchvision data set (``train_data.test_data``);
-- an attribute of ``self`` its class only ever gives grad-free values (:mod:`._self_attributes`);
+- an attribute of ``self`` its class only ever gives grad-free values (:mod:`._self_attributes`),
+  an attribute of a ``parse_args()`` result shown to be no tensor (:mod:`._argparse_values`);
 - a local name: every binding that may reach the read (libcst's bindings, ordered by
   :mod:`._name_flow`) is of a grad-free value; a module-level name read in a function: every
   module-level binding is. A loop's own rebinding (``x = Variable(x)`` each iteration) is
@@ -39,8 +40,9 @@ from typing import Any, Callable, Iterator, Sequence
 import libcst as cst
 
 from torchfix_device import _cst
+from torchfix_device.codemods._argparse_values import ParsedValueEvidence
 from torchfix_device.codemods._data_pipeline import DataPipelineEvidence
-from torchfix_device.codemods._in_place import changes_of, in_place
+from torchfix_device.codemods._in_place import RANDOM_FILLS, changes_of, flow_key, in_place
 from torchfix_device.codemods._self_attributes import SelfAttributeEvidence
 from torchfix_device.codemods._tensor_evidence import may_be_packed
 from torchfix_device.codemods._name_flow import binding_owner, reaching_bindings
@@ -99,7 +101,7 @@ TORCH_TYPES = {
 MAX_DEPTH = 60
 
 
-class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
+class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvidence):
     """Answers about the values of one module version (see the module docstring)."""
 
     def __init__(self, module: cst.Module, qualified_names: QualifiedNames, bindings: Bindings) -> None:
@@ -203,7 +205,7 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             return None
         if self.dataset_missing(expr.value) is None:
             return None  # a torchvision data set's own tensors (``train_data.test_data``)
-        return self.self_attribute_missing(expr)
+        return self.parsed_value_missing(expr) if self.is_parsed(expr.value) else self.self_attribute_missing(expr)
 
     def _call(self, call: cst.Call) -> str | None:
         shown = f"`{_cst.code_of(call.func)}(...)`"
@@ -247,8 +249,8 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             ):
                 return None  # x.new(*size), size = (a, b): sizes too
             return self.args_missing(call)
-        if method in SHAPE_METHODS:
-            return self.missing(receiver)  # sizes, dims, indices, a tensor giving its shape or type
+        if method in SHAPE_METHODS or method in RANDOM_FILLS:
+            return self.missing(receiver)  # sizes, dims, indices, a tensor giving its shape or type, numbers
         return self.missing(receiver) or self.args_missing(call)
 
     def _torch_call(self, call: cst.Call, torch_names: set[str], shown: str) -> str | None:
@@ -328,12 +330,13 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence):
             reaching = nodes  # a module-level name read in a function: any of its bindings
         else:
             return f"`{read.value}` comes from an enclosing scope"
-        return _first(self._binding(read.value, n) for n in reaching) or self._changes(read.value, scope)
+        return _first(self._binding(read.value, n) for n in reaching) or self._changes(read.value, scope, None if reaching is nodes else (read, reaching))
 
-    def _changes(self, name: str, scope: cst.CSTNode) -> str | None:
-        """A change in place of what ``name`` holds in ``scope`` (assumed none while checked:
-        an assumption the proof memory tracks like the others)."""
-        return self.prove(("changes", id(scope), name), lambda: changes_of(self, name, scope))
+    def _changes(self, name: str, scope: cst.CSTNode, flow: tuple[cst.Name, list[cst.CSTNode]] | None) -> str | None:
+        """A change in place of what ``name`` holds in ``scope`` at the read of ``flow`` (assumed
+        none while checked: an assumption the proof memory tracks like the others)."""
+        key = ("changes", id(scope), name, flow_key(self, flow))
+        return self.prove(key, lambda: changes_of(self, name, scope, flow if key[-1] is not None else None))
 
     def _reaching(self, scope: cst.CSTNode, read: cst.Name, nodes: list[cst.CSTNode]) -> list[cst.CSTNode] | None:
         if isinstance(scope, (cst.Module, cst.FunctionDef)):

@@ -14,7 +14,9 @@ file gives ``memory`` a value is grad-free:
 - at least one such value is seen; nothing else in the file writes an attribute of that name
   (``other.memory = ...``) or makes it require grad (``model.memory.requires_grad_()``,
   ``model.memory.requires_grad = True``, ``.grad = ...``, through any receiver), registers a
-  parameter or module (``register_parameter``, ``add_module``), and ``setattr``,
+  parameter or module of that name (``register_parameter``, ``add_module``) on a receiver
+  that may be an instance of a class of the file (``self.seq.add_module(...)`` where every
+  value of ``seq`` is made by a ``torch.nn`` class, ``nn.Sequential()``, is none), and ``setattr``,
   ``__setattr__``, ``__dict__`` and ``vars`` appear nowhere in it;
 - every base class of ``C`` is ``object``, ``torch.nn.Module`` or a class of this file with such
   bases (a base from elsewhere may write the attribute).
@@ -24,9 +26,12 @@ A subclass in another file, or code there writing the attribute, is not seen.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import libcst as cst
 
 from torchfix_device import _cst
+from torchfix_device.codemods._in_place import RANDOM_FILLS
 from torchfix_device.codemods._proof_memo import ProofMemo
 
 
@@ -49,6 +54,9 @@ class SelfAttributeEvidence(ProofMemo):
         raise NotImplementedError
 
     def args_missing(self, call: cst.Call) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _values_of(self, expr: cst.BaseExpression) -> Iterator[cst.BaseExpression | None]:  # pragma: no cover
         raise NotImplementedError
 
     def self_attribute_missing(self, expr: cst.Attribute) -> str | None:
@@ -116,8 +124,19 @@ class SelfAttributeEvidence(ProofMemo):
         found: dict = self.__dict__.setdefault("_attribute_values_of", {})
         key = (id(cls), attr)
         if key not in found:
+            found[key] = None  # while it is scanned: what leans on itself is not shown
             found[key] = self._scan_attribute_values(cls, attr)
         return found[key]
+
+    def made_by_torch(self, receiver: cst.BaseExpression) -> bool:
+        """``receiver`` (``self.seq``, a name) only ever holds objects that ``torch.nn``
+        classes made (``nn.Sequential()``): no instance of a class of this file."""
+        if isinstance(receiver, cst.Attribute):
+            cls = self.class_of_self(receiver.value)
+            values = self._attribute_values(cls, receiver.attr.value) if cls is not None else None
+        else:
+            values = list(self._values_of(receiver)) if isinstance(receiver, cst.Name) else None
+        return bool(values) and all(isinstance(v, cst.Call) and _torch_classes(self.names(v.func)) for v in values or ())
 
     def attribute_index(self) -> "_AttributeIndex":
         """The module's :class:`_AttributeIndex` (one walk, remembered)."""
@@ -160,7 +179,8 @@ class SelfAttributeEvidence(ProofMemo):
                 call = self.parent(above)
                 if above.attr.value == "requires_grad_" or not isinstance(call, cst.Call):
                     return None
-                values.append(("call", call))
+                if above.attr.value not in RANDOM_FILLS:  # those take numbers only
+                    values.append(("call", call))
             elif isinstance(above, cst.Attribute) and above.value is node and above.attr.value in ("requires_grad", "grad"):
                 if isinstance(self.parent(above), (cst.AssignTarget, cst.AugAssign)):
                     return None
@@ -169,7 +189,10 @@ class SelfAttributeEvidence(ProofMemo):
                 return None  # registered under a name not shown
             if node.args[0].value.evaluated_value != attr:
                 continue
-            if cst.ensure_type(node.func, cst.Attribute).attr.value != "register_buffer":
+            func = cst.ensure_type(node.func, cst.Attribute)
+            if func.attr.value != "register_buffer":
+                if self.made_by_torch(func.value):
+                    continue  # on a torch module, not on an instance of a class of this file
                 return None  # a parameter or a module of that name
             values.append(node.args[1].value)
         return values
@@ -191,6 +214,14 @@ class _AttributeIndex:
                 self.dynamic = True
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in REGISTERING:
                 self.registering.append(node)
+
+
+def _torch_classes(names: set[str]) -> bool:
+    """Every name is a class of ``torch.nn`` (``torch.nn.Sequential``), none a function."""
+    def one(q: str) -> bool:
+        parts = q.split(".")
+        return parts[:2] == ["torch", "nn"] and (len(parts) == 3 or parts[2] == "modules") and parts[-1][:1].isupper()
+    return bool(names) and all(one(q) for q in names)
 
 
 def _body(cls: cst.ClassDef) -> list[cst.BaseStatement]:

@@ -16,14 +16,7 @@ from torchfix_device.codemods._tensor_evidence import is_tensor
 from torchfix_device.codemods._no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop
 from torchfix_device.codemods._variable_import import VariableImportTracking
 from torchfix_device.codemods._variable_syntax import (
-    atom,
-    data_receiver,
-    has_comment,
-    is_self_assignment,
-    is_true,
-    literal_data,
-    method_call,
-    unsupported,
+    atom, data_receiver, has_comment, is_self_assignment, is_true, literal_data, method_call, unsupported,
 )
 
 VARIABLE = {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
@@ -118,22 +111,27 @@ class VariableWrapper(VariableImportTracking, Codemod):
     (`torch.zeros`, `torch.from_numpy`, `x.new(2, 3)`), `x.data` (of a tensor, in a file that packs
     sequences: a `PackedSequence`'s may require grad), `x.detach()`, integer and
     boolean results, NumPy values, torch functions, tensor methods and operators of such values
-    (`torch.as_tensor(a)` and `torch.asarray(a)` too: they require grad only where `a` does; a
+    (`torch.as_tensor(a)` and `torch.asarray(a)` too: they require grad only where `a` does;
+    `x.normal_(m, s)` and the other random fills take numbers only, so only `x` counts; a
     legacy type alias `T = torch.cuda.FloatTensor if c else torch.FloatTensor` is a legacy
     constructor);
     a batch of a `torch.utils.data.DataLoader` without a `collate_fn` over a `torchvision`
     data set with `torchvision.transforms` (not `Lambda`) or a `TensorDataset` of such tensors;
-    an attribute of such a data set; an attribute of `self` every assignment of which in its
-    class is such a value (and every in-place change of an attribute of that name, through any
-    receiver: `model.w.requires_grad_()` counts for `self.w`); a name every binding of which
-    that may reach the read (flow of the function or module, libcst's bindings) is one.
+    an attribute of such a data set; `opt.size` of `opt = parser.parse_args()` where `--size`
+    has a builtin `type=` and a literal default, and `opt.size` is never set nor `opt` passed on;
+    an attribute of `self` every assignment of which in its class is such a value (and every
+    in-place change of an attribute of that name, through any receiver:
+    `model.w.requires_grad_()` counts for `self.w`); a name every binding of which that may
+    reach the read (flow of the function or module, libcst's bindings) is one, and no change
+    in place by a value that may require grad may reach the object read through it.
     `self.a = Variable(self.a)` keeps, unwrapped, the object `self.a` held rather than a copy
     nobody else holds: safe only where that object was made by a torch factory earlier in the
     same block and only filled since (`self.a[i] = v` lines, `for` loops over a `range` of them,
-    calling no code of the class), so nothing else holds it either; `self.a = self.a` then goes. A parameter, a project function's result, a
-    data set of the project's own is no evidence: the fix is unsafe and the message says what is
-    missing. Not seen: code in other files changing a global or an attribute, and a callee that
-    makes its argument require grad in place (`Variable(x)` passed to it gave it a new object).
+    calling no code of the class), so nothing else holds it either; `self.a = self.a` then goes.
+    A parameter, a project function's result, a data set of the project's own is no evidence:
+    the fix is unsafe and the message says what is missing. Not seen: code in other files
+    changing a global or an attribute, and a callee that makes its argument require grad in
+    place (`Variable(x)` passed to it gave it a new object).
     `Variable(x, requires_grad=True)` is a new leaf sharing `x`'s storage, exactly
     `x.detach().requires_grad_()` (safe); `x.requires_grad_()` is used only where `x` is a new
     tensor nobody else holds, `torch.tensor([...])` only for number literals (integers written as
