@@ -29,7 +29,9 @@ class CudaCall(Codemod):
     Rewrites `.cuda()` calls to `.to(device)`: `model.cuda()`, `x.cuda()`, chains such as
     `torch.randn(3).cuda()`, `Net().cuda()`, `torch.load(p).cuda()`, and
     `.cuda(non_blocking=True)` → `.to(device, non_blocking=True)`; `.cuda(t.get_device())` →
-    `.to(t.device)`.
+    `.to(t.device)`; a GPU index, `.cuda(0)` / `.cuda(device=0)` / `.cuda(cd)` where every
+    binding of `cd` in its scope is an int literal, → `.to(torch.device("cuda", 0))` (its guard,
+    if any, stays: it is about the index or the machine, not a user's flag).
 
     The device comes from where the call is (see `torchfix_device.device_source`): inside an
     `nn.Module` method the module's own device (`x.device` of `forward`'s input, or
@@ -79,9 +81,12 @@ class CudaCall(Codemod):
     ```
 
     ## Not rewritten
-    - `.cuda(0)`, `.cuda(args.gpu)`, `.cuda(device=...)`: the index was the user's decision;
-      the call is left as it is and reported for manual review (no device-agnostic expression is
-      equivalent to a fixed GPU index).
+    - An index only presumed an int — compared with an int in the guard around the call
+      (`if self.gpu >= 0: x = x.cuda(self.gpu)`) or named like one (`args.gpu`, `gpu_id`,
+      `device_id`, `local_rank`) — is rewritten the same way with `--unsafe-fixes` only. An index
+      that may be a `torch.device`, a string or `None` (`.cuda("cuda:1")`, a parameter, a name
+      bound to a string on some path, `x /= 2`) is reported for manual review:
+      `torch.device("cuda", i)` raises `TypeError` where `.cuda(i)` moved.
     - `self.cuda()` inside a class (the object moves itself: only its caller knows where to),
       and `.cuda()` inside `__init__`, static methods or nested functions of an `nn.Module`
       (no module device exists there): reported for manual review.
@@ -110,7 +115,11 @@ class CudaCall(Codemod):
     value where it was, on the CPU. A `.cuda()` outside any guard, after the flag is final, now
     follows the flag: with `--no-cuda` it stays on the CPU, as the guarded code does, where it
     went to the GPU and met CPU tensors before. Without CUDA the code runs on the CPU instead of
-    raising.
+    raising. `.cuda(i)` with an int `i` is `.to(torch.device("cuda", i))` on tensors and modules
+    (a negative `i` raises the same `RuntimeError`); without CUDA both raise, torch 2.13 giving
+    `.cuda(0)` a `RuntimeError` and the rewrite the `AssertionError` that `.cuda()` raises on a
+    CPU build. With an index only presumed an int the fix is unsafe: a string or a device there
+    makes it raise `TypeError`.
     """
 
     code = "TFD001"
