@@ -30,8 +30,8 @@ class CudaCall(Codemod):
     `torch.randn(3).cuda()`, `Net().cuda()`, `torch.load(p).cuda()`, and
     `.cuda(non_blocking=True)` → `.to(device, non_blocking=True)`; `.cuda(t.get_device())` →
     `.to(t.device)`; a GPU index, `.cuda(0)` / `.cuda(device=0)` / `.cuda(cd)` where every
-    binding of `cd` in its scope is an int literal, → `.to(torch.device("cuda", 0))` (its guard,
-    if any, stays: it is about the index or the machine, not a user's flag).
+    binding of `cd` in its scope is an int literal, → `.to(torch.device("cuda", 0))`; a guard
+    around it stays (the move keeps its index: no device is built from the guard).
 
     The device comes from where the call is (see `torchfix_device.device_source`): inside an
     `nn.Module` method the module's own device (`x.device` of `forward`'s input, or
