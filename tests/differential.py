@@ -16,6 +16,10 @@ Each execution is a *leg*:
     and ``.to(...)`` of a CUDA device goes to ``meta``. Values are meaningless there; devices,
     ``state_dict`` keys, ``requires_grad`` and exception types are compared.
 
+``bare``
+    this machine's torch as it is, nothing patched (no CUDA here): what a user without a GPU
+    meets, the exception a CUDA move raises included. Values are real and compared.
+
 ``argv`` sets ``sys.argv[1:]`` (the user's flags, e.g. ``--no-cuda``).
 
 What is observed (:func:`compare` says what must be equal): what the module-level code
@@ -180,6 +184,8 @@ def _describe_module(torch, module, inputs, values: bool) -> dict:
 def _install(torch, leg: str) -> None:
     from torchfix_device.verify import legacy
 
+    if leg == "bare":
+        return
     if leg == "cpu":  # the CPU plays the GPU the user asked for: .cuda() and .to("cuda") stay on it
         target = torch.device("cpu")
         legacy.install(target)
@@ -281,7 +287,7 @@ def _execute(job: dict) -> dict:
     from torchfix_device.verify.checker import is_device_error
 
     leg = job["leg"]
-    values = leg == "cpu"
+    values = leg in ("cpu", "bare")
     _install(torch, leg)
     random.seed(0)
     torch.manual_seed(0)

@@ -320,8 +320,8 @@ def test_the_same_input_prints_the_same_text_in_every_run_and_hash_seed(tmp_path
 
 
 def test_check_fix_on_stdin_writes_the_fixed_source_and_lists_what_remains_on_stderr(tmp_path: Path) -> None:
-    source = b'import torch\nx = torch.load("a")\ny = torch.zeros(2).cuda(1)\n'
+    source = b'import torch\nx = torch.load("a")\ny = torch.zeros(2).cuda(dev)\n'
     out = run_cli("check", "--fix", "-", cwd=tmp_path, input=source)
-    assert out.returncode == 1  # the explicit .cuda(1) remains
+    assert out.returncode == 1  # the explicit .cuda(dev) remains
     assert b'torch.load("a", map_location=device)' in out.stdout and b"TFD001" not in out.stdout
     assert "-:3:5 TFD001 " in _err(out)

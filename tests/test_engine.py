@@ -176,7 +176,7 @@ def test_a_run_that_replaces_no_node_is_not_rendered(monkeypatch) -> None:
 
     monkeypatch.setattr(cst.Module, "code", property(counting))
     monkeypatch.setattr(_cst, "module_code", counting_module_code)
-    manual_only = "import torch\n\nx = torch.zeros(3).cuda(1)\n"  # an explicit device: manual review
+    manual_only = "import torch\n\nx = torch.zeros(3).cuda('cuda:1')\n"  # a device string: manual review
     out = transform_unfiltered(manual_only, [REGISTRY["TFD001"]])
     assert [f.fixed for f in out.findings] == [False] and out.text == manual_only
     assert rendered == []

@@ -18,7 +18,7 @@ from conftest import console_script
 from torchfix_device import fastpath
 from torchfix_device.cli_app import app
 
-LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\nx = torch.zeros(2).cuda(1)\n'
+LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\nx = torch.zeros(2).cuda(dev)\n'
 TYPER_ONLY = {"--interactive", "-i", "--help", "-h"}
 """Options the fast path leaves to the typer app."""
 

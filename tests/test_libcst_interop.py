@@ -23,7 +23,7 @@ LEGACY = """\
 import torch
 
 model = torch.load("m.pt").cuda()
-x = y.cuda(1)
+x = y.cuda(dev)
 """
 RESIDUAL = """\
 import torch.nn as nn
@@ -68,7 +68,7 @@ def test_cuda_call_through_libcst_tool_matches_our_own_apply(project: Path) -> N
     assert out.returncode == 0, stderr
     assert "Transformed 1 files successfully" in stderr
     # a place left for manual review becomes a libcst warning
-    assert "WARNING: 4:5 TFD001 `y.cuda(1)` names a device explicitly" in stderr
+    assert "WARNING: 4:5 TFD001 `y.cuda(dev)` names a device explicitly" in stderr
     assert run_cli("apply", "--allow-dirty", "--select", "TFD001", "m.py", cwd=ours).returncode == 0
     assert (project / "m.py").read_text() == (ours / "m.py").read_text()
     assert "model = torch.load(\"m.pt\").to(device)" in (project / "m.py").read_text()

@@ -30,7 +30,7 @@ class Net(nn.Module):
         return x + torch.randn(3)
 
 
-net = Net().cuda(0)
+net = Net().cuda(dev)
 state = torch.load("ckpt.pt")
 """
 TRAIN = """\
@@ -83,7 +83,7 @@ def test_json_report_agrees_with_the_run(project: Path) -> None:
     assert sorted(map(_place, data["manual_review"])) == sorted(_place(f) for f in expected if f["kind"] == "manual")
     assert sorted(map(_place, data["held_back"])) == sorted(_place(f) for f in expected if f["kind"] == "unsafe-fix")
     reasons = {item["line"]: item["message"] for item in data["manual_review"]}
-    assert "names a device explicitly" in reasons[16]  # Net().cuda(0)
+    assert "names a device explicitly" in reasons[16]  # Net().cuda(dev)
     assert [w["file"] for w in data["checkpoint_warnings"]] == ["src/model.py"]
     assert "state_dict() gains keys 'blocks.*'" in data["checkpoint_warnings"][0]["message"]
     assert [(p["file"], p["status"]) for p in data["not_processed"]] == [("src/broken.py", "failed")]
@@ -111,7 +111,7 @@ def test_markdown_report_reads_as_a_record(project: Path) -> None:
         "Unsafe fixes held back", "Checkpoint compatibility", "Files not processed",
     ]
     assert "- `src/train.py:3:5` **TFD001** `.cuda()` hard-codes CUDA: use `.to(device)`" in text
-    assert "- `src/model.py:16:7` **TFD001** `Net().cuda(0)` names a device explicitly: choose a device expression by hand" in text
+    assert "- `src/model.py:16:7` **TFD001** `Net().cuda(dev)` names a device explicitly and nothing shows `dev` is an int GPU index: choose a device expression by hand" in text
     assert "| TFD005 | torch-load-without-map-location | 1 | 0 | 0 | 0 |" in text
     assert "| src/train.py | changed | 1 | 0 | 0 | 1 |" in text
     assert "- `src/model.py`: TFD004: Net.blocks is now registered" in text

@@ -21,7 +21,7 @@ SOURCE = """\
 import torch
 
 model = torch.load("m.pt").cuda()
-x = torch.zeros(3).cuda(1)
+x = torch.zeros(3).cuda(dev)
 y = torch.ones(3).cuda()  # noqa: TFD001
 """
 OASIS_SCHEMA_ID = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -75,7 +75,7 @@ def test_github_annotations(project: Path) -> None:
     assert annotations == sorted([
         "::warning file=pkg dir/légacy.py,line=3,col=9,title=TFD001 (fix)::`.cuda()` hard-codes CUDA: use `.to(device)`",
         "::warning file=pkg dir/légacy.py,line=3,col=9,title=TFD005 (fix)::`torch.load` without `map_location`: add `map_location=device`",
-        "::notice file=pkg dir/légacy.py,line=4,col=5,title=TFD001 (manual review)::`torch.zeros(3).cuda(1)` names a device explicitly: choose a device expression by hand",
+        "::notice file=pkg dir/légacy.py,line=4,col=5,title=TFD001 (manual review)::`torch.zeros(3).cuda(dev)` names a device explicitly and nothing shows `dev` is an int GPU index: choose a device expression by hand",
     ])
 
 
@@ -180,11 +180,11 @@ def test_notebook_findings_keep_their_cell_in_every_format(tmp_path: Path) -> No
 def test_a_message_quoting_a_call_over_several_lines_is_one_line(tmp_path: Path) -> None:
     """A finding is one line of output in every format: code quoted from a call that spans
     lines is joined (it used to break the text line in two, and a github annotation with it)."""
-    (tmp_path / "m.py").write_text("import torch\nx = torch.zeros(2).cuda(\n    0,\n)\n")
+    (tmp_path / "m.py").write_text("import torch\nx = torch.zeros(2).cuda(\n    dev,\n)\n")
     text = run_cli("check", "m.py", cwd=tmp_path).stdout.decode()
-    assert text.splitlines()[0].startswith("m.py:2:5 TFD001 `torch.zeros(2).cuda(0,)` names a device"), text
+    assert text.splitlines()[0].startswith("m.py:2:5 TFD001 `torch.zeros(2).cuda(dev,)` names a device"), text
     github = run_cli("check", "--output-format", "github", "m.py", cwd=tmp_path).stdout.decode()
-    assert len(github.splitlines()) == 1 and "cuda(0,)" in github, github
+    assert len(github.splitlines()) == 1 and "cuda(dev,)" in github, github
 
 
 def test_a_notebook_cell_not_read_is_in_every_format(tmp_path: Path) -> None:

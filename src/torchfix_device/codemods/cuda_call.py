@@ -4,9 +4,11 @@ import ast
 from typing import Iterator
 import libcst as cst
 import libcst.matchers as m
+from libcst.codemod.visitors import AddImportsVisitor
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
+from torchfix_device.codemods._gpu_index import PRESUMED, UNKNOWN, index_evidence
 from torchfix_device.codemods._guards import (
     contains_move, guard_kind, header_comment, moved_value, moves_onto, rebinds, small_statements,
 )
@@ -27,7 +29,9 @@ class CudaCall(Codemod):
     Rewrites `.cuda()` calls to `.to(device)`: `model.cuda()`, `x.cuda()`, chains such as
     `torch.randn(3).cuda()`, `Net().cuda()`, `torch.load(p).cuda()`, and
     `.cuda(non_blocking=True)` → `.to(device, non_blocking=True)`; `.cuda(t.get_device())` →
-    `.to(t.device)`.
+    `.to(t.device)`; a GPU index, `.cuda(0)` / `.cuda(device=0)` / `.cuda(cd)` where every
+    binding of `cd` in its scope is an int literal, → `.to(torch.device("cuda", 0))`; a guard
+    around it stays (the move keeps its index: no device is built from the guard).
 
     The device comes from where the call is (see `torchfix_device.device_source`): inside an
     `nn.Module` method the module's own device (`x.device` of `forward`'s input, or
@@ -77,9 +81,12 @@ class CudaCall(Codemod):
     ```
 
     ## Not rewritten
-    - `.cuda(0)`, `.cuda(args.gpu)`, `.cuda(device=...)`: the index was the user's decision;
-      the call is left as it is and reported for manual review (no device-agnostic expression is
-      equivalent to a fixed GPU index).
+    - An index only presumed an int — compared with an int in the guard around the call
+      (`if self.gpu >= 0: x = x.cuda(self.gpu)`) or named like one (`args.gpu`, `gpu_id`,
+      `device_id`, `local_rank`) — is rewritten the same way with `--unsafe-fixes` only. An index
+      that may be a `torch.device`, a string or `None` (`.cuda("cuda:1")`, a parameter, a name
+      bound to a string on some path, `x /= 2`) is reported for manual review:
+      `torch.device("cuda", i)` raises `TypeError` where `.cuda(i)` moved.
     - `self.cuda()` inside a class (the object moves itself: only its caller knows where to),
       and `.cuda()` inside `__init__`, static methods or nested functions of an `nn.Module`
       (no module device exists there): reported for manual review.
@@ -108,7 +115,11 @@ class CudaCall(Codemod):
     value where it was, on the CPU. A `.cuda()` outside any guard, after the flag is final, now
     follows the flag: with `--no-cuda` it stays on the CPU, as the guarded code does, where it
     went to the GPU and met CPU tensors before. Without CUDA the code runs on the CPU instead of
-    raising.
+    raising. `.cuda(i)` with an int `i` is `.to(torch.device("cuda", i))` on tensors and modules
+    (a negative `i` raises the same `RuntimeError`); without CUDA both raise, torch 2.13 giving
+    `.cuda(0)` a `RuntimeError` and the rewrite the `AssertionError` that `.cuda()` raises on a
+    CPU build. With an index only presumed an int the fix is unsafe: a string or a device there
+    makes it raise `TypeError`.
     """
 
     code = "TFD001"
@@ -161,22 +172,18 @@ class CudaCall(Codemod):
             )
             self.report(original_node, message, fixable=False)
             return updated_node
+        explicit = [a for a in original_node.args if a.keyword is None or a.keyword.value == "device"]
+        single = len(explicit) == 1 and not _cst.has_star_args(original_node)
+        if single and _get_device_of(explicit) is None:  # `.cuda(0)`, `.cuda(args.gpu)`
+            return self._index_move(original_node, updated_node, receiver, explicit[0])
         if m.matches(receiver, m.Name("self")):
             self._declined.add(id(original_node))
             self.report(original_node, "`self.cuda()`: the object moves itself; let its caller choose the device", fixable=False)
             return updated_node
         doubt = moves_itself(self, receiver)
         if doubt is not None and doubt[0] == OWN:
-            self._declined.add(id(original_node))
-            shown = _cst.code_of(receiver)
-            self.report(
-                original_node,
-                f"`{shown}` may be a `{doubt[1]}`, which defines its own `cuda()`: `.to()` is another method (move it by hand)",
-                fixable=False,
-            )
-            return updated_node
-        explicit = [a for a in original_node.args if a.keyword is None or a.keyword.value == "device"]
-        follows = _get_device_of(explicit) if len(explicit) == 1 and not _cst.has_star_args(original_node) else None
+            return self._moves_itself(original_node, updated_node, receiver, doubt[1])
+        follows = _get_device_of(explicit) if single else None
         if follows is not None:  # `.cuda(t.get_device())`: where `t` is
             if not self.report(original_node, f"`.cuda({_cst.code_of(explicit[0].value)})` follows a tensor: use `.to({follows}.device)`"):
                 return updated_node
@@ -208,6 +215,40 @@ class CudaCall(Codemod):
         self._rewritten.add(id(original_node))
         self._device_of[id(original_node)] = device.code
         return _to_device_call(updated_node, device.code)
+
+    def _moves_itself(self, node: cst.Call, updated: cst.Call, receiver: cst.BaseExpression, classes: str) -> cst.Call:
+        self._declined.add(id(node))
+        shown = _cst.code_of(receiver)
+        message = f"`{shown}` may be a `{classes}`, which defines its own `cuda()`: `.to()` is another method (move it by hand)"
+        self.report(node, message, fixable=False)
+        return updated
+
+    def _index_move(self, node: cst.Call, updated: cst.Call, receiver: cst.BaseExpression, index: cst.Arg) -> cst.Call:
+        """``x.cuda(i)`` → ``x.to(torch.device("cuda", i))``, safe where ``i`` is shown to be an
+        int (``_gpu_index``). Its guard stays: it tests the index, not a user's flag."""
+        doubt = moves_itself(self, receiver)
+        if doubt is not None and doubt[0] == OWN:
+            return self._moves_itself(node, updated, receiver, doubt[1])
+        shown = _cst.code_of(node)
+        kind, evidence = index_evidence(self, node, index.value)
+        if kind == UNKNOWN:
+            self._declined.add(id(node))
+            self.report(node, f"`{shown}` names a device explicitly and {evidence}: choose a device expression by hand", fixable=False)
+            return updated
+        torch_name = _cst.torch_module_alias(self.visited_module)
+        new_index = next(u for u, o in zip(updated.args, node.args) if o is index)
+        device = f'{torch_name or "torch"}.device("cuda", {_cst.code_of(new_index.value)})'
+        message = f"`{shown}` moves to CUDA device `{_cst.code_of(index.value)}`: use `.to({device})`"
+        if kind == PRESUMED:
+            message += f" (unsafe: {evidence}; nothing shows it is an int, not a `torch.device` or a string)"
+        elif doubt is not None:
+            message += f" (unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{_cst.code_of(receiver)}` is)"
+        if not self.report(node, message, safe=False if kind == PRESUMED or doubt is not None else None):
+            return updated
+        if torch_name is None:
+            AddImportsVisitor.add_needed_import(self.context, "torch")
+        kept = [a for a in updated.args if a is not new_index]
+        return _to_device_call(updated.with_changes(args=kept), device)
 
     # -- guards -----------------------------------------------------------------------------
     def _devices_from_guards(self, module: cst.Module) -> dict[int, str]:
