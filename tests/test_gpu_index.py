@@ -57,6 +57,16 @@ except RuntimeError as exc:
     print("refused:", exc)
 print(x.device)
 """
+CAUGHT = """\
+import torch
+
+x = torch.ones(2)
+try:
+    x = x.cuda(0)
+except RuntimeError:
+    print("no gpu here")
+print(x.device)
+"""
 STRING = """\
 import torch
 
@@ -95,6 +105,10 @@ def _results() -> dict:
     for side, text in (("before", NEGATIVE), ("after", rewrite(NEGATIVE))):
         jobs.append({"source": text, "leg": "bare"})
         keys.append(("negative", "bare", "", side))
+    caught_after = transform_source(CAUGHT, all_codemods(), unsafe_fixes=True).text
+    for side, text in (("before", CAUGHT), ("after", caught_after)):
+        jobs.append({"source": text, "leg": "bare"})
+        keys.append(("caught", "bare", "", side))
     hand = STRING.replace('.cuda("cuda:0")', '.to(torch.device("cuda", "cuda:0"))')
     for side, text in (("before", STRING), ("after", hand)):
         jobs.append({"source": text, "leg": "gpu"})
@@ -159,6 +173,19 @@ def test_a_negative_index_is_refused_the_same_way() -> None:
     sides = _results()["negative"][("bare", "")]
     assert "Device index must not be negative" in sides["before"]["stdout"]
     assert compare(sides["before"], sides["after"]) == []
+
+
+def test_a_move_in_a_try_catching_runtime_error_waits_for_unsafe_fixes() -> None:
+    """Without a GPU, torch 2.13's ``.cuda(0)`` raises ``RuntimeError`` and the rewrite an
+    ``AssertionError``: under ``except RuntimeError:`` the program took the handler before and
+    stops after, so the fix is unsafe there (a negative index raises RuntimeError either way)."""
+    out = transform_source(CAUGHT, all_codemods())
+    assert out.text == CAUGHT
+    assert any(f.code == "TFD001" and not f.fixed and "`except RuntimeError` around it" in f.message for f in out.findings)
+    assert DEVICE in transform_source(CAUGHT, all_codemods(), unsafe_fixes=True).text
+    sides = _results()["caught"][("bare", "")]
+    assert sides["before"]["error"] is None and "no gpu here" in sides["before"]["stdout"]
+    assert sides["after"]["error"] == "AssertionError"
 
 
 def test_a_device_string_is_left_alone_because_the_index_form_would_raise() -> None:

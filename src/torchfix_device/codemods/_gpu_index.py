@@ -10,6 +10,10 @@ then raises ``TypeError``. The evidence, strongest first:
 - :data:`PRESUMED`: the index is compared with an int by an ordering operator in a guard around
   the call (``if self.gpu >= 0:``), or is named like a GPU index (``gpu``, ``gpu_id``,
   ``device_id``, ``local_rank``): an int is likely, not shown; the fix needs ``--unsafe-fixes``;
+- a ``try`` around the call whose handler catches ``RuntimeError`` (not ``AssertionError``):
+  without a GPU, torch 2.13's ``.cuda(0)`` raises ``RuntimeError`` and the rewrite the
+  ``AssertionError`` of ``.cuda()``, so the fix is unsafe there whatever the index
+  (:func:`catching_runtime_error`);
 - :data:`UNKNOWN` otherwise (a parameter, a string, ``torch.device(...)``, ``None``, a name bound
   to something else on some path): left for manual review.
 
@@ -148,3 +152,18 @@ def _orders(test: cst.BaseExpression, index: cst.BaseExpression) -> bool:
         return False
     sides = (test.left, target.comparator)
     return any(a.deep_equals(index) and is_int_literal(b) for a, b in (sides, sides[::-1]))
+
+
+def catching_runtime_error(codemod: "Codemod", call: cst.Call) -> str | None:
+    """The handler of a ``try`` around ``call`` (in its function) that may catch the
+    ``RuntimeError`` of ``.cuda(i)`` without a GPU but not the ``AssertionError`` of the rewrite."""
+    child: cst.CSTNode = call
+    parent = codemod.parent_of(child)
+    while parent is not None and not isinstance(parent, (cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if isinstance(parent, cst.Try) and child is parent.body:
+            for handler in parent.handlers:
+                names = set() if handler.type is None else {n.value for n in _cst.walk(handler.type) if isinstance(n, cst.Name)}
+                if names & {"RuntimeError", "Error"} and not names & {"AssertionError", "Exception", "BaseException"}:
+                    return _cst.code_of(handler.type) if handler.type is not None else "everything"
+        child, parent = parent, codemod.parent_of(parent)
+    return None

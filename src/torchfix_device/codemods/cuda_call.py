@@ -8,7 +8,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 
 from torchfix_device import _cst
 from torchfix_device.codemod import Codemod
-from torchfix_device.codemods._gpu_index import PRESUMED, UNKNOWN, index_evidence
+from torchfix_device.codemods._gpu_index import PRESUMED, UNKNOWN, catching_runtime_error, index_evidence
 from torchfix_device.codemods._guards import (
     contains_move, guard_kind, header_comment, moved_value, moves_onto, rebinds, small_statements,
 )
@@ -119,7 +119,8 @@ class CudaCall(Codemod):
     (a negative `i` raises the same `RuntimeError`); without CUDA both raise, torch 2.13 giving
     `.cuda(0)` a `RuntimeError` and the rewrite the `AssertionError` that `.cuda()` raises on a
     CPU build. With an index only presumed an int the fix is unsafe: a string or a device there
-    makes it raise `TypeError`.
+    makes it raise `TypeError`; so is it inside a `try` whose handler catches `RuntimeError` (and
+    not `AssertionError`): without CUDA the handler ran before, the rewrite's error escapes it.
     """
 
     code = "TFD001"
@@ -239,8 +240,13 @@ class CudaCall(Codemod):
         new_index = next(u for u, o in zip(updated.args, node.args) if o is index)
         device = f'{torch_name or "torch"}.device("cuda", {_cst.code_of(new_index.value)})'
         message = f"`{shown}` moves to CUDA device `{_cst.code_of(index.value)}`: use `.to({device})`"
+        negative = isinstance(index.value, cst.UnaryOperation) and isinstance(index.value.operator, cst.Minus)
+        handler = None if negative else catching_runtime_error(self, node)  # `-1`: both raise RuntimeError
         if kind == PRESUMED:
             message += f" (unsafe: {evidence}; nothing shows it is an int, not a `torch.device` or a string)"
+        elif handler is not None:
+            message += f" (unsafe: `except {handler}` around it: without a GPU `.cuda(i)` raises RuntimeError, the rewrite AssertionError)"
+            kind = PRESUMED
         elif doubt is not None:
             message += f" (unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{_cst.code_of(receiver)}` is)"
         if not self.report(node, message, safe=False if kind == PRESUMED or doubt is not None else None):
