@@ -288,7 +288,7 @@ def transform_unfiltered(
             rendering.append(code_of(original))
         return rendering[0]
 
-    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=stage1)
+    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=stage1, filename=filename)
 
     def keep(codemod: Codemod) -> None:
         findings.update(codemod.findings)
@@ -366,7 +366,7 @@ def _run_on_original(
     return codemod
 
 
-def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | None = None):
+def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | None = None, filename: str | None = None):
     """A function giving a codemod the run's settings, the code it is about to transform and
     that code's ``noqa`` comments. The comments are read from that code itself, since rewrites
     before it may have moved lines (an inserted ``device = ...``); comments move with their lines.
@@ -376,6 +376,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
     which of them hold a site (it skips the others)."""
     cache: dict[str, Suppressions] = {}
     has_directives = may_hold_our_noqa(text)  # rewrites add no comments: the original's tell
+    stars = options.star_imports.of(filename) if options.star_imports and filename is not None else None
 
     def configure(codemod: Codemod, code: str, *, keeps_findings: bool = True) -> None:
         if has_directives:
@@ -390,6 +391,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             suppressions=suppressions,
             device_expression=options.device_expression,
             own_move_classes=options.own_move_classes,
+            star_imports=stars,
             keeps_findings=keeps_findings,
             sites=settled.sites[codemod.code] if settled is not None else None,
             classes=settled.classes if settled is not None else None,

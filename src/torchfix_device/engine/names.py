@@ -31,13 +31,13 @@ class FastNameAnswers:
     """The code of the tree about to be transformed (saves rendering it)."""
 
     # -- what the base class asks libcst, answered faster ------------------------------------
-    def qualified_names(
+    def _plain_qualified_names(
         self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None, in_module_scope: bool = False
     ) -> set[str]:
         fast = self._fast_names()
         if ending_in is not None and fast is not None and not fast.may_end_in(node, ending_in):
             if CHECK_FAST_NAMES:
-                wrong = [q for q in super().qualified_names(node) if q.rpartition(".")[2] in ending_in]  # type: ignore[misc]
+                wrong = [q for q in super()._plain_qualified_names(node) if q.rpartition(".")[2] in ending_in]  # type: ignore[misc]
                 assert not wrong, f"{_cst.code_of(node)!r} has names {wrong} ending in {sorted(ending_in)}"
             return set()
         answer = fast.qualified_names(node) if fast is not None else None
@@ -45,7 +45,7 @@ class FastNameAnswers:
             answer = self._qualified_names_by_scope(node, fast, in_module_scope)
         if answer is not None and not CHECK_FAST_NAMES:
             return answer
-        exact = super().qualified_names(node)  # type: ignore[misc]
+        exact = super()._plain_qualified_names(node)  # type: ignore[misc]
         if answer is None:
             return exact
         if not fast.agrees(answer, exact, node):  # type: ignore[union-attr]
