@@ -230,9 +230,13 @@ class Resolver:
             result = Namespace({}, f"{shown} cannot be read or parsed")
         else:
             result = module_namespace(self, target, tree, shown, stack + (target,))
-        if not any(_CYCLE in (b.value if b.kind == DOUBT else "") for b in result.names.values()) and _CYCLE not in (result.rest or ""):
-            self._namespaces[target] = result  # an answer seen through a cycle depends on the path
-        return result
+        cycle = next((why for why in _reasons(result) if _CYCLE in why), None)
+        if cycle is None:
+            self._namespaces[target] = result
+            return result
+        # A module on a cycle of star imports binds what the order of the program's imports
+        # makes it bind (a module met half-run binds only its names so far): nothing is known.
+        return Namespace({name: Bound(DOUBT, cycle) for name in result.names}, cycle)
 
     def roots_of(self, importer: Path) -> list[Path]:
         """The folders a module named absolutely in ``importer`` is looked for in."""
@@ -273,6 +277,12 @@ class Resolver:
 
     def has_submodule(self, init: Path, name: str) -> bool:
         return name in self.submodules(init)
+
+
+def _reasons(found: Namespace) -> Iterable[str]:
+    yield from (b.value for b in found.names.values() if b.kind == DOUBT)
+    if found.rest is not None:
+        yield found.rest
 
 
 def _is_file(path: Path) -> bool:
