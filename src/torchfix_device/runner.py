@@ -121,7 +121,7 @@ def _project_facts(files: Sequence[Path], roots: Sequence[Path]) -> tuple[frozen
         own.update(classes_of_data(data))
         if may_hold_star_import(data):
             starred[path] = data
-    stars = resolve_star_imports(list(starred), starred, roots) if starred else RunStars({})
+    stars = resolve_star_imports(files, starred, roots) if starred else RunStars({})
     return frozenset(own), stars
 
 

@@ -76,6 +76,9 @@ class FileStars:
     stars: tuple[Star, ...]
     digest: str = field(default="", compare=False)
     """A key of everything here (the result cache keys the file's entries with it)."""
+    imported_by: tuple[str, ...] = ()
+    """Files of the run whose star imports reach this module (its names are theirs too: an
+    import it no longer uses itself stays)."""
 
     @cached_property
     def _tables(self) -> list[dict[str, Bound]]:
@@ -127,25 +130,42 @@ class RunStars:
 
 
 def resolve_star_imports(paths: Iterable[Path], read: dict[Path, bytes] | None = None, roots: Sequence[Path] = ()) -> RunStars:
-    """The star imports of the ``.py`` files ``paths`` (``read``: their bytes where already
-    read), resolved against ``roots`` (the folders named) and the current folder."""
+    """The star imports of the ``.py`` files ``paths`` (the run's), resolved against ``roots``
+    (the folders named) and the current folder. ``read``: the bytes of the files that may hold
+    a star import (:func:`may_hold_star_import`), the others holding none; None: read them all.
+    A file of the run that the star imports of another reach learns that too
+    (:attr:`FileStars.imported_by`)."""
     resolver = Resolver(roots)
+    found: dict[Path, FileStars] = {}
+    sources = [p for p in paths if p.suffix == ".py"]
+    for path in sources:
+        data = read.get(path) if read is not None else _read(path)
+        if data is None or not may_hold_star_import(data):
+            continue
+        stars = resolver.file_stars(path, data)
+        if stars is not None:
+            found[path] = stars
     files: dict[str, FileStars] = {}
-    for path in paths:
-        if path.suffix != ".py":
-            continue
-        data = read.get(path) if read is not None else None
-        if data is None:
-            try:
-                data = read_regular(path).data
-            except OSError:
-                continue
-        if not may_hold_star_import(data):
-            continue
-        found = resolver.file_stars(path, data)
-        if found is not None:
-            files[str(path)] = found
+    for path in sources:
+        importers = resolver.reached.get(resolver.absolute(path), ())
+        stars = found.get(path)
+        if importers:
+            stars = _with_importers(stars, tuple(sorted(importers)[:3]))
+        if stars is not None:
+            files[str(path)] = stars
     return RunStars(files)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return read_regular(path).data
+    except OSError:
+        return None
+
+
+def _with_importers(stars: FileStars | None, importers: tuple[str, ...]) -> FileStars:
+    own = stars.stars if stars is not None else ()
+    return FileStars(own, hashlib.sha256(repr((own, importers)).encode("utf-8")).hexdigest(), importers)
 
 
 class Resolver:
@@ -153,12 +173,14 @@ class Resolver:
 
     def __init__(self, roots: Sequence[Path] = ()) -> None:
         self.cwd = Path.cwd()
-        self.limits = [self._absolute(r) for r in roots] + [self.cwd]
+        self.limits = [self.absolute(r) for r in roots] + [self.cwd]
         self._namespaces: dict[Path, Namespace] = {}
         self._listings: dict[Path, frozenset[str]] = {}
+        self.reached: dict[Path, set[str]] = {}
+        """Module → the files whose star imports reached it (as shown)."""
 
     @staticmethod
-    def _absolute(path: Path) -> Path:
+    def absolute(path: Path) -> Path:
         return Path(os.path.normpath(os.path.abspath(path)))
 
     def shown(self, path: Path) -> str:
@@ -172,7 +194,7 @@ class Resolver:
         tree = _parse(data)
         if tree is None:
             return None  # the run reports the file
-        absolute = self._absolute(path)
+        absolute = self.absolute(path)
         stars: list[Star] = []
         for node, conditional in _star_imports(tree):
             spelt = "." * node.level + (node.module or "")
@@ -214,6 +236,7 @@ class Resolver:
         return self.namespace(target, stack)
 
     def namespace(self, target: Path, stack: tuple[Path, ...]) -> Namespace:
+        self.reached.setdefault(target, set()).add(self.shown(stack[0]))
         if target in stack:
             chain = " → ".join(self.shown(p) for p in stack[stack.index(target):] + (target,))
             return Namespace({}, f"{_CYCLE} ({chain})")

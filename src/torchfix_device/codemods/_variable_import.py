@@ -6,6 +6,8 @@ which the codemod adds to ``_removed_names``), so no scope analysis is needed. A
 spelt somewhere (a use left alone, an attribute or local variable of that name, a string other
 than a docstring such as an ``__all__`` entry or a string annotation) keeps it. The count needs
 every statement visited: TFD009 must have no stage-1 site function (``candidates.SITES``).
+An import in a module that the star imports of other files of the run reach stays: it binds
+their ``Variable`` too (:attr:`~torchfix_device.star_imports.FileStars.imported_by`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,11 @@ class VariableImportTracking:
         self._docstrings: set[int] = set()
 
     def without_unused_imports(self, module: cst.Module) -> cst.Module:
-        """``module`` without the ``Variable`` imports whose name is used nowhere else."""
+        """``module`` without the ``Variable`` imports whose name is used nowhere else (kept
+        where a star import of another file of the run takes the module's names)."""
+        stars = getattr(self, "star_imports", None)
+        if stars is not None and stars.imported_by:
+            return module
         unused = {alias: found for alias, found in self._imports.items() if self._unused(found)}
         if not unused:
             return module
