@@ -198,3 +198,30 @@ def test_a_star_imported_module_changing_changes_the_cached_answer(tmp_path: Pat
     assert not second.cached and second.status == "unchanged"
     line = len(helpers.read_text(encoding="utf-8").splitlines())
     assert any(f"assigned at nets/helpers.py:{line}" in f.message for f in second.findings)
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "expected"),
+    [
+        ("from torch.autograd import Variable\n__all__ = ['Variable']\n", "Variable", "proven"),
+        ("import torch.nn as nn\n__all__ = ['helper']\n__all__ += ['nn']\n", "nn", "proven"),
+        ("from torch.autograd import Variable\n__all__ = []\n__all__.append('Variable')\n", "Variable", "doubt"),
+        ("from torch.autograd import Variable\n\n\ndef reset():\n    global Variable\n    Variable = None\n", "Variable", "doubt"),
+        ("import sys\nif sys.argv:\n    import torch\n", "torch", "doubt"),
+        ("from torch.autograd import Variable\nglobals()['Variable'] = None\n", "Variable", "doubt"),
+        ("from torch.autograd import Variable\ndel Variable\n", "Variable", "doubt"),
+        ("from torch.autograd import Variable as _Variable\n", "_Variable", "absent"),
+        ("from torch.autograd import Variable\nfrom tkinter import *\n", "Variable", "doubt"),
+        ("from tkinter import *\n", "Variable", "other"),
+        ("from torch.autograd import Variable\nfrom math import *\n", "torch", "other"),
+        ("class Variable:\n    pass\n", "Variable", "other"),
+    ],
+)
+def test_what_a_star_import_of_a_module_binds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, name: str, expected: str) -> None:
+    root = _write(tmp_path / "p", {"lib.py": module, "main.py": "from lib import *\n"})
+    monkeypatch.chdir(root)
+    stars = resolve_star_imports([Path("main.py"), Path("lib.py")], roots=[Path(".")]).of(Path("main.py"))
+    assert stars is not None
+    proven, doubts, other = stars.lookup(name, False)
+    found = "proven" if proven and not doubts and not other else "doubt" if doubts else "other" if other else "absent"
+    assert found == expected, (proven, doubts, other)
