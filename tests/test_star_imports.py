@@ -28,7 +28,8 @@ PROJECT = {
     "nets/helpers.py": (
         "import torch\nfrom torch.autograd import Variable\n\n\n"
         "def as_input(values):\n    return torch.tensor(values, dtype=torch.float32)\n\n\n"
-        "def detached(x):\n    return Variable(x.data)\n"
+        "def detached(x):\n    return Variable(x.data)\n\n\n"
+        "def fresh():\n    from torch.autograd import Variable as V\n    return V(torch.zeros(1))\n"
     ),
     "nets/layers.py": (
         "from .helpers import *\n\n\nclass Head:\n    def __init__(self, size):\n        self.weight = torch.ones(size)\n"
@@ -46,7 +47,7 @@ PROJECT = {
         "total = halve((start + weights * batch).sum())\n"
         "is_tensor = isinstance(batch, Variable)\n"
         "print(is_tensor, float(total.detach()), weights.requires_grad, start.requires_grad)\n"
-        "print(detached(weights).requires_grad)\n"
+        "print(detached(weights).requires_grad, fresh())\n"
     ),
 }
 
@@ -59,7 +60,7 @@ LEARNER_FIXED = (
     "total = halve((start + weights * batch).sum())\n"
     "is_tensor = isinstance(batch, torch.Tensor)\n"
     "print(is_tensor, float(total.detach()), weights.requires_grad, start.requires_grad)\n"
-    "print(detached(weights).requires_grad)\n"
+    "print(detached(weights).requires_grad, fresh())\n"
 )
 
 TRAPS = {
@@ -133,13 +134,14 @@ def test_apply_fixes_what_the_star_imports_prove_and_the_program_behaves_the_sam
     helpers = (after / "nets/helpers.py").read_text(encoding="utf-8")
     # its own use is fixed, and the import it no longer uses stays: `learner.py` takes it
     assert "    return x.detach()\n" in helpers and "from torch.autograd import Variable\n" in helpers
+    assert "    return torch.zeros(1)\n" in helpers and " as V" not in helpers  # a function's own import goes
     messages = [f.message for f in results["agents/learner.py"].findings if not f.fixed]
     assert len(messages) == 1 and "`as_input(...)` is a call this file does not show" in messages[0]
     driver = "import sys\nsys.path.insert(0, {root!r})\nfrom agents.learner import *\n"
     jobs = [{"source": driver.format(root=str(folder)), "leg": "cpu"} for folder in (before, after)]
     first, second = run_sources(jobs)
     assert first["error"] is None, first
-    assert first["stdout"].split() == ["True", "9.0", "True", "False", "False"]
+    assert first["stdout"].split() == ["True", "9.0", "True", "False", "False", "tensor([0.])"]
     assert {"start", "weights", "batch", "total"} <= set(first["tensors"])  # compared below
     assert compare(first, second) == []
 
