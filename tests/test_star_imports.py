@@ -227,3 +227,16 @@ def test_what_a_star_import_of_a_module_binds(tmp_path: Path, monkeypatch: pytes
     proven, doubts, other = stars.lookup(name, False)
     found = "proven" if proven and not doubts and not other else "doubt" if doubts else "other" if other else "absent"
     assert found == expected, (proven, doubts, other)
+
+
+@pytest.mark.parametrize(("base", "expected"), [("from torch.autograd import Variable\n", "proven"), ("Variable = None\n", "doubt")])
+def test_a_name_a_package_imports_from_its_own_module_is_followed_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base: str, expected: str
+) -> None:
+    files = {"pkg/__init__.py": "from .base import Variable\n", "pkg/base.py": base, "main.py": "from pkg import *\n"}
+    root = _write(tmp_path / "p", files)
+    monkeypatch.chdir(root)
+    stars = resolve_star_imports([Path(name) for name in files], roots=[Path(".")]).of(Path("main.py"))
+    assert stars is not None
+    proven, doubts, _ = stars.lookup("Variable", False)
+    assert ("proven" if proven and not doubts else "doubt" if doubts else "absent") == expected, (proven, doubts)

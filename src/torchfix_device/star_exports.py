@@ -137,12 +137,10 @@ class _Module:
         if node.names[0].name != "*":
             for alias in node.names:
                 bound = alias.asname or alias.name
-                if node.level == 0:
-                    self.bind(bound, Bound(IMPORT, f"{module}.{alias.name}"), conditional, node)
-                elif self.package and node.level == 1 and not module and self.resolver.has_submodule(self.path, alias.name):
+                if self.package and node.level == 1 and not module and self.resolver.has_submodule(self.path, alias.name):
                     self.bind(bound, Bound(OTHER, f"a submodule of {self.shown}"), conditional, node)
-                else:
-                    self.bind(bound, Bound(DOUBT, f"imported from a relative module at {self.where(node)}"), conditional, node)
+                else:  # followed into the module where it is one of the project
+                    self.bind(bound, self.resolver.imported("." * node.level + module, node.level, alias.name, self.path, self.stack), conditional, node)
             return
         spelt = "." * node.level + module
         found = self.resolver.star_namespace(spelt, node.level, self.path, self.stack)

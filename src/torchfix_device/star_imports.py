@@ -208,6 +208,30 @@ class Resolver:
     # -- modules ---------------------------------------------------------------------------
     def star_namespace(self, spelt: str, level: int, importer: Path, stack: tuple[Path, ...]) -> Namespace:
         """What ``from <spelt> import *`` in ``importer`` binds."""
+        target = self.find(spelt, level, importer)
+        return target if isinstance(target, Namespace) else self.namespace(target, stack)
+
+    def imported(self, spelt: str, level: int, name: str, importer: Path, stack: tuple[Path, ...]) -> Bound:
+        """What ``from <spelt> import <name>`` in ``importer`` binds: followed into a module of
+        the project (``from .utils import Variable``), else the name it is imported as."""
+        target = self.find(spelt, level, importer)
+        if isinstance(target, Namespace):
+            if level == 0 and target.rest is not None and (target.rest == STDLIB or " is not found in " in target.rest):
+                return Bound(IMPORT, f"{spelt}.{name}")  # a module from outside the project
+            return Bound(DOUBT, f"imported from `{spelt}`: {target.rest}")
+        if target in stack:
+            return Bound(DOUBT, f"imported from {self.shown(target)}, which is still being run then")
+        found = self.namespace(target, stack)
+        bound = found.names.get(name)
+        if bound is not None:
+            return bound
+        if target.name == "__init__.py" and self.has_submodule(target, name):
+            return Bound(OTHER, f"a submodule of {self.shown(target)}")
+        return Bound(DOUBT, f"{self.shown(target)} does not show what `{name}` is")
+
+    def find(self, spelt: str, level: int, importer: Path) -> Path | Namespace:
+        """The file of module ``spelt`` imported in ``importer``, or why there is none (a
+        :class:`Namespace` saying what the star import of it binds)."""
         module = spelt.lstrip(".")
         if level:
             base = importer.parent
@@ -216,24 +240,23 @@ class Resolver:
             target = self._module_file(base, module.split(".") if module else [])
             if target is None:
                 return Namespace({}, f"`{spelt}` cannot be found next to {self.shown(importer)}")
-        else:
-            found = {t for root in self.roots_of(importer) if (t := self._module_file(root, module.split("."))) is not None}
-            top = module.partition(".")[0]
-            if not found:
-                if top in _STDLIB:
-                    return Namespace({}, STDLIB)
-                searched = self.roots_of(importer)
-                where = self.shown(searched[0]) or "."
-                if len(searched) > 1:
-                    where += f" or a folder above it up to {self.shown(searched[-1]) or '.'}"
-                return Namespace({}, f"`{module}` is not found in {where}")
-            if len(found) > 1:
-                shown = ", ".join(sorted(self.shown(f) for f in found))
-                return Namespace({}, f"`{module}` may be any of {shown}")
+            return target
+        found = {t for root in self.roots_of(importer) if (t := self._module_file(root, module.split("."))) is not None}
+        top = module.partition(".")[0]
+        if not found:
             if top in _STDLIB:
-                return Namespace({}, f"`{module}` is also the name of a standard module")
-            target = found.pop()
-        return self.namespace(target, stack)
+                return Namespace({}, STDLIB)
+            searched = self.roots_of(importer)
+            where = self.shown(searched[0]) or "."
+            if len(searched) > 1:
+                where += f" or a folder above it up to {self.shown(searched[-1]) or '.'}"
+            return Namespace({}, f"`{module}` is not found in {where}")
+        if len(found) > 1:
+            shown = ", ".join(sorted(self.shown(f) for f in found))
+            return Namespace({}, f"`{module}` may be any of {shown}")
+        if top in _STDLIB:
+            return Namespace({}, f"`{module}` is also the name of a standard module")
+        return found.pop()
 
     def namespace(self, target: Path, stack: tuple[Path, ...]) -> Namespace:
         self.reached.setdefault(target, set()).add(self.shown(stack[0]))
