@@ -4,12 +4,13 @@ read with CPython's ``ast`` (no libcst, no import of anything), and what each is
 :func:`module_namespace` runs through ``M``'s top-level statements in order, as the
 interpreter would, recording for each name the last thing that bound it (:class:`Bound`):
 
-- an import of an absolute module (``import torch``, ``from torch.autograd import Variable``,
-  ``import torch.nn as nn``): the qualified name it binds, *proven*;
+- an import of a module from outside the project (``import torch``, ``import torch.nn as nn``,
+  ``from torch.autograd import Variable``): the qualified name it binds, *proven*; a name
+  imported from a module of the project (``from .utils import Variable``) is what that module
+  binds it to;
 - a ``def`` or ``class``: a new object of the module's own, never a torch object (``other``);
-- anything else (an assignment, a relative import, a ``for`` target, a binding under ``if``,
-  ``try`` or any other block, a name a function declares ``global``): not known (``doubt``,
-  with the reason).
+- anything else (an assignment, a ``for`` target, a binding under ``if``, ``try`` or any other
+  block, a name a function declares ``global``): not known (``doubt``, with the reason).
 
 Nested ``from N import *`` statements are followed (:class:`Resolver` finds ``N``), in order: a
 later binding shadows an earlier one. What a star import binds is then :func:`exports`:
