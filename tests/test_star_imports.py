@@ -240,3 +240,13 @@ def test_a_name_a_package_imports_from_its_own_module_is_followed_there(
     assert stars is not None
     proven, doubts, _ = stars.lookup("Variable", False)
     assert ("proven" if proven and not doubts else "doubt" if doubts else "absent") == expected, (proven, doubts)
+
+
+def test_a_file_that_never_spells_variable_gets_it_fixed_under_another_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prefilter looks for ``Variable`` in the text: a file getting it as ``V`` through a
+    star import must not be left out by it."""
+    files = {"lib.py": "import torch\nfrom torch.autograd import Variable as V\n", "main.py": "from lib import *\n\nx = V(torch.zeros(2))\n"}
+    root = _write(tmp_path / "p", files)
+    monkeypatch.chdir(root)
+    (_, main) = sorted(run([Path(".")], all_codemods(), write=False), key=lambda r: str(r.path))
+    assert main.new_text == "from lib import *\n\nx = torch.zeros(2)\n"

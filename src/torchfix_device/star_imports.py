@@ -84,6 +84,16 @@ class FileStars:
     def _tables(self) -> list[dict[str, Bound]]:
         return [dict(star.names) for star in self.stars]
 
+    @cached_property
+    def renames_imports(self) -> bool:
+        """Some star import binds an import under a name not spelt in what it names
+        (``from torch.autograd import Variable as V`` in the module): the file need not spell
+        the torch name at all."""
+        return any(
+            bound.kind == IMPORT and name not in bound.value.split(".")
+            for table in self._tables for name, bound in table.items()
+        )
+
     def may_bind(self, name: str) -> bool:
         """Whether some star import of the file may bind ``name``."""
         return any(star.rest is not None for star in self.stars) or any(name in table for table in self._tables)
