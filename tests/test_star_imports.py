@@ -250,3 +250,21 @@ def test_a_file_that_never_spells_variable_gets_it_fixed_under_another_name(tmp_
     monkeypatch.chdir(root)
     (_, main) = sorted(run([Path(".")], all_codemods(), write=False), key=lambda r: str(r.path))
     assert main.new_text == "from lib import *\n\nx = torch.zeros(2)\n"
+
+
+def test_a_file_that_never_spells_torch_gets_its_module_fixed_and_behaves_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``nn`` and ``zeros`` from a star import, and no ``torch`` anywhere in the file: TFD003,
+    whose prefilter looks for ``torch``, must still see the factory in ``forward``."""
+    net = "from lib import *\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return x + zeros(3)\n"
+    files = {"lib.py": "import torch.nn as nn\nfrom torch import zeros\n", "net.py": net}
+    before = _write(tmp_path / "before", files)
+    after = tmp_path / "after"
+    shutil.copytree(before, after)
+    monkeypatch.chdir(after)
+    (_, result) = sorted(run([Path(".")], all_codemods(), write=True), key=lambda r: str(r.path))
+    assert result.new_text == net.replace("zeros(3)", "zeros(3, device=x.device)")
+    driver = "import sys\nsys.path.insert(0, {root!r})\nimport torch\nfrom net import Net\nout = Net()(torch.ones(3))\nprint(out.device.type)\n"
+    records = run_sources([{"source": driver.format(root=str(folder)), "leg": leg} for folder in (before, after) for leg in ("cpu", "gpu")])
+    assert [r["error"] for r in records] == [None] * 4, records
+    assert records[0]["stdout"] == "cpu\n" and "out" in records[0]["tensors"]  # compared below
+    assert compare(records[0], records[2]) == [] and compare(records[1], records[3]) == []

@@ -85,13 +85,13 @@ class FileStars:
         return [dict(star.names) for star in self.stars]
 
     @cached_property
-    def renames_imports(self) -> bool:
-        """Some star import binds an import under a name not spelt in what it names
-        (``from torch.autograd import Variable as V`` in the module): the file need not spell
-        the torch name at all."""
+    def binds_torch_objects(self) -> bool:
+        """Some star import binds a torch object: the file may then use it without spelling
+        what the codemods' triggers and stage 1 look for (``nn.Linear`` with no ``torch`` in
+        the file, ``V`` for ``from torch.autograd import Variable as V`` in the module)."""
         return any(
-            bound.kind == IMPORT and name not in bound.value.split(".")
-            for table in self._tables for name, bound in table.items()
+            bound.kind == IMPORT and bound.value.split(".")[0] == "torch"
+            for table in self._tables for bound in table.values()
         )
 
     def may_bind(self, name: str) -> bool:

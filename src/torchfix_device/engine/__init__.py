@@ -55,21 +55,21 @@ def active_codemods(
     text: str, codemods: Sequence[type[Codemod]], options: RunOptions | None = None, filename: str | None = None
 ) -> list[type[Codemod]]:
     """The codemods whose trigger substrings occur in ``text`` (the cheap prefilter). Every
-    codemod in a file whose star imports bind a torch object under another name (``V`` for
-    ``Variable``): the file need not spell what the triggers look for."""
+    codemod in a file whose star imports bind a torch object (``V`` for ``Variable``, ``nn``):
+    the file need not spell what the triggers look for."""
     if _renamed_by_star_imports(options, filename):
         return list(codemods)
     return [c for c in codemods if any(t in text for t in c.triggers)]
 
 
 def _renamed_by_star_imports(options: RunOptions | None, filename: str | None) -> bool:
-    """The file's star imports bind a torch object under a name that is not part of it
-    (:attr:`~torchfix_device.star_imports.FileStars.renames_imports`): neither the triggers nor
-    stage 1, which look for the names spelt, can tell where codemods may act."""
+    """The file's star imports bind a torch object
+    (:attr:`~torchfix_device.star_imports.FileStars.binds_torch_objects`): neither the triggers
+    nor stage 1, which look for the names spelt, can tell where codemods may act."""
     if options is None or not options.star_imports or filename is None:
         return False
     stars = options.star_imports.of(filename)
-    return stars is not None and stars.renames_imports
+    return stars is not None and stars.binds_torch_objects
 
 
 def transform_source(
@@ -93,7 +93,7 @@ def transform_source(
     there is none). When stage 1 does find one in a rewrite (an inserted
     ``torch.cuda.is_available()`` can wake TFD008), the file is transformed again with those
     codemods added, until no left-out codemod has a candidate in any rewrite. A file whose star
-    imports bind a torch object under another name goes straight to the full run.
+    imports bind a torch object goes straight to the full run.
     """
     codemods = load_codemods(codemods)
     if _renamed_by_star_imports(options, filename):
