@@ -85,13 +85,13 @@ class FileStars:
         return [dict(star.names) for star in self.stars]
 
     @cached_property
-    def binds_torch_objects(self) -> bool:
-        """Some star import binds a torch object: the file may then use it without spelling
-        what the codemods' triggers and stage 1 look for (``nn.Linear`` with no ``torch`` in
-        the file, ``V`` for ``from torch.autograd import Variable as V`` in the module)."""
-        return any(
-            bound.kind == IMPORT and bound.value.split(".")[0] == "torch"
-            for table in self._tables for bound in table.values()
+    def torch_names(self) -> frozenset[str]:
+        """The qualified names of the torch objects the star imports bind: the file may use
+        them without spelling what the codemods' triggers and stage 1 look for (``nn.Linear``
+        with no ``torch`` in the file, ``V`` for ``from torch.autograd import Variable as V``)."""
+        return frozenset(
+            bound.value for table in self._tables for bound in table.values()
+            if bound.kind == IMPORT and bound.value.split(".")[0] == "torch"
         )
 
     def may_bind(self, name: str) -> bool:

@@ -54,22 +54,22 @@ MAX_PASSES = 6
 def active_codemods(
     text: str, codemods: Sequence[type[Codemod]], options: RunOptions | None = None, filename: str | None = None
 ) -> list[type[Codemod]]:
-    """The codemods whose trigger substrings occur in ``text`` (the cheap prefilter). Every
-    codemod in a file whose star imports bind a torch object (``V`` for ``Variable``, ``nn``):
-    the file need not spell what the triggers look for."""
-    if _renamed_by_star_imports(options, filename):
-        return list(codemods)
+    """The codemods whose trigger substrings occur in ``text`` (the cheap prefilter), or in the
+    names of the torch objects the file's star imports bind (``nn`` for ``torch.nn``: the file
+    need not spell what the triggers look for)."""
+    torch_names = _star_torch_names(options, filename)
+    if torch_names:
+        text = text + "\n" + "\n".join(sorted(torch_names))
     return [c for c in codemods if any(t in text for t in c.triggers)]
 
 
-def _renamed_by_star_imports(options: RunOptions | None, filename: str | None) -> bool:
-    """The file's star imports bind a torch object
-    (:attr:`~torchfix_device.star_imports.FileStars.binds_torch_objects`): neither the triggers
-    nor stage 1, which look for the names spelt, can tell where codemods may act."""
+def _star_torch_names(options: RunOptions | None, filename: str | None) -> frozenset[str]:
+    """The qualified names of the torch objects the file's star imports bind
+    (:attr:`~torchfix_device.star_imports.FileStars.torch_names`)."""
     if options is None or not options.star_imports or filename is None:
-        return False
+        return frozenset()
     stars = options.star_imports.of(filename)
-    return stars is not None and stars.binds_torch_objects
+    return stars.torch_names if stars is not None else frozenset()
 
 
 def transform_source(
@@ -92,18 +92,16 @@ def transform_source(
     no candidate in (the runs see the same trees up to the first change by a left-out codemod, so
     there is none). When stage 1 does find one in a rewrite (an inserted
     ``torch.cuda.is_available()`` can wake TFD008), the file is transformed again with those
-    codemods added, until no left-out codemod has a candidate in any rewrite. A file whose star
-    imports bind a torch object goes straight to the full run.
+    codemods added, until no left-out codemod has a candidate in any rewrite. The names of the
+    torch objects a file's star imports bind count as spelt in it (triggers and stage 1).
     """
     codemods = load_codemods(codemods)
-    if _renamed_by_star_imports(options, filename):
-        return transform_unfiltered(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
-    triggered = active_codemods(text, codemods)
+    triggered = active_codemods(text, codemods, options, filename)
     if not triggered:
         if check_syntax:
             _check_cpython_parses(text, filename)
         return TransformOutput(text, [], [])
-    stage1 = Stage1Memo(triggered)
+    stage1 = Stage1Memo(triggered, _star_torch_names(options, filename))
     if triggered and stage1.facts(text) is not None:
         running = stage1.candidates_in(text, triggered)
         if not running:
@@ -134,8 +132,11 @@ class Stage1Memo:
     go): the two trees of one file are never alive together longer than it takes to settle.
     """
 
-    def __init__(self, codemods: Sequence[type[Codemod]] = ()) -> None:
+    def __init__(self, codemods: Sequence[type[Codemod]] = (), star_torch_names: frozenset[str] = frozenset()) -> None:
         self._codemods = list(codemods)
+        self._star_names = {part for name in star_torch_names for part in name.split(".")}
+        """Every part of the torch names the file's star imports bind: possible last parts of a
+        qualified name that the file need not spell (``Variable`` for ``V``)."""
         self._facts: dict[str, FileFacts | None] = {}
         self._answered: dict[str, dict[str, bool]] = {}
         """Code → codemod code → whether stage 1 found a candidate, as asked so far."""
@@ -144,7 +145,9 @@ class Stage1Memo:
     def facts(self, code: str) -> FileFacts | None:
         """Stage 1's facts of a version not settled yet (parsed on first use)."""
         if code not in self._facts:
-            self._facts[code] = parse_facts(code)
+            facts = self._facts[code] = parse_facts(code)
+            if facts is not None:
+                facts.names |= self._star_names
         return self._facts[code]
 
     def candidates_in(self, code: str, codemods: Sequence[type[Codemod]]) -> Sequence[type[Codemod]]:

@@ -52,6 +52,18 @@ class FastNameAnswers:
             raise AssertionError(f"fast qualified names {sorted(answer)} != libcst's {sorted(exact)} for {_cst.code_of(node)!r}")
         return answer
 
+    def _star_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
+        """The bindings a star import's name competes with: none, without libcst's scope
+        analysis, where no scope of the file binds the name at all (``Variable`` that only a
+        star import gives)."""
+        fast = self._fast_names()
+        if fast is not None and fast.bound_nowhere(name):
+            if CHECK_FAST_NAMES:
+                whole = super().bindings_visible_at(name, node)  # type: ignore[misc]
+                assert all(type(a).__name__ == "BuiltinAssignment" for a in whole), name
+            return set()
+        return self.bindings_visible_at(name, node)
+
     def bindings_visible_at(self, name: str, node: cst.CSTNode) -> set[Any]:
         local = self._bindings_from_functions(name, node)
         if local is None:
