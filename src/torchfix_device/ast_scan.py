@@ -103,7 +103,8 @@ class AstScan:
         self.tree = tree
         self._nodes = nodes if nodes is not None else walk_in_context(tree)
         self.opaque = False
-        """A class named ``torch`` is defined: no qualified name can be ruled out."""
+        """A class named ``torch`` is defined, or a star import may bind any name
+        (:mod:`torchfix_device.star_imports`): no qualified name can be ruled out."""
         self._imported: dict[str, set[str]] = defaultdict(set)
         self._bound_otherwise: set[str] = set()
         self._classes: list[ast.ClassDef] = []
@@ -122,6 +123,7 @@ class AstScan:
                         root = alias.name.partition(".")[0]
                         self._imported[root].add(root)
             elif isinstance(node, ast.ImportFrom):
+                self.opaque |= node.names[0].name == "*"  # it may bind any name to anything
                 if node.level or not node.module:
                     continue  # relative: `.x` names, never `torch.*`
                 for alias in node.names:

@@ -105,6 +105,13 @@ class ResultCache:
         salted._salt = self._salt + ",".join(sorted(own_move_classes)).encode() + b"|"
         return salted
 
+    def for_stars(self, digest: str) -> "ResultCache":
+        """This cache with entries keyed by what a file's star imports bind too (a module it
+        star-imports changing its imports changes what is safe in the file)."""
+        salted = copy.copy(self)
+        salted._salt = self._salt + b"stars:" + digest.encode() + b"|"
+        return salted
+
     def _prepare(self) -> bool:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)

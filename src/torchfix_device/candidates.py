@@ -18,10 +18,12 @@ then leaves alone, but it must never say "no" for a file where the codemod would
 change something. The conditions rest on two facts of libcst's ``QualifiedNameProvider``:
 
 - a qualified name starting with ``torch.`` needs an absolute ``import torch...`` or
-  ``from torch... import`` somewhere in the file, or a name ``torch`` bound some other way (an
-  unbound ``torch``, a relative import or a star import gives no such name);
-- the last part of a qualified name is spelt in the file as an attribute (``nn.Linear``) or as
-  an imported name (``from torch.nn import Linear as L``).
+  ``from torch... import`` somewhere in the file, a name ``torch`` bound some other way (an
+  unbound ``torch`` or a relative import gives no such name), or a star import (what it binds
+  is resolved over the run: :mod:`torchfix_device.star_imports`);
+- the last part of a qualified name is spelt in the file as an attribute (``nn.Linear``), as
+  an imported name (``from torch.nn import Linear as L``) or, in a file with a star import, as
+  any name.
 
 Where these facts leave a codemod possible, its condition looks for a real site with
 :mod:`torchfix_device.ast_scan` (qualified names and ``nn.Module`` classes over-approximated),
@@ -79,6 +81,8 @@ class FileFacts:
     keywords: set[str] = field(default_factory=set)
     """Keyword argument names of calls."""
     function_names: set[str] = field(default_factory=set)
+    star_import: bool = False
+    """``from X import *``: any name may be bound to a torch object, by another file."""
     has_class_with_bases: bool = False
     augassign_to_name_in_forward: bool = False
     """``name op= ...`` directly in a function called ``forward`` (not in a function nested
@@ -137,6 +141,7 @@ def collect_facts(tree: ast.Module, text: str) -> FileFacts:
         elif kind is ast.ImportFrom:
             for alias in node.names:
                 facts.names.update(alias.name.split("."))
+            facts.star_import |= node.names[0].name == "*"
             if node.module:
                 facts.names.update(node.module.split("."))
                 facts.torch_imported |= node.level == 0 and node.module.split(".")[0] == "torch"
@@ -148,6 +153,11 @@ def collect_facts(tree: ast.Module, text: str) -> FileFacts:
             facts.torch_imported |= node.name == "torch"
         elif kind in BINDING_STATEMENTS:
             facts.torch_imported |= "torch" in _bound_names(node)
+    if facts.star_import:
+        # What a star import binds is resolved over the run (torchfix_device.star_imports):
+        # any name read may then be a torch object, spelt as a plain name.
+        facts.torch_imported = True
+        facts.names.update(node.id for node, _, _ in facts.contexts if type(node) is ast.Name)
     return facts
 
 

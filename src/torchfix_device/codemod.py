@@ -34,7 +34,7 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
 from libcst.metadata.base_provider import LazyValue
 
-from torchfix_device import _cst, catalog, rule_docs, scopes
+from torchfix_device import _cst, catalog, rule_docs, scopes, star_names
 from torchfix_device.device_source import DeviceSource
 from torchfix_device.finding import Finding
 from torchfix_device.rule_docs import DOC_SECTIONS, REPORT_ONLY, SAFE_FIX, UNSAFE_FIX  # noqa: F401 - the author API
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import ast
 
     from torchfix_device.candidates import FileFacts
+    from torchfix_device.star_imports import FileStars
 
 _CODE_RE = re.compile(r"^TFD\d{3}$")
 
@@ -84,6 +85,8 @@ class Codemod(VisitorBasedCodemodCommand):
     """False for a run whose findings are thrown away (a run on a rewritten tree)."""
     own_move_classes: frozenset[str] = frozenset()
     """Classes of the other files of the run that define their own ``cuda()``/``to()``."""
+    star_imports: "FileStars | None" = None
+    """What the file's star imports bind, resolved over the run (:mod:`torchfix_device.star_imports`)."""
 
     METADATA_DEPENDENCIES = ()  # :meth:`get_metadata` resolves a provider when first asked
 
@@ -235,7 +238,30 @@ class Codemod(VisitorBasedCodemodCommand):
         of them, and may get the empty set instead of the others. Names local to a function,
         class or comprehension never name a module's object and may be left out.
         ``in_module_scope``: ``node`` is evaluated in the module's own scope (the base of a
-        module-level class) although the codemod is visiting something else."""
+        module-level class) although the codemod is visiting something else.
+
+        A name that a star import of the file binds (:attr:`star_imports`) is named as that
+        import names it, or not only as a torch object where the star import leaves a doubt
+        (:mod:`torchfix_device.star_names`; :meth:`star_doubt` says why)."""
+        answer = self._plain_qualified_names(node, ending_in=ending_in, in_module_scope=in_module_scope)
+        if self.star_imports is None:
+            return answer
+        return star_names.widened(self.star_imports, node, answer, self._star_bindings)
+
+    def star_doubt(self, node: cst.CSTNode, name: str | None = None) -> str | None:
+        """Why a star import of the file may bind the first name of ``node`` (or ``name``, read
+        where ``node`` is) to something not shown to be what an import names (for a review
+        message); None where none does."""
+        return star_names.star_doubt(self.star_imports, node, self._star_bindings, name)
+
+    def _star_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
+        """The bindings of the file a name that a star import binds competes with at ``node``."""
+        return self.bindings_visible_at(name, node)
+
+    def _plain_qualified_names(
+        self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None, in_module_scope: bool = False
+    ) -> set[str]:
+        """libcst's qualified names of ``node``, star imports aside."""
         try:
             return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
         except KeyError:

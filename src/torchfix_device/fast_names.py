@@ -255,6 +255,16 @@ class FastNames:
             and name not in self._declared and name not in self._captured
         )
 
+    def bound_nowhere(self, name: str) -> bool:
+        """No scope of the code binds ``name`` (nor declares it ``global`` or ``nonlocal``):
+        every read of it resolves at module level and finds no binding of the file there."""
+        top = self._top.get(name)
+        return (
+            name not in self._captured and name not in self._declared and name not in self._bound_inside
+            and name not in self._imported_inside and name not in self._bound_in_blocks
+            and (top is None or not (_binds(top) or top.is_imported()))
+        )
+
     def bound_in_blocks(self, name: str) -> bool:
         """A class body, lambda or comprehension binds ``name``."""
         return name in self._bound_in_blocks

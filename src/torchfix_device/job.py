@@ -83,6 +83,9 @@ def process_file(
             where = f"line {exc.line}: " if exc.line else ""
             return FileResult(path, shown, "failed", error=f"{where}{exc.message}")
     hit, marks = None, None
+    stars = options.star_imports.of(path) if options.star_imports else None
+    if cache is not None and stars is not None:
+        cache = cache.for_stars(stars.digest)
     if cache is not None:  # the marks are kept with the result, so read them once
         hit = _compiling(cache.get(source.raw), str(path))
         if hit is None and cached_only:

@@ -7,8 +7,12 @@ the command line and the codemods (and so that it can cross into worker processe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from torchfix_device.budget import DEFAULT_MEMORY, DEFAULT_SECONDS
+
+if TYPE_CHECKING:
+    from torchfix_device.star_imports import RunStars
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,9 @@ class RunOptions:
     own_move_classes: frozenset[str] = frozenset()
     """Classes of the run's files that define their own ``cuda()``/``to()``
     (:mod:`torchfix_device.project_classes`), filled in by the runner."""
+    star_imports: "RunStars | None" = None
+    """What the star imports of the run's files bind (:mod:`torchfix_device.star_imports`),
+    filled in by the runner."""
 
 
 DEFAULT_OPTIONS = RunOptions()

@@ -34,9 +34,15 @@ def classes_with_own_moves(paths: Iterable[Path]) -> frozenset[str]:
             data = read_regular(path).data  # never a FIFO or a device: a read that never ends
         except OSError:
             continue
-        if any(marker in data for marker in _MARKERS):
-            found.update(classes_in(data))
+        found.update(classes_of_data(data))
     return frozenset(found)
+
+
+def classes_of_data(data: bytes) -> frozenset[str]:
+    """:func:`classes_in` for a file's bytes, after a substring test."""
+    if any(marker in data for marker in _MARKERS):
+        return classes_in(data)
+    return frozenset()
 
 
 @lru_cache(maxsize=64)

@@ -34,7 +34,9 @@ from torchfix_device import interrupts
 from torchfix_device.interrupts import signal_of
 from torchfix_device.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
-from torchfix_device.project_classes import classes_with_own_moves
+from torchfix_device.project_classes import classes_of_data
+from torchfix_device.safe_paths import read_regular
+from torchfix_device.star_imports import RunStars, may_hold_star_import, resolve_star_imports
 from torchfix_device.results import FileResult, Interrupted
 from torchfix_device.safe_paths import root_of
 
@@ -76,17 +78,20 @@ def run(
     try:
         settings = options or DEFAULT_OPTIONS
         files, problems = find_files(paths, exclude, respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
-        own = classes_with_own_moves(files)  # over every file, before sharding: one answer for all shards
+        roots = [p for p in paths if p.is_dir() and not p.is_symlink()]
+        # over every file, before sharding: one answer for all shards
+        own, stars = _project_facts(files, roots)
         if own:
             options = replace(options or DEFAULT_OPTIONS, own_move_classes=own)
             cache = cache.for_classes(own) if cache is not None else None
+        if stars:
+            options = replace(options or DEFAULT_OPTIONS, star_imports=stars)
         if shard is not None:
             files = shard.select(files, display_path)
         if tidy:
             _remove_stale_temp_files(files)
         if progress is not None:
             progress.start(len(files))
-        roots = [p for p in paths if p.is_dir() and not p.is_symlink()]
         _process_files(
             files, codemods, results, write=write, unsafe_fixes=unsafe_fixes, options=options, progress=progress,
             jobs=jobs, cache=cache, roots=roots,
@@ -97,6 +102,27 @@ def run(
             results.append(late)  # written just before the interruption took effect
         raise Interrupted(problems + results, len(results), len(files), signum=signal_of(stop)) from None
     return problems + results
+
+
+def _project_facts(files: Sequence[Path], roots: Sequence[Path]) -> tuple[frozenset[str], RunStars]:
+    """What the codemods learn from every file of the run, each ``.py`` file read once: the
+    classes that move themselves (:mod:`torchfix_device.project_classes`) and what the star
+    imports bind (:mod:`torchfix_device.star_imports`). Unreadable files are left out (the
+    run reports them)."""
+    own: set[str] = set()
+    starred: dict[Path, bytes] = {}
+    for path in files:
+        if path.suffix != ".py":
+            continue
+        try:
+            data = read_regular(path).data  # never a FIFO or a device: a read that never ends
+        except OSError:
+            continue
+        own.update(classes_of_data(data))
+        if may_hold_star_import(data):
+            starred[path] = data
+    stars = resolve_star_imports(files, starred, roots) if starred else RunStars({})
+    return frozenset(own), stars
 
 
 def _process_files(

@@ -28,7 +28,7 @@ from typing import Any, Callable
 import libcst as cst
 from libcst.metadata.scope_provider import BuiltinAssignment, ImportAssignment
 
-from torchfix_device import _cst, fast_names, scopes
+from torchfix_device import _cst, fast_names, scopes, star_names
 from torchfix_device.codemod import Codemod
 from torchfix_device.codemods._module_bindings import ModuleBinding, ModuleBindings, module_bindings
 from torchfix_device.fast_names import BUILTIN_NAMES, CHECK_FAST_NAMES
@@ -51,7 +51,7 @@ class AnyNodeNames:
         return Codemod.bindings_visible_at(self.codemod, name, node)
 
     def _exact_names(self, node: cst.CSTNode) -> set[str]:
-        return Codemod.qualified_names(self.codemod, node)
+        return Codemod._plain_qualified_names(self.codemod, node)
 
     def _visited(self, outermost: cst.CSTNode | None) -> bool:
         """``outermost`` is the function the codemod is visiting: its own answers hold there."""
@@ -93,7 +93,7 @@ class AnyNodeNames:
         if CHECK_FAST_NAMES and (imported or not found):
             exact = self._exact_names(node)
             assert answer == exact, f"{spelt!r}: {sorted(answer)} != libcst's {sorted(exact)}"
-        return answer
+        return star_names.widened(self.codemod.star_imports, node, answer, self.bindings)
 
     def _fast_bindings(self, name: str, node: cst.CSTNode) -> set[Any] | None:
         outermost, inside = self._outermost_scope(node)

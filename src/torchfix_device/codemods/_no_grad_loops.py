@@ -164,3 +164,20 @@ def under_no_grad(loop: cst.BaseStatement) -> cst.With:
         body=cst.IndentedBlock(body=[loop.with_changes(leading_lines=[])]),
         leading_lines=loop.leading_lines,
     )
+
+
+def volatile_note(call: cst.Call, parent, loops) -> str:  # noqa: ANN001
+    """What TFD009's message says of ``volatile=`` in ``call`` (``loops()``: the loops to wrap,
+    by id, and why the others are left, by the id of their ``Variable`` call)."""
+    volatile = _cst.keyword_arg(call, "volatile")
+    if volatile is None:
+        return ""
+    if not (isinstance(volatile.value, cst.Name) and volatile.value.value == "True"):
+        return "; `volatile=` has no effect since PyTorch 0.4 (where it is True, run under `with torch.no_grad():`)"
+    loop = volatile_loop(call, parent)
+    wrapped, reasons = loops()
+    if loop is not None and id(loop) in wrapped:
+        return "; `volatile=True` has no effect since PyTorch 0.4: the loop it feeds now runs under `with torch.no_grad():`"
+    if id(call) in reasons:
+        return f"; `volatile=True` has no effect since PyTorch 0.4: run inference under `with torch.no_grad():` (the loop it feeds is left as it is: {reasons[id(call)]})"
+    return "; `volatile=True` has no effect since PyTorch 0.4: run inference under `with torch.no_grad():`"

@@ -6,6 +6,8 @@ which the codemod adds to ``_removed_names``), so no scope analysis is needed. A
 spelt somewhere (a use left alone, an attribute or local variable of that name, a string other
 than a docstring such as an ``__all__`` entry or a string annotation) keeps it. The count needs
 every statement visited: TFD009 must have no stage-1 site function (``candidates.SITES``).
+A module-level import in a module that the star imports of other files of the run reach stays:
+it binds their ``Variable`` too (:attr:`~torchfix_device.star_imports.FileStars.imported_by`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class VariableImportTracking:
     def start_import_tracking(self) -> None:
         """At ``visit_Module``: nothing counted yet."""
         self._imports: dict[cst.ImportAlias, tuple[cst.ImportFrom, str, str | None]] = {}
+        self._module_level: set[int] = set()
+        """``id`` of the aliases of ``_imports`` whose statement binds the module's own name."""
         self._import_originals: dict[int, cst.ImportFrom] = {}
         """``id`` of each recorded import (libcst's copy) → the original it was copied from."""
         self._names: Counter[str] = Counter()
@@ -36,8 +40,14 @@ class VariableImportTracking:
         self._docstrings: set[int] = set()
 
     def without_unused_imports(self, module: cst.Module) -> cst.Module:
-        """``module`` without the ``Variable`` imports whose name is used nowhere else."""
-        unused = {alias: found for alias, found in self._imports.items() if self._unused(found)}
+        """``module`` without the ``Variable`` imports whose name is used nowhere else (kept
+        where a star import of another file of the run takes the module's names)."""
+        stars = getattr(self, "star_imports", None)
+        shared = stars is not None and bool(stars.imported_by)
+        unused = {
+            alias: found for alias, found in self._imports.items()
+            if self._unused(found) and not (shared and id(alias) in self._module_level)
+        }
         if not unused:
             return module
         objects = [(name, "Variable", asname) for _, name, asname in unused.values()]
@@ -53,6 +63,8 @@ class VariableImportTracking:
                 if _cst.dotted_name(alias.name) == "Variable":
                     asname = _cst.dotted_name(alias.asname.name) if alias.asname else None
                     self._imports[alias] = (updated_node, module, asname)
+                    if not (self.function_stack or self.class_stack):  # type: ignore[attr-defined]
+                        self._module_level.add(id(alias))
                     self._import_originals[id(updated_node)] = original_node
         return updated_node
 

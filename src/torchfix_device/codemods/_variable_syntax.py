@@ -124,3 +124,12 @@ def method_call(receiver: cst.BaseExpression, *methods: tuple[str, list[cst.Arg]
     for name, args in methods:
         new = cst.Call(func=cst.Attribute(value=new, attr=cst.Name(name)), args=args)
     return new
+
+
+def attribute_self_assignment(line: cst.SimpleStatementLine) -> bool:
+    """``self.a = self.a`` alone on its line."""
+    if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign) or len(line.body[0].targets) != 1:
+        return False
+    assign = line.body[0]
+    target, value = assign.targets[0].target, assign.value
+    return isinstance(target, cst.Attribute) and isinstance(value, cst.Attribute) and _cst.code_of(target) == _cst.code_of(value)

@@ -13,10 +13,12 @@ from torchfix_device.codemods._any_node_names import AnyNodeNames
 from torchfix_device.codemods._grad_changes import changed_in_place, refill_line
 from torchfix_device.codemods._grad_evidence import GradEvidence
 from torchfix_device.codemods._tensor_evidence import is_tensor
-from torchfix_device.codemods._no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop
+from torchfix_device.codemods._no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop, volatile_note
 from torchfix_device.codemods._variable_import import VariableImportTracking
+from torchfix_device.codemods._variable_stars import StarImportReview, spelt_variable
 from torchfix_device.codemods._variable_syntax import (
-    atom, data_receiver, has_comment, is_self_assignment, is_true, literal_data, method_call, unsupported,
+    atom, attribute_self_assignment, data_receiver, has_comment, is_self_assignment, is_true, literal_data,
+    method_call, unsupported,
 )
 
 VARIABLE = {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
@@ -30,7 +32,7 @@ FACTORIES_WITH_REQUIRES_GRAD = {
 }
 
 
-class VariableWrapper(VariableImportTracking, Codemod):
+class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
     """
     ## What it does
     Removes the `torch.autograd.Variable` wrapper, however it was imported
@@ -95,11 +97,13 @@ class VariableWrapper(VariableImportTracking, Codemod):
     Calls with `*args`/`**kwargs`, `data=` by keyword, more than one positional argument, other
     keywords, or a `volatile=` whose value runs code: reported for manual review.
     `Variable` used as another value (`issubclass(T, Variable)`, a tuple in `isinstance`) is left
-    alone, and so is a `Variable` that may be anything else (a name also bound to a lambda, a
-    class or a parameter) or that comes from a star import (`from torch.autograd import *`: what
-    it binds is not known, so it is not guessed). A loop with `volatile=True` inputs that also
-    trains (`.backward()`, `.step()`, `.zero_grad()`, `torch.autograd.grad`), holds a `yield` or
-    `await`, or already runs under `torch.no_grad()` is not wrapped (the message says which).
+    alone, and so is a `Variable` that may be anything else (a lambda, a class or a parameter of
+    that name). One bound by a star import counts where the run proves it is torch's (`from net
+    import *` followed across files); where not (a module not found, `from torch.autograd import *`,
+    a computed `__all__`, a conditional binding) it is reported. A loop with `volatile=True`
+    inputs that also trains (`.backward()`, `.step()`, `.zero_grad()`, `torch.autograd.grad`),
+    holds a `yield` or `await`, or already runs under `torch.no_grad()` is not wrapped (the
+    message says which).
 
     ## Fix safety
     `Variable(x)` → `x` is safe where `x` provably cannot require grad, so the `.detach()` that
@@ -214,7 +218,10 @@ class VariableWrapper(VariableImportTracking, Codemod):
     # -- the rewrite ----------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self._is_isinstance_variable(original_node):
-            if not self.report(original_node.args[1].value, "`isinstance(x, Variable)`: `Variable` is `torch.Tensor` since PyTorch 0.4: use `torch.Tensor`"):
+            message = "`isinstance(x, Variable)`: `Variable` is `torch.Tensor` since PyTorch 0.4: use `torch.Tensor`"
+            if self._torch_doubt(original_node, message, original_node.args[1].value):
+                return updated_node
+            if not self.report(original_node.args[1].value, message):
                 return updated_node
             self._count_removed(original_node.args[1].value)
             self._rewrote = True
@@ -222,6 +229,10 @@ class VariableWrapper(VariableImportTracking, Codemod):
             args[1] = args[1].with_changes(value=self._torch_tensor())
             return updated_node.with_changes(args=args)
         if not self._is_variable(original_node.func):
+            if self._is_isinstance_variable(original_node, spelt_only=True):
+                self._star_review(original_node.args[1].value, "`isinstance(x, Variable)`")
+            else:
+                self._star_review(original_node.func, "`Variable(...)`")
             return updated_node
         problem = unsupported(original_node)
         if problem:
@@ -231,7 +242,7 @@ class VariableWrapper(VariableImportTracking, Codemod):
         requires_value = None if requires is None or m.matches(requires.value, m.Name("False")) else requires.value
         new, shown, why_unsafe = self._unwrapped(original_node, updated_node, requires_value)
         message = f"`Variable(...)` is a deprecated wrapper since PyTorch 0.4: use {shown}"
-        message += self._volatile_note(original_node)
+        message += volatile_note(original_node, self._evidence().parent, self._loops)
         if why_unsafe is not None:
             message += f" (unsafe: `Variable` also detached it from the autograd graph, and {why_unsafe})"
         if not self.report(original_node, message, safe=False if why_unsafe else None):
@@ -269,7 +280,8 @@ class VariableWrapper(VariableImportTracking, Codemod):
             if line is not None:
                 self._refills.add(id(line))
             return data, "the tensor itself", None if why is None else f"nothing shows it cannot require grad: {why}"
-        literal = literal_data(given.args[0].value) if self._default_tensor_of_list(given) else None
+        listed = self._default_tensor_of_list(given) and self.star_doubt(original, "torch") is None  # `torch` needed
+        literal = literal_data(given.args[0].value) if listed else None
         if literal is not None:
             AddImportsVisitor.add_needed_import(self.context, "torch")
             call = cst.parse_expression("torch.tensor(x)").with_changes(args=[cst.Arg(literal)])
@@ -282,20 +294,6 @@ class VariableWrapper(VariableImportTracking, Codemod):
             return method_call(data, ("requires_grad_", args)), "`.requires_grad_()`", None
         # ``Variable(x, requires_grad=True)`` is a new leaf sharing ``x``'s storage: exactly this.
         return method_call(data, ("detach", []), ("requires_grad_", args)), "`.detach().requires_grad_()`", None
-
-    def _volatile_note(self, call: cst.Call) -> str:
-        volatile = _cst.keyword_arg(call, "volatile")
-        if volatile is None:
-            return ""
-        if not is_true(volatile.value):
-            return "; `volatile=` has no effect since PyTorch 0.4 (where it is True, run under `with torch.no_grad():`)"
-        loop = volatile_loop(call, self._evidence().parent)
-        wrapped, reasons = self._loops()
-        if loop is not None and id(loop) in wrapped:
-            return "; `volatile=True` has no effect since PyTorch 0.4: the loop it feeds now runs under `with torch.no_grad():`"
-        if id(call) in reasons:
-            return f"; `volatile=True` has no effect since PyTorch 0.4: run inference under `with torch.no_grad():` (the loop it feeds is left as it is: {reasons[id(call)]})"
-        return "; `volatile=True` has no effect since PyTorch 0.4: run inference under `with torch.no_grad():`"
 
     # -- `volatile=True` in a loop: the loop under `torch.no_grad()` -----------------------
     def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.BaseStatement:
@@ -319,7 +317,8 @@ class VariableWrapper(VariableImportTracking, Codemod):
     def _loops(self) -> tuple[dict[int, cst.For | cst.While], dict[int, str]]:
         if self._wrap is None:
             evidence = self._evidence()
-            self._wrap = loops_to_wrap(self.visited_module, evidence.parent, self._names_anywhere, self._is_volatile_variable)
+            torch_rebound = self.star_doubt(self.visited_module.body[0], "torch") is not None  # by a star import
+            self._wrap = ({}, {}) if torch_rebound else loops_to_wrap(self.visited_module, evidence.parent, self._names_anywhere, self._is_volatile_variable)
         return self._wrap
 
     def _is_volatile_variable(self, call: cst.Call) -> bool:
@@ -351,7 +350,7 @@ class VariableWrapper(VariableImportTracking, Codemod):
         nothing but a new object, ``self.a = self.a``): the line goes, unless a comment follows
         it on its line or it is the only statement of its block; the comments above it go to the
         statement after it (kept where there is none)."""
-        refilled = id(original_node) in self._refills and _attribute_self_assignment(updated_node)
+        refilled = id(original_node) in self._refills and attribute_self_assignment(updated_node)
         if not (refilled or (is_self_assignment(updated_node) and not is_self_assignment(original_node))):
             return updated_node
         if updated_node.trailing_whitespace.comment is not None:
@@ -411,15 +410,16 @@ class VariableWrapper(VariableImportTracking, Codemod):
         AddImportsVisitor.add_needed_import(self.context, "torch")
         return cst.Attribute(value=cst.Name("torch"), attr=cst.Name("Tensor"))
 
-    def _is_isinstance_variable(self, call: cst.Call) -> bool:
-        """``isinstance(x, Variable)``: the builtin, two plain positional arguments."""
+    def _is_isinstance_variable(self, call: cst.Call, *, spelt_only: bool = False) -> bool:
+        """``isinstance(x, Variable)``: the builtin, two plain positional arguments
+        (``spelt_only``: the second one spelt ``Variable``, whatever it is)."""
         return (
             isinstance(call.func, cst.Name)
             and call.func.value == "isinstance"
             and self.qualified_names(call.func) == {"builtins.isinstance"}
             and len(call.args) == 2
             and all(a.keyword is None and not a.star for a in call.args)
-            and self._is_variable(call.args[1].value)
+            and (spelt_variable(call.args[1].value) if spelt_only else self._is_variable(call.args[1].value))
         )
 
     def _type_of(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -441,13 +441,16 @@ class VariableWrapper(VariableImportTracking, Codemod):
         negated = isinstance(operator, (cst.NotEqual, cst.IsNot))
         if not isinstance(operator, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
             return updated_node
-        if not (self._type_of(original_node.left) is not None and self._is_variable(target.comparator)):
+        if self._type_of(original_node.left) is None:
+            return updated_node
+        if not self._is_variable(target.comparator):
+            self._star_review(target.comparator, "`type(x) == Variable`")
             return updated_node
         message = (
             "`type(x) == Variable` is always False since PyTorch 0.4 (`Variable` is no tensor's type):"
             " use `isinstance(x, torch.Tensor)`"
         )
-        if not self.report(original_node, message):
+        if self._torch_doubt(original_node, message) or not self.report(original_node, message):
             return updated_node
         self._count_removed(target.comparator)
         self._rewrote = True
@@ -485,12 +488,3 @@ class VariableWrapper(VariableImportTracking, Codemod):
             q.startswith("torch.") and q.count(".") == 1 and q[6:] in FACTORIES_WITH_REQUIRES_GRAD
             for q in self.qualified_names(expr.func)
         )
-
-
-def _attribute_self_assignment(line: cst.SimpleStatementLine) -> bool:
-    """``self.a = self.a`` alone on its line."""
-    if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign) or len(line.body[0].targets) != 1:
-        return False
-    assign = line.body[0]
-    target, value = assign.targets[0].target, assign.value
-    return isinstance(target, cst.Attribute) and isinstance(value, cst.Attribute) and _cst.code_of(target) == _cst.code_of(value)

@@ -51,9 +51,25 @@ if TYPE_CHECKING:
 MAX_PASSES = 6
 
 
-def active_codemods(text: str, codemods: Sequence[type[Codemod]]) -> list[type[Codemod]]:
-    """The codemods whose trigger substrings occur in ``text`` (the cheap prefilter)."""
+def active_codemods(
+    text: str, codemods: Sequence[type[Codemod]], options: RunOptions | None = None, filename: str | None = None
+) -> list[type[Codemod]]:
+    """The codemods whose trigger substrings occur in ``text`` (the cheap prefilter), or in the
+    names of the torch objects the file's star imports bind (``nn`` for ``torch.nn``: the file
+    need not spell what the triggers look for)."""
+    torch_names = _star_torch_names(options, filename)
+    if torch_names:
+        text = text + "\n" + "\n".join(sorted(torch_names))
     return [c for c in codemods if any(t in text for t in c.triggers)]
+
+
+def _star_torch_names(options: RunOptions | None, filename: str | None) -> frozenset[str]:
+    """The qualified names of the torch objects the file's star imports bind
+    (:attr:`~torchfix_device.star_imports.FileStars.torch_names`)."""
+    if options is None or not options.star_imports or filename is None:
+        return frozenset()
+    stars = options.star_imports.of(filename)
+    return stars.torch_names if stars is not None else frozenset()
 
 
 def transform_source(
@@ -76,15 +92,16 @@ def transform_source(
     no candidate in (the runs see the same trees up to the first change by a left-out codemod, so
     there is none). When stage 1 does find one in a rewrite (an inserted
     ``torch.cuda.is_available()`` can wake TFD008), the file is transformed again with those
-    codemods added, until no left-out codemod has a candidate in any rewrite.
+    codemods added, until no left-out codemod has a candidate in any rewrite. The names of the
+    torch objects a file's star imports bind count as spelt in it (triggers and stage 1).
     """
     codemods = load_codemods(codemods)
-    triggered = active_codemods(text, codemods)
+    triggered = active_codemods(text, codemods, options, filename)
     if not triggered:
         if check_syntax:
             _check_cpython_parses(text, filename)
         return TransformOutput(text, [], [])
-    stage1 = Stage1Memo(triggered)
+    stage1 = Stage1Memo(triggered, _star_torch_names(options, filename))
     if triggered and stage1.facts(text) is not None:
         running = stage1.candidates_in(text, triggered)
         if not running:
@@ -115,8 +132,11 @@ class Stage1Memo:
     go): the two trees of one file are never alive together longer than it takes to settle.
     """
 
-    def __init__(self, codemods: Sequence[type[Codemod]] = ()) -> None:
+    def __init__(self, codemods: Sequence[type[Codemod]] = (), star_torch_names: frozenset[str] = frozenset()) -> None:
         self._codemods = list(codemods)
+        self._star_names = {part for name in star_torch_names for part in name.split(".")}
+        """Every part of the torch names the file's star imports bind: possible last parts of a
+        qualified name that the file need not spell (``Variable`` for ``V``)."""
         self._facts: dict[str, FileFacts | None] = {}
         self._answered: dict[str, dict[str, bool]] = {}
         """Code → codemod code → whether stage 1 found a candidate, as asked so far."""
@@ -125,7 +145,9 @@ class Stage1Memo:
     def facts(self, code: str) -> FileFacts | None:
         """Stage 1's facts of a version not settled yet (parsed on first use)."""
         if code not in self._facts:
-            self._facts[code] = parse_facts(code)
+            facts = self._facts[code] = parse_facts(code)
+            if facts is not None:
+                facts.names |= self._star_names
         return self._facts[code]
 
     def candidates_in(self, code: str, codemods: Sequence[type[Codemod]]) -> Sequence[type[Codemod]]:
@@ -245,7 +267,7 @@ def transform_unfiltered(
     codemod with a site function skips the top-level statements without a site.
     """
     codemods = load_codemods(codemods)
-    active = active_codemods(text, codemods)
+    active = active_codemods(text, codemods, options, filename)
     if not active:
         return TransformOutput(text, [], [])
     body = text.rstrip("\r")
@@ -288,7 +310,7 @@ def transform_unfiltered(
             rendering.append(code_of(original))
         return rendering[0]
 
-    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=stage1)
+    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=stage1, filename=filename)
 
     def keep(codemod: Codemod) -> None:
         findings.update(codemod.findings)
@@ -366,7 +388,7 @@ def _run_on_original(
     return codemod
 
 
-def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | None = None):
+def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | None = None, filename: str | None = None):
     """A function giving a codemod the run's settings, the code it is about to transform and
     that code's ``noqa`` comments. The comments are read from that code itself, since rewrites
     before it may have moved lines (an inserted ``device = ...``); comments move with their lines.
@@ -376,6 +398,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
     which of them hold a site (it skips the others)."""
     cache: dict[str, Suppressions] = {}
     has_directives = may_hold_our_noqa(text)  # rewrites add no comments: the original's tell
+    stars = options.star_imports.of(filename) if options.star_imports and filename is not None else None
 
     def configure(codemod: Codemod, code: str, *, keeps_findings: bool = True) -> None:
         if has_directives:
@@ -390,6 +413,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             suppressions=suppressions,
             device_expression=options.device_expression,
             own_move_classes=options.own_move_classes,
+            star_imports=stars,
             keeps_findings=keeps_findings,
             sites=settled.sites[codemod.code] if settled is not None else None,
             classes=settled.classes if settled is not None else None,

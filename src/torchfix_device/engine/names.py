@@ -31,13 +31,13 @@ class FastNameAnswers:
     """The code of the tree about to be transformed (saves rendering it)."""
 
     # -- what the base class asks libcst, answered faster ------------------------------------
-    def qualified_names(
+    def _plain_qualified_names(
         self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None, in_module_scope: bool = False
     ) -> set[str]:
         fast = self._fast_names()
         if ending_in is not None and fast is not None and not fast.may_end_in(node, ending_in):
             if CHECK_FAST_NAMES:
-                wrong = [q for q in super().qualified_names(node) if q.rpartition(".")[2] in ending_in]  # type: ignore[misc]
+                wrong = [q for q in super()._plain_qualified_names(node) if q.rpartition(".")[2] in ending_in]  # type: ignore[misc]
                 assert not wrong, f"{_cst.code_of(node)!r} has names {wrong} ending in {sorted(ending_in)}"
             return set()
         answer = fast.qualified_names(node) if fast is not None else None
@@ -45,12 +45,24 @@ class FastNameAnswers:
             answer = self._qualified_names_by_scope(node, fast, in_module_scope)
         if answer is not None and not CHECK_FAST_NAMES:
             return answer
-        exact = super().qualified_names(node)  # type: ignore[misc]
+        exact = super()._plain_qualified_names(node)  # type: ignore[misc]
         if answer is None:
             return exact
         if not fast.agrees(answer, exact, node):  # type: ignore[union-attr]
             raise AssertionError(f"fast qualified names {sorted(answer)} != libcst's {sorted(exact)} for {_cst.code_of(node)!r}")
         return answer
+
+    def _star_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
+        """The bindings a star import's name competes with: none, without libcst's scope
+        analysis, where no scope of the file binds the name at all (``Variable`` that only a
+        star import gives)."""
+        fast = self._fast_names()
+        if fast is not None and fast.bound_nowhere(name):
+            if CHECK_FAST_NAMES:
+                whole = super().bindings_visible_at(name, node)  # type: ignore[misc]
+                assert all(type(a).__name__ == "BuiltinAssignment" for a in whole), name
+            return set()
+        return self.bindings_visible_at(name, node)
 
     def bindings_visible_at(self, name: str, node: cst.CSTNode) -> set[Any]:
         local = self._bindings_from_functions(name, node)

@@ -40,6 +40,7 @@ from torchfix_device.fast_names import CHECK_FAST_NAMES
 
 if TYPE_CHECKING:
     from torchfix_device.candidates import ClassOutline, StatementSites
+    from torchfix_device.star_imports import FileStars
     from torchfix_device.codemod import Codemod
     from torchfix_device.suppressions import Suppressions
 
@@ -83,15 +84,18 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         sites: "StatementSites | None" = None,
         classes: "dict[int, ClassOutline] | None" = None,
         own_move_classes: frozenset[str] = frozenset(),
+        star_imports: "FileStars | None" = None,
     ) -> None:
         """What the engine tells a codemod before a transform: the code of the tree (saves
         rendering it), its ``noqa`` comments, the run's device expression and classes that move
-        themselves, whether its findings are kept, and stage 1's sites and class outlines."""
+        themselves, what the file's star imports bind, whether its findings are kept, and stage 1's
+        sites and class outlines."""
         self.source_code = code
         self.suppressions = suppressions
         self.device_expression = device_expression
         self.keeps_findings = keeps_findings
         self.own_move_classes = own_move_classes
+        self.star_imports = star_imports
         if sites is not None:
             self.statements_with_sites = sites
         if classes is not None:
