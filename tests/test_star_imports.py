@@ -268,3 +268,36 @@ def test_a_file_that_never_spells_torch_gets_its_module_fixed_and_behaves_the_sa
     assert [r["error"] for r in records] == [None] * 4, records
     assert records[0]["stdout"] == "cpu\n" and "out" in records[0]["tensors"]  # compared below
     assert compare(records[0], records[2]) == [] and compare(records[1], records[3]) == []
+
+
+def _notebook(*cells: str) -> str:
+    import json
+
+    return json.dumps({
+        "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c} for c in cells],
+        "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 2,
+    }, indent=1) + "\n"
+
+
+def test_a_notebook_cell_star_importing_a_module_of_the_project_is_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``from main import *`` in a cell (a notebook driving the project's script): the cells are
+    read as one program, as the rewrite reads them, and its star imports are followed."""
+    import json
+
+    cells = ("%matplotlib inline\nfrom nets import *\n", "start = Variable(torch.zeros(3))\nprint(float(start.sum()), start.requires_grad)\n")
+    files = {**PROJECT, "explore.ipynb": _notebook(*cells), "lost.ipynb": _notebook("from not_here import *\n", "x = Variable(y)\n")}
+    before = _write(tmp_path / "before", files)
+    after = tmp_path / "after"
+    shutil.copytree(before, after)
+    monkeypatch.chdir(after)
+    results = _by_name(run([Path(".")], all_codemods(), write=True))
+    assert results["explore.ipynb"].status == "changed"
+    new_cells = ["".join(c["source"]) for c in json.loads((after / "explore.ipynb").read_text(encoding="utf-8"))["cells"]]
+    assert new_cells == [cells[0], cells[1].replace("Variable(torch.zeros(3))", "torch.zeros(3)")]
+    lost = results["lost.ipynb"]
+    assert lost.status == "unchanged" and (after / "lost.ipynb").read_text(encoding="utf-8") == files["lost.ipynb"]
+    assert any(f.code == "TFD009" and not f.fixed and "not_here" in f.message for f in lost.findings)
+    driver = "import sys\nsys.path.insert(0, {root!r})\nfrom nets import *\n" + cells[1]
+    first, second = run_sources([{"source": driver.format(root=str(before)), "leg": "cpu"}, {"source": driver.format(root=str(after)).replace(cells[1], new_cells[1]), "leg": "cpu"}])
+    assert first["error"] is None and first["stdout"] == "0.0 False\n" and "start" in first["tensors"]
+    assert compare(first, second) == []

@@ -212,6 +212,28 @@ def _cell_at(cells: Sequence[_Cell], line: int) -> tuple[_Cell, int]:
     return current, line - current.first_line + 1
 
 
+def program_of(raw: bytes) -> str | None:
+    """The Python that the code cells of a notebook make together, as :func:`transform_notebook`
+    reads them when every cell can be read; None for a notebook that is not one, not Python, or
+    has a cell it cannot read (what the run's star-import pass reads of a notebook)."""
+    try:
+        nb = read_notebook(raw)
+    except NotebookError:
+        return None
+    text = raw.decode("utf-8")
+    if not is_python_notebook(nb) or (not notebook_json.strict(text) and notebook_json.cells_with_raw_control_characters(text)):
+        return None
+    counter = [0]
+    cells = [
+        cell
+        for index, nb_cell in enumerate(nb.get("cells", []), start=1)
+        if nb_cell.get("cell_type") == "code"
+        for cell in [_protect(index, nb_cell.get("source", ""), counter)]
+        if cell is not None
+    ]
+    return _join(cells) if cells else None
+
+
 def is_python_notebook(nb) -> bool:
     metadata = nb.get("metadata", {})
     language = (metadata.get("kernelspec") or {}).get("language") or (metadata.get("language_info") or {}).get("name")

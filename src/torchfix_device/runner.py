@@ -112,17 +112,28 @@ def _project_facts(files: Sequence[Path], roots: Sequence[Path]) -> tuple[frozen
     own: set[str] = set()
     starred: dict[Path, bytes] = {}
     for path in files:
-        if path.suffix != ".py":
+        if path.suffix not in (".py", ".ipynb"):
             continue
         try:
             data = read_regular(path).data  # never a FIFO or a device: a read that never ends
         except OSError:
+            continue
+        if path.suffix == ".ipynb":  # its cells as one program (``from main import *`` in a cell)
+            program = _notebook_program(data) if may_hold_star_import(data) else None
+            if program is not None:
+                starred[path] = program.encode("utf-8")
             continue
         own.update(classes_of_data(data))
         if may_hold_star_import(data):
             starred[path] = data
     stars = resolve_star_imports(files, starred, roots) if starred else RunStars({})
     return frozenset(own), stars
+
+
+def _notebook_program(data: bytes) -> str | None:
+    from torchfix_device import notebook  # libcst and nbformat: only for a notebook with a star import
+
+    return notebook.program_of(data)
 
 
 def _process_files(

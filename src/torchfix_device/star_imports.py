@@ -140,14 +140,15 @@ class RunStars:
 
 
 def resolve_star_imports(paths: Iterable[Path], read: dict[Path, bytes] | None = None, roots: Sequence[Path] = ()) -> RunStars:
-    """The star imports of the ``.py`` files ``paths`` (the run's), resolved against ``roots``
+    """The star imports of the ``.py`` files ``paths`` (the run's; a notebook's too, given in
+    ``read`` as the program its code cells make), resolved against ``roots``
     (the folders named) and the current folder. ``read``: the bytes of the files that may hold
     a star import (:func:`may_hold_star_import`), the others holding none; None: read them all.
     A file of the run that the star imports of another reach learns that too
     (:attr:`FileStars.imported_by`)."""
     resolver = Resolver(roots)
     found: dict[Path, FileStars] = {}
-    sources = [p for p in paths if p.suffix == ".py"]
+    sources = [p for p in paths if p.suffix == ".py" or (p.suffix == ".ipynb" and read is not None and p in read)]
     for path in sources:
         data = read.get(path) if read is not None else _read(path)
         if data is None or not may_hold_star_import(data):
