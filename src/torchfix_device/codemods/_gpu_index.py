@@ -29,6 +29,7 @@ import libcst as cst
 
 from torchfix_device import _cst
 from torchfix_device.codemods._guards import rebinds
+from torchfix_device.codemods._receivers import bound_values
 
 if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
@@ -59,7 +60,7 @@ def index_evidence(codemod: "Codemod", call: cst.Call, index: cst.BaseExpression
         subject = what if what.startswith("`") else f"`{shown}` is {what}"
         return UNKNOWN, f"{subject}, not an int GPU index"
     if isinstance(index, cst.Name):
-        values = _bound_values(codemod, index)
+        values = bound_values(codemod, index, _plain_assignments(codemod))
         if values and all(is_int_literal(v) for v in values):
             return INT, f"every binding of `{shown}` in its scope assigns an int literal"
         if values is not None and any(_not_an_index(v) is not None for v in values):
@@ -86,23 +87,6 @@ def _not_an_index(value: cst.BaseExpression) -> str | None:
     if isinstance(value, cst.Call) and (_cst.dotted_name(value.func) or "").rpartition(".")[2] == "device":
         return "a `torch.device`"
     return None
-
-
-def _bound_values(codemod: "Codemod", name: cst.Name) -> list[cst.BaseExpression] | None:
-    """The values of every binding of ``name`` in the scope it is read in; None when one of them
-    is not a plain ``name = value`` / ``name: T = value`` (a parameter, a loop target, ``+=``,
-    an import)."""
-    bindings = codemod.bindings_visible_at(name.value, name)
-    if not bindings:
-        return None
-    assigned = _plain_assignments(codemod)
-    values = []
-    for binding in bindings:
-        value = assigned.get(id(getattr(binding, "node", None)))
-        if value is None:
-            return None
-        values.append(value)
-    return values
 
 
 def _plain_assignments(codemod: "Codemod") -> dict[int, cst.BaseExpression]:

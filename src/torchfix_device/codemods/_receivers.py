@@ -64,7 +64,7 @@ def _kind(codemod: "Codemod", expr: cst.BaseExpression, classes: frozenset[str],
     if isinstance(expr, cst.Name):
         if expr.value in seen:
             return _OTHER, ""
-        values = _bound_values(codemod, expr)
+        values = bound_values(codemod, expr)
         if values is None:
             return UNKNOWN, ""
         return _combine([_kind(codemod, v, classes, seen | {expr.value}) for v in values])
@@ -110,13 +110,17 @@ def _combine(kinds: list[tuple[str, str]]) -> tuple[str, str]:
     return _OTHER, ""
 
 
-def _bound_values(codemod: "Codemod", name: cst.Name) -> list[cst.BaseExpression] | None:
+def bound_values(
+    codemod: "Codemod", name: cst.Name, assigned: dict[int, cst.BaseExpression] | None = None
+) -> list[cst.BaseExpression] | None:
     """The values assigned to the bindings of ``name`` visible where it is read; None when one
-    of them is not a plain assignment (a parameter, a loop target, an import)."""
+    of them is not a plain assignment (a parameter, a loop target, an import). ``assigned``:
+    assigned ``Name`` (by id) → value (default: ``=``, ``x: T =`` and ``+=``, the device
+    source's)."""
     bindings = codemod.bindings_visible_at(name.value, name)
     if not bindings:
         return None
-    assigned = codemod.device_source.assigned_values()
+    assigned = codemod.device_source.assigned_values() if assigned is None else assigned
     values = []
     for binding in bindings:
         value = assigned.get(id(getattr(binding, "node", None)))
