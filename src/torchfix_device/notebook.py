@@ -223,15 +223,20 @@ def program_of(raw: bytes) -> str | None:
     text = raw.decode("utf-8")
     if not is_python_notebook(nb) or (not notebook_json.strict(text) and notebook_json.cells_with_raw_control_characters(text)):
         return None
+    cells = _code_cells(nb, {})
+    return _join(cells) if cells else None
+
+
+def _code_cells(nb, unreadable) -> list[_Cell]:  # noqa: ANN001
+    """The code cells of ``nb`` as :func:`_protect` makes them, less those in ``unreadable``."""
     counter = [0]
-    cells = [
+    return [
         cell
         for index, nb_cell in enumerate(nb.get("cells", []), start=1)
-        if nb_cell.get("cell_type") == "code"
+        if nb_cell.get("cell_type") == "code" and index not in unreadable
         for cell in [_protect(index, nb_cell.get("source", ""), counter)]
         if cell is not None
     ]
-    return _join(cells) if cells else None
 
 
 def is_python_notebook(nb) -> bool:
@@ -281,14 +286,7 @@ def transform_notebook(
         "which JSON does not allow; cell left as it is"
         for index, (line, name) in sorted(unreadable.items())
     ]
-    counter = [0]
-    cells = [
-        cell
-        for index, nb_cell in enumerate(nb.get("cells", []), start=1)
-        if nb_cell.get("cell_type") == "code" and index not in unreadable
-        for cell in [_protect(index, nb_cell.get("source", ""), counter)]
-        if cell is not None
-    ]
+    cells = _code_cells(nb, unreadable)
     if not cells:
         return TransformOutput(text, [], [], problems=tuple(problems))
     output, cells = _transform_cells(cells, codemods, problems, unsafe_fixes=unsafe_fixes, filename=filename, options=options)

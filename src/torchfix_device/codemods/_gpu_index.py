@@ -148,6 +148,6 @@ def catching_runtime_error(codemod: "Codemod", call: cst.Call) -> str | None:
             for handler in parent.handlers:
                 names = set() if handler.type is None else {n.value for n in _cst.walk(handler.type) if isinstance(n, cst.Name)}
                 if names & {"RuntimeError", "Error"} and not names & {"AssertionError", "Exception", "BaseException"}:
-                    return _cst.code_of(handler.type) if handler.type is not None else "everything"
+                    return _cst.code_of(cst.ensure_type(handler.type, cst.BaseExpression))
         child, parent = parent, codemod.parent_of(parent)
     return None
