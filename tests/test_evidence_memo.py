@@ -57,10 +57,12 @@ def test_a_chain_of_attributes_is_proved_once_per_attribute(count_questions) -> 
 
 def test_one_value_that_may_require_grad_still_decides(count_questions) -> None:
     """The bottom of the chain is a Parameter: every attribute built from it may require grad,
-    and the unwrap stays unsafe, as before the memory."""
+    and the unwrap stays unsafe, as before the memory: the safe fix keeps `Variable`'s detach."""
     source = _chain(12, first="torch.nn.Parameter(torch.zeros(height, width))")
-    [finding] = transform_source(source, [VariableWrapper]).findings
-    assert not finding.fixed and "requires grad" in finding.message
+    result = transform_source(source, [VariableWrapper])
+    [finding] = result.findings
+    assert finding.fixed and "which is what `Variable` did" in finding.message and "requires grad" in finding.message
+    assert "Variable(" not in result.text and ".detach()" in result.text
     assert count_questions[0] < 20 * 12
 
 

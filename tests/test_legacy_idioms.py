@@ -46,11 +46,15 @@ def test_rewritten_loss_matches_torch(size_average, reduce, given) -> None:
 
 
 def test_variable_unsafe_unwrap_held_back_by_default() -> None:
+    """`x` (not shown to be grad-free) keeps `Variable`'s detach by default; the plain unwrap is
+    the unsafe fix."""
     source = "import torch\nfrom torch.autograd import Variable\n\ny = Variable(x).cuda()\nz = Variable(torch.zeros(2))\n"
     output = transform_source(source, [VariableWrapper])
-    assert output.text == "import torch\nfrom torch.autograd import Variable\n\ny = Variable(x).cuda()\nz = torch.zeros(2)\n"
-    kinds = sorted(f.kind for f in output.findings)
-    assert kinds == ["fix", "unsafe-fix"]
+    assert output.text == "import torch\n\ny = x.detach().cuda()\nz = torch.zeros(2)\n"
+    assert sorted(f.kind for f in output.findings) == ["fix", "fix"]
+    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True)
+    assert unsafe.text == "import torch\n\ny = x.cuda()\nz = torch.zeros(2)\n"
+    assert "(unsafe: `Variable` also detached it" in unsafe.findings[0].message
 
 
 def test_variable_rewrites_behave_like_variable() -> None:

@@ -56,7 +56,7 @@ LEARNER_FIXED = (
     "start = torch.zeros(3)\n"
     "head = Head(3)\n"
     "weights = (head.weight * Base.scale).detach().requires_grad_()\n"
-    "batch = Variable(as_input([1.0, 2.0, 3.0]))\n"  # `as_input` is a project function: no evidence
+    "batch = as_input([1.0, 2.0, 3.0]).detach()\n"  # `as_input` is a project function: no evidence
     "total = halve((start + weights * batch).sum())\n"
     "is_tensor = isinstance(batch, torch.Tensor)\n"
     "print(is_tensor, float(total.detach()), weights.requires_grad, start.requires_grad)\n"
@@ -135,8 +135,9 @@ def test_apply_fixes_what_the_star_imports_prove_and_the_program_behaves_the_sam
     # its own use is fixed, and the import it no longer uses stays: `learner.py` takes it
     assert "    return x.data.detach()\n" in helpers and "from torch.autograd import Variable\n" in helpers
     assert "    return torch.zeros(1)\n" in helpers and " as V" not in helpers  # a function's own import goes
-    messages = [f.message for f in results["agents/learner.py"].findings if not f.fixed]
-    assert len(messages) == 1 and "`as_input(...)` is a call this file does not show" in messages[0]
+    assert all(f.fixed for f in results["agents/learner.py"].findings)
+    messages = [f.message for f in results["agents/learner.py"].findings if "which is what `Variable` did" in f.message]
+    assert len(messages) == 1 and "`as_input(...)` is a call this file does not show" in messages[0]  # the detach kept
     driver = "import sys\nsys.path.insert(0, {root!r})\nfrom agents.learner import *\n"
     jobs = [{"source": driver.format(root=str(folder)), "leg": "cpu"} for folder in (before, after)]
     first, second = run_sources(jobs)

@@ -117,17 +117,17 @@ def _before_after(stem: str, unsafe: bool = False) -> tuple[tuple[dict, str], tu
     return _run(before, f"{stem}_before"), _run(after, f"{stem}_after")
 
 
-def _messages(stem: str) -> dict[int, str]:
+def _messages(stem: str, unsafe: bool = False) -> dict[int, str]:
     """Line → the messages of the findings on it (joined)."""
     source = (FIXTURES / f"{stem}.in.py").read_text(encoding="utf-8")
     found: dict[int, str] = {}
-    for finding in transform_source(source, [VariableWrapper]).findings:
+    for finding in transform_source(source, [VariableWrapper], unsafe_fixes=unsafe).findings:
         found[finding.line] = f"{found[finding.line]}\n{finding.message}" if finding.line in found else finding.message
     return found
 
 
 # -- the safe rewrites keep what a user observes ------------------------------------------------
-@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor", "data_of_any_object", "command_line", "earlier_binding", "registered_elsewhere", "random_fills"])
+@pytest.mark.parametrize("stem", ["data_loader", "torchvision_loader", "local_evidence", "requires_grad", "refilled_attribute", "as_tensor", "data_of_any_object", "command_line", "earlier_binding", "registered_elsewhere", "random_fills", "detach_kept"])
 def test_safe_unwraps_keep_what_the_program_does(stem: str) -> None:
     (before, printed_before), (after, printed_after) = _before_after(stem)
     assert printed_before and printed_before == printed_after
@@ -229,10 +229,16 @@ def test_volatile_loops_left_alone_say_why() -> None:
         ("data_of_any_object", 39, "`ps.data` may be a `PackedSequence`'s data, which can require grad (this file packs sequences)"),
     ],
 )
-def test_sites_without_evidence_stay_and_say_what_is_missing(stem: str, line: int, missing: str) -> None:
-    message = _messages(stem)[line]
-    assert "(unsafe: `Variable` also detached it from the autograd graph" in message
-    assert missing in message
+def test_sites_without_evidence_keep_the_detach_and_say_what_is_missing(stem: str, line: int, missing: str) -> None:
+    """The safe fix keeps the detach `Variable` did (`x.detach()`: executed above, in
+    `test_safe_unwraps_keep_what_the_program_does`); plain `x` is the unsafe fix, held back
+    without `--unsafe-fixes`. Both messages name the missing evidence."""
+    safe = _messages(stem)[line]
+    assert ".detach()`, which is what `Variable` did (`--unsafe-fixes` writes plain `" in safe
+    assert "(unsafe:" not in safe and missing in safe
+    unsafe = _messages(stem, unsafe=True)[line]
+    assert "(unsafe: `Variable` also detached it from the autograd graph" in unsafe
+    assert missing in unsafe
 
 
 def test_the_traps_are_real() -> None:
@@ -412,11 +418,17 @@ result = f(2)
     ],
 )
 def test_a_change_that_may_reach_the_object_read_stays_unsafe(body: str) -> None:
+    """The safe fix keeps `Variable`'s detach, and the result is the one of before; unwrapped
+    (the unsafe fix), the object read has been given grad in place: the result requires grad."""
     source = REACHING_CHANGE.format(body=body)
     result = transform_source(source, [VariableWrapper])
-    assert result.text == source and "nothing shows it cannot require grad" in result.findings[-1].message
+    assert "return x.detach()" in result.text or "out = x.detach()" in result.text
+    assert "Variable(" not in result.text and "nothing shows it cannot require grad" in result.findings[-1].message
     unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
-    assert "Variable(x)" not in unsafe
+    assert "Variable(x)" not in unsafe and ".detach()" not in unsafe
+    before, safe, unwrapped = (_run(text, f"reaching_{i}")[0]["result"] for i, text in enumerate((source, result.text, unsafe)))
+    assert not before.requires_grad and not safe.requires_grad and torch.equal(before, safe)
+    assert unwrapped.requires_grad
     assert not _run(source, "reaching_before")[0]["result"].requires_grad
     assert _run(unsafe, "reaching_unsafe")[0]["result"].requires_grad
 

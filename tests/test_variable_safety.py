@@ -116,3 +116,72 @@ def test_tuple_self_assignment_removed() -> None:
     (out_old, t_old), (out_new, t_new) = before["step"](model, data, target), after["step"](model, data, target)
     _same_tensor(out_old, out_new)
     _same_tensor(t_old, t_new)
+
+
+# -- `Variable(x)` is `x.detach()`: the safe fix where nothing shows `x` cannot require grad ------
+def _kinds():
+    leaf = torch.randn(2, 3, requires_grad=True)
+    return {
+        "leaf requiring grad": leaf,
+        "result in a graph": leaf * 2,
+        "plain": torch.arange(6.0).view(2, 3),
+        "transposed view": torch.arange(6.0).view(2, 3).t(),
+        "integer": torch.arange(4),
+        "parameter": torch.nn.Parameter(torch.ones(3)),
+        "zero-dim": torch.tensor(1.5),
+        "meta": torch.empty(2, device="meta"),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_kinds()))
+def test_variable_is_detach(kind: str) -> None:
+    """What `Variable(t)` gives on torch 2.x is `t.detach()` in every way a user can observe."""
+    from torch.autograd import Variable
+
+    t = _kinds()[kind]
+    old, new = Variable(t), t.detach()
+    assert type(old) is type(new) is torch.Tensor
+    assert (old.dtype, old.device, old.shape, old.stride(), old.storage_offset()) == (new.dtype, new.device, new.shape, new.stride(), new.storage_offset())
+    assert old.requires_grad is new.requires_grad is False and old.grad_fn is None and new.grad_fn is None
+    assert old.is_leaf and new.is_leaf and old is not t and new is not t
+    if t.device.type != "meta":
+        assert old.untyped_storage().data_ptr() == new.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+        assert torch.equal(old, new)
+        t.data.add_(1)  # a change in place of the source shows through both, and bumps both versions
+        assert torch.equal(old, t.detach()) and torch.equal(new, t.detach()) and old._version == new._version
+
+
+def test_detach_is_not_the_fix_where_it_would_differ() -> None:
+    """Where `.detach()` could behave otherwise than `Variable` (a handler of `TypeError` around
+    it, a tensor subclass of the file's own), only the unsafe fix is offered; `Variable(None)`
+    (an empty tensor, not `None`) is left for review. The differences are real."""
+    from torchfix_device.codemods.variable_wrapper import VariableWrapper
+    from torchfix_device.engine import transform_source
+    from torch.autograd import Variable
+
+    head = "import torch\nfrom torch.autograd import Variable\n\n"
+    caught = head + "def f(x):\n    try:\n        return Variable(x)\n    except TypeError:\n        return None\n"
+    nothing = head + "empty = Variable(None)\n"
+    subclass = head + "class Tagged(torch.Tensor):\n    pass\n\ndef f(x):\n    return Variable(x)\n"
+    for source in (caught, subclass):
+        result = transform_source(source, [VariableWrapper])
+        assert result.text == source, source
+        (finding,) = result.findings
+        assert finding.held_back and "`.detach()` is not exact either" in finding.message
+    for unsafe in (False, True):
+        result = transform_source(nothing, [VariableWrapper], unsafe_fixes=unsafe)
+        assert result.text == nothing
+        (finding,) = result.findings
+        assert not finding.fixed and "of `None` (an empty tensor" in finding.message
+    # the differences those doubts guard against
+    assert Variable(None).shape == (0,)
+    with pytest.raises(TypeError):
+        Variable([1.0])
+    with pytest.raises(AttributeError):
+        [1.0].detach()  # type: ignore[attr-defined]
+
+    class Tagged(torch.Tensor):
+        pass
+
+    t = torch.ones(2).as_subclass(Tagged)
+    assert type(Variable(t)) is torch.Tensor and type(t.detach()) is Tagged

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchfix_device import _cst
+from torchfix_device.codemods._handlers import telling_handler
 from torchfix_device.codemods._guards import rebinds
 from torchfix_device.codemods._receivers import bound_values
 
@@ -141,13 +142,4 @@ def _orders(test: cst.BaseExpression, index: cst.BaseExpression) -> bool:
 def catching_runtime_error(codemod: "Codemod", call: cst.Call) -> str | None:
     """The handler of a ``try`` around ``call`` (in its function) that may catch the
     ``RuntimeError`` of ``.cuda(i)`` without a GPU but not the ``AssertionError`` of the rewrite."""
-    child: cst.CSTNode = call
-    parent = codemod.parent_of(child)
-    while parent is not None and not isinstance(parent, (cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-        if isinstance(parent, cst.Try) and child is parent.body:
-            for handler in parent.handlers:
-                names = set() if handler.type is None else {n.value for n in _cst.walk(handler.type) if isinstance(n, cst.Name)}
-                if names & {"RuntimeError", "Error"} and not names & {"AssertionError", "Exception", "BaseException"}:
-                    return _cst.code_of(cst.ensure_type(handler.type, cst.BaseExpression))
-        child, parent = parent, codemod.parent_of(parent)
-    return None
+    return telling_handler(codemod, call, {"RuntimeError", "Error"}, {"AssertionError"})

@@ -10,6 +10,7 @@ from torchfix_device import _cst
 from torchfix_device.candidates import FileFacts
 from torchfix_device.codemod import Codemod
 from torchfix_device.codemods._any_node_names import AnyNodeNames
+from torchfix_device.codemods._exact_detach import defines_tensor_subclass, unwrapped_without_evidence
 from torchfix_device.codemods._grad_changes import changed_in_place, refill_line
 from torchfix_device.codemods._grad_evidence import GradEvidence
 from torchfix_device.codemods._tensor_evidence import is_tensor
@@ -37,7 +38,8 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
     ## What it does
     Removes the `torch.autograd.Variable` wrapper, however it was imported
     (`from torch.autograd import Variable`, `torch.autograd.Variable`):
-    `Variable(x)` → `x`, `Variable(torch.randn(3), requires_grad=True)` →
+    `Variable(x)` → `x` (`x.detach()` where nothing shows that `x` cannot require grad),
+    `Variable(torch.randn(3), requires_grad=True)` →
     `torch.randn(3, requires_grad=True)`, `Variable(w, requires_grad=True)` →
     `w.detach().requires_grad_()` (`w.requires_grad_()` where `w` is a new tensor nobody else
     holds), `Variable(torch.Tensor([1, 2]), requires_grad=True)` →
@@ -133,7 +135,10 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
     same block and only filled since (`self.a[i] = v` lines, `for` loops over a `range` of them,
     calling no code of the class), so nothing else holds it either; `self.a = self.a` then goes.
     A parameter, a project function's result, a data set of the project's own is no evidence:
-    the fix is unsafe and the message says what is missing. Not seen: code in other files
+    there the safe fix keeps the detach, `x.detach()`, exactly what `Variable` did, and `x` is
+    the unsafe fix; the message says what is missing. Only the unsafe fix is offered where
+    `.detach()` could differ: a `try` catching `TypeError` around it (a non-tensor), a file that
+    defines a tensor subclass (`.detach()` keeps its class). Not seen: code in other files
     changing a global or an attribute, and a callee that makes its argument require grad in
     place (`Variable(x)` passed to it gave it a new object).
     `Variable(x, requires_grad=True)` is a new leaf sharing `x`'s storage, exactly
@@ -150,7 +155,7 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
 
     code = "TFD009"
     name = "variable-wrapper"
-    summary = "`torch.autograd.Variable` is a deprecated no-op wrapper since PyTorch 0.4: use the tensor"
+    summary = "`torch.autograd.Variable` is deprecated: since PyTorch 0.4 it only detaches; use the tensor"
     safe = True
     triggers = ("Variable",)
 
@@ -172,6 +177,7 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         self._grad_evidence: GradEvidence | None = None
         self._wrap: tuple[dict[int, cst.For | cst.While], dict[int, str]] | None = None
         self._volatile_spelt = False
+        self._tensor_subclass = defines_tensor_subclass(node)
         self._carried: set[int] = set()
         self._no_ops: set[int] = set()
         """``id`` of the ``x = x`` lines left by an unwrap that go once their comments moved."""
@@ -279,7 +285,9 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
             line = refill_line(evidence, original) if why is None and isinstance(given, cst.Attribute) else None
             if line is not None:
                 self._refills.add(id(line))
-            return data, "the tensor itself", None if why is None else f"nothing shows it cannot require grad: {why}"
+            if why is None:
+                return data, "the tensor itself", None
+            return unwrapped_without_evidence(self, original, data, why, self._tensor_subclass)
         listed = self._default_tensor_of_list(given) and self.star_doubt(original, "torch") is None  # `torch` needed
         literal = literal_data(given.args[0].value) if listed else None
         if literal is not None:
