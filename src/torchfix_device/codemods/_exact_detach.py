@@ -23,6 +23,7 @@ fallback back there:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from torchfix_device.codemod import Codemod
 
 
+@lru_cache(maxsize=1)  # asked once per fallback site, of the same module; the file's own pass only
 def defines_tensor_subclass(module: cst.Module) -> bool:
     """A class in the file whose base is a tensor class (by the base's last name)."""
     for node in _cst.walk(module):
@@ -46,9 +48,9 @@ def defines_tensor_subclass(module: cst.Module) -> bool:
     return False
 
 
-def detach_doubt(codemod: "Codemod", call: cst.Call, subclass_here: bool) -> str | None:
+def detach_doubt(codemod: "Codemod", call: cst.Call) -> str | None:
     """Why ``x.detach()`` might not be exactly ``Variable(x)`` at ``call``; None where it is."""
-    if subclass_here:
+    if defines_tensor_subclass(codemod.visited_module):
         return "this file defines a tensor subclass, which `.detach()` would keep"
     handler = telling_handler(codemod, call, {"TypeError"}, {"AttributeError"})
     if handler is not None:
@@ -57,12 +59,12 @@ def detach_doubt(codemod: "Codemod", call: cst.Call, subclass_here: bool) -> str
 
 
 def unwrapped_without_evidence(
-    codemod: "Codemod", call: cst.Call, data: cst.BaseExpression, why: str, subclass_here: bool
+    codemod: "Codemod", call: cst.Call, data: cst.BaseExpression, why: str
 ) -> tuple[cst.BaseExpression, str, str | None]:
     """TFD009's replacement of ``Variable(x)`` where nothing shows ``x`` cannot require grad
     (``why``), how the message shows it, and why it is unsafe (None: safe): ``x.detach()``
     without ``--unsafe-fixes`` where it is exact, else ``x``, unsafe."""
-    doubt = None if codemod.unsafe_fixes else detach_doubt(codemod, call, subclass_here)
+    doubt = None if codemod.unsafe_fixes else detach_doubt(codemod, call)
     if codemod.unsafe_fixes or doubt is not None:
         return data, "the tensor itself", f"nothing shows it cannot require grad: {why}" + (
             f"; `.detach()` is not exact either: {doubt}" if doubt else ""

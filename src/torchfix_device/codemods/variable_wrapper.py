@@ -10,7 +10,7 @@ from torchfix_device import _cst
 from torchfix_device.candidates import FileFacts
 from torchfix_device.codemod import Codemod
 from torchfix_device.codemods._any_node_names import AnyNodeNames
-from torchfix_device.codemods._exact_detach import defines_tensor_subclass, unwrapped_without_evidence
+from torchfix_device.codemods._exact_detach import unwrapped_without_evidence
 from torchfix_device.codemods._grad_changes import changed_in_place, refill_line
 from torchfix_device.codemods._grad_evidence import GradEvidence
 from torchfix_device.codemods._tensor_evidence import is_tensor
@@ -177,7 +177,6 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         self._grad_evidence: GradEvidence | None = None
         self._wrap: tuple[dict[int, cst.For | cst.While], dict[int, str]] | None = None
         self._volatile_spelt = False
-        self._tensor_subclass = defines_tensor_subclass(node)
         self._carried: set[int] = set()
         self._no_ops: set[int] = set()
         """``id`` of the ``x = x`` lines left by an unwrap that go once their comments moved."""
@@ -287,7 +286,7 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
                 self._refills.add(id(line))
             if why is None:
                 return data, "the tensor itself", None
-            return unwrapped_without_evidence(self, original, data, why, self._tensor_subclass)
+            return unwrapped_without_evidence(self, original, data, why)
         listed = self._default_tensor_of_list(given) and self.star_doubt(original, "torch") is None  # `torch` needed
         literal = literal_data(given.args[0].value) if listed else None
         if literal is not None:
