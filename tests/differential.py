@@ -32,6 +32,7 @@ arguments) where the source defines ``__inputs__``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -347,8 +348,19 @@ def _execute(job: dict) -> dict:
     return record
 
 
+LAZY_IMPORT = "torch._dynamo"
+"""What torch imports on first need (a layer's first call on ``meta``), about a second a child:
+once a child has needed it, the worker imports it before the next forks. Only then: a batch that
+never needs it does not pay for it."""
+
+
 def _worker() -> None:
     import torch  # noqa: F401 - imported once, before the forks
+
+    try:
+        import numpy.random  # noqa: F401 - every child seeds it
+    except ImportError:  # pragma: no cover - numpy comes with torch
+        pass
 
     import torchfix_device._cst  # noqa: F401 - the legacy tensor types' table (libcst: 0.5 s a child otherwise)
     import torchfix_device.verify.checker  # noqa: F401
@@ -371,12 +383,14 @@ def _worker() -> None:
                           "device_error": False, "tensors": {}, "modules": {}, "stdout": ""}
             data = json.dumps(result, default=str).encode()
             with os.fdopen(write, "wb") as f:
-                f.write(data)
+                f.write((b"+" if LAZY_IMPORT in sys.modules else b"-") + data)
             os._exit(0)
         os.close(write)
         with os.fdopen(read, "rb") as f:
-            data = f.read()
+            lazy, data = f.read(1), f.read()
         os.waitpid(pid, 0)
+        if lazy == b"+" and LAZY_IMPORT not in sys.modules:
+            importlib.import_module(LAZY_IMPORT)  # the next children find it imported, as they find torch
         records.append(json.loads(data) if data else {
             "error": "HarnessError:crashed", "message": "", "device_error": False,
             "tensors": {}, "modules": {}, "stdout": ""})

@@ -6,6 +6,7 @@ without it, on every fixture and example (the positive cases of every codemod ar
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import libcst
@@ -19,6 +20,9 @@ from torchfix_device.engine import transform_source, transform_unfiltered
 
 CORPUS = sorted([*FIXTURES.rglob("*.py"), *(ROOT / "examples").rglob("*.py")])
 
+# The engine's unfiltered results on the corpus serve two tests (_unfiltered): on one worker, once.
+pytestmark = pytest.mark.xdist_group("candidates-corpus")
+
 
 def _outcome(fn, text: str, unsafe: bool):
     try:
@@ -28,18 +32,25 @@ def _outcome(fn, text: str, unsafe: bool):
     return (out.text, out.findings, out.notes)
 
 
+@lru_cache(maxsize=None)
+def _unfiltered(path: Path, unsafe: bool):
+    """Stage 1 skipped: every codemod on ``path`` (computed once, compared by two tests)."""
+    return _outcome(transform_unfiltered, path.read_text(encoding="utf-8"), unsafe)
+
+
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_results_with_stage1_equal_results_without(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     for unsafe in (False, True):
-        assert _outcome(transform_source, text, unsafe) == _outcome(transform_unfiltered, text, unsafe)
+        assert _outcome(transform_source, text, unsafe) == _unfiltered(path, unsafe)
 
 
 def test_corpus_is_not_empty_and_has_findings_of_every_codemod() -> None:
     codes = set()
     for path in CORPUS:
-        out = transform_unfiltered(path.read_text(encoding="utf-8"), all_codemods(), unsafe_fixes=True)
-        codes.update(f.code for f in out.findings)
+        outcome = _unfiltered(path, True)
+        assert outcome[0] != "raised", (path, outcome)
+        codes.update(f.code for f in outcome[1])
     assert codes == {c.code for c in all_codemods()}
 
 
