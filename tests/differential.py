@@ -35,8 +35,10 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -368,6 +370,18 @@ def _worker() -> None:
 
     jobs = json.loads(sys.stdin.read())
     records = []
+    # Each execution's own folder (``_execute``) is made in one folder of the batch, removed at
+    # the end: before, each left a ``tfd-diff-*`` folder in the temporary folder for good.
+    tempfile.tempdir = tempfile.mkdtemp(prefix="tfd-diff-batch-")
+    try:
+        _run_batch(jobs, records)
+    finally:
+        shutil.rmtree(tempfile.tempdir, ignore_errors=True)
+    sys.stdout.write("\n" + json.dumps(records) + "\n")
+
+
+def _run_batch(jobs: list[dict], records: list[dict]) -> None:
+    """Each job executed in a fresh fork of this worker; its record appended to ``records``."""
     for job in jobs:
         read, write = os.pipe()
         pid = os.fork()
@@ -394,7 +408,6 @@ def _worker() -> None:
         records.append(json.loads(data) if data else {
             "error": "HarnessError:crashed", "message": "", "device_error": False,
             "tensors": {}, "modules": {}, "stdout": ""})
-    sys.stdout.write("\n" + json.dumps(records) + "\n")
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:
