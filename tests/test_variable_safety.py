@@ -161,9 +161,10 @@ def test_detach_is_not_the_fix_where_it_would_differ() -> None:
 
     head = "import torch\nfrom torch.autograd import Variable\n\n"
     caught = head + "def f(x):\n    try:\n        return Variable(x)\n    except TypeError:\n        return None\n"
+    caught_in_group = head + "def f(x):\n    try:\n        return Variable(x)\n    except* TypeError:\n        return None\n"
     nothing = head + "empty = Variable(None)\n"
     subclass = head + "class Tagged(torch.Tensor):\n    pass\n\ndef f(x):\n    return Variable(x)\n"
-    for source in (caught, subclass):
+    for source in (caught, caught_in_group, subclass):
         result = transform_source(source, [VariableWrapper])
         assert result.text == source, source
         (finding,) = result.findings

@@ -139,7 +139,10 @@ def _orders(test: cst.BaseExpression, index: cst.BaseExpression) -> bool:
     return any(a.deep_equals(index) and is_int_literal(b) for a, b in (sides, sides[::-1]))
 
 
-def catching_runtime_error(codemod: "Codemod", call: cst.Call) -> str | None:
+def catching_runtime_error(codemod: "Codemod", call: cst.Call, index: cst.BaseExpression) -> str | None:
     """The handler of a ``try`` around ``call`` (in its function) that may catch the
-    ``RuntimeError`` of ``.cuda(i)`` without a GPU but not the ``AssertionError`` of the rewrite."""
+    ``RuntimeError`` of ``.cuda(i)`` without a GPU but not the ``AssertionError`` of the rewrite.
+    None for a negative literal index: both raise ``RuntimeError`` then."""
+    if isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus):
+        return None
     return telling_handler(codemod, call, {"RuntimeError", "Error"}, {"AssertionError"})

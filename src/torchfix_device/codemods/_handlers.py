@@ -24,11 +24,11 @@ BROAD = frozenset({"Exception", "BaseException"})
 def telling_handler(codemod: "Codemod", node: cst.CSTNode, before: set[str], after: set[str]) -> str | None:
     """The code of the type of a handler around ``node`` that names one of ``before`` (the
     exceptions the original raises) and none of ``after`` (those of the rewrite) nor a broad
-    class; None where there is none. A bare ``except:`` catches both alike."""
+    class (``except*`` too); None where there is none. A bare ``except:`` catches both alike."""
     child: cst.CSTNode = node
     parent = codemod.parent_of(child)
     while parent is not None and not isinstance(parent, (cst.Module, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-        if isinstance(parent, cst.Try) and child is parent.body:
+        if isinstance(parent, (cst.Try, cst.TryStar)) and child is parent.body:
             for handler in parent.handlers:
                 if handler.type is None:
                     continue

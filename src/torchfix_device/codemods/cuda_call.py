@@ -240,16 +240,18 @@ class CudaCall(Codemod):
         new_index = next(u for u, o in zip(updated.args, node.args) if o is index)
         device = f'{torch_name or "torch"}.device("cuda", {_cst.code_of(new_index.value)})'
         message = f"`{shown}` moves to CUDA device `{_cst.code_of(index.value)}`: use `.to({device})`"
-        negative = isinstance(index.value, cst.UnaryOperation) and isinstance(index.value.operator, cst.Minus)
-        handler = None if negative else catching_runtime_error(self, node)  # `-1`: both raise RuntimeError
+        handler = catching_runtime_error(self, node, index.value)
         if kind == PRESUMED:
-            message += f" (unsafe: {evidence}; nothing shows it is an int, not a `torch.device` or a string)"
+            why = f"{evidence}; nothing shows it is an int, not a `torch.device` or a string"
         elif handler is not None:
-            message += f" (unsafe: `except {handler}` around it: without a GPU `.cuda(i)` raises RuntimeError, the rewrite AssertionError)"
-            kind = PRESUMED
+            why = f"`except {handler}` around it: without a GPU `.cuda(i)` raises RuntimeError, the rewrite AssertionError"
         elif doubt is not None:
-            message += f" (unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{_cst.code_of(receiver)}` is)"
-        if not self.report(node, message, safe=False if kind == PRESUMED or doubt is not None else None):
+            why = f"the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{_cst.code_of(receiver)}` is"
+        else:
+            why = None
+        if why is not None:
+            message += f" (unsafe: {why})"
+        if not self.report(node, message, safe=False if why is not None else None):
             return updated
         if torch_name is None:
             AddImportsVisitor.add_needed_import(self.context, "torch")

@@ -13,8 +13,8 @@ from torchfix_device.codemods._any_node_names import AnyNodeNames
 from torchfix_device.codemods._exact_detach import unwrapped_without_evidence
 from torchfix_device.codemods._grad_changes import changed_in_place, refill_line
 from torchfix_device.codemods._grad_evidence import GradEvidence
-from torchfix_device.codemods._tensor_evidence import is_tensor
 from torchfix_device.codemods._no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop, volatile_note
+from torchfix_device.codemods._tensor_evidence import is_tensor
 from torchfix_device.codemods._variable_import import VariableImportTracking
 from torchfix_device.codemods._variable_stars import StarImportReview, spelt_variable
 from torchfix_device.codemods._variable_syntax import (
