@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_zygote import Zygote
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -21,10 +23,26 @@ def console_script() -> list[str]:
 
 
 def run_cli(*args: str, cwd: Path | None = None, input: bytes | None = None) -> subprocess.CompletedProcess:
+    """One run of the command line in a process of its own, forked from an interpreter that
+    has imported it already (:mod:`cli_zygote`); the tests of the process itself (signals,
+    terminals, hash seeds, imports) run the console script with ``subprocess`` instead."""
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.run(
-        [*console_script(), *args], cwd=cwd, input=input, capture_output=True, env=env, timeout=300
-    )
+    return _ZYGOTE.run([_script_path(), *args], cwd=cwd, input=input, env=env, timeout=300)
+
+
+def _script_path() -> str:
+    """The console script's own path (what ``sys.argv[0]`` is in a run of it), past any shim."""
+    beside = Path(sys.executable).with_name("torchfix-device")
+    return str(beside) if beside.is_file() else console_script()[0]
+
+
+_ZYGOTE = Zygote()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _close_zygote():
+    yield
+    _ZYGOTE.close()
 
 
 @pytest.fixture(autouse=True, scope="session")
