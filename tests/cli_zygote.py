@@ -19,7 +19,6 @@ child's pid, then its wait status.
 
 from __future__ import annotations
 
-import array
 import os
 import pickle
 import signal

@@ -22,11 +22,13 @@ def console_script() -> list[str]:
     return [exe]
 
 
-def run_cli(*args: str, cwd: Path | None = None, input: bytes | None = None) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path | None = None, input: bytes | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """One run of the command line in a process of its own, forked from an interpreter that
     has imported it already (:mod:`cli_zygote`); the tests of the process itself (signals,
-    terminals, hash seeds, imports) run the console script with ``subprocess`` instead."""
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    terminals, hash seeds, imports) run the console script with ``subprocess`` instead.
+    ``env``: variables to set on top of this process's environment, ``NO_COLOR`` and a width."""
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     return _ZYGOTE.run([_script_path(), *args], cwd=cwd, input=input, env=env, timeout=300)
 
 

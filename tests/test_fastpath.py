@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from conftest import console_script
+from conftest import run_cli
 from torchfix_device import fastpath
 from torchfix_device.cli_app import app
 
@@ -85,10 +85,7 @@ CASES = [
 
 
 def _run(argv: tuple[str, ...], cwd: Path, fast: bool) -> tuple[int, bytes, bytes]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    if not fast:
-        env[fastpath.DISABLE_ENV] = "1"
-    out = subprocess.run([*console_script(), *argv], cwd=cwd, capture_output=True, env=env, timeout=300)
+    out = run_cli(*argv, cwd=cwd, env={} if fast else {fastpath.DISABLE_ENV: "1"})
     return out.returncode, out.stdout, out.stderr
 
 

@@ -4,13 +4,13 @@ of a run, and through the cache. The programs are executed before and after the 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from torchfix_device.catalog import all_codemods
 from torchfix_device.engine import transform_source
 from torchfix_device.project_classes import classes_with_own_moves
@@ -64,8 +64,8 @@ def _observe(root: Path) -> subprocess.CompletedProcess:
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "torchfix_device", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    out = run_cli(*args, cwd=cwd)
+    return subprocess.CompletedProcess(out.args, out.returncode, out.stdout.decode(), out.stderr.decode())
 
 
 def test_classes_that_move_themselves_are_collected_over_the_files(tmp_path: Path) -> None:
