@@ -66,7 +66,7 @@ def _settled_at_start(env: dict[str, str]) -> dict[str, str]:
 
 # --- the server -------------------------------------------------------------------------------
 
-def _child(fds: list[int], argv: list[str], cwd: str | None, env: dict[str, str], sock: socket.socket) -> None:
+def _child(fds: list[int], argv: list[str], cwd: str, env: dict[str, str], sock: socket.socket) -> None:
     """In the forked child: become the run, exit with its status (never returns)."""
     code = 1
     try:
@@ -75,8 +75,7 @@ def _child(fds: list[int], argv: list[str], cwd: str | None, env: dict[str, str]
             os.dup2(fd, target)
         for fd in set(fds) - {0, 1, 2}:
             os.close(fd)
-        if cwd is not None:
-            os.chdir(cwd)
+        os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
         sys.argv = list(argv)
@@ -145,9 +144,10 @@ def serve(fd: int, script_folder: str) -> None:
         if got is None:
             return
         fds, payload = got
-        argv, cwd, env = pickle.loads(payload)
+        argv, cwd, env, umask = pickle.loads(payload)
         pid = os.fork()
         if pid == 0:
+            os.umask(umask)
             _child(fds, argv, cwd, env, sock)
         for received in fds:
             os.close(received)
@@ -200,7 +200,11 @@ class Zygote:
         in_r, in_w = os.pipe() if input is not None else (_inherited_stdin(), -1)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        payload = pickle.dumps((list(argv), None if cwd is None else str(cwd), dict(env)))
+        umask = os.umask(0o022)
+        os.umask(umask)
+        # What subprocess.run gives the child by inheritance, taken now: this process's folder
+        # and umask (a test may have changed either since the server started).
+        payload = pickle.dumps((list(argv), str(cwd) if cwd is not None else os.getcwd(), dict(env), umask))
         try:
             socket.send_fds(self.sock, [struct.pack("!Q", len(payload))], [in_r, out_w, err_w])
             self.sock.sendall(payload)

@@ -98,3 +98,22 @@ def test_an_environment_settled_at_start_gets_a_real_interpreter(zygote, tmp_pat
     assert zygote.forks == forks  # made by subprocess.run, not forked
     again = zygote.run([_script_path(), "check", "."], cwd=root, env=_env(NO_COLOR="1"), input=None, timeout=120)
     assert zygote.forks == forks + 1 and again.stdout == first.stdout
+
+
+def test_a_run_inherits_the_folder_and_umask_of_the_moment(zygote, tmp_path, monkeypatch):
+    """As ``subprocess.run`` does: the caller's current folder and umask when the run starts."""
+    root = _project(tmp_path)
+    monkeypatch.chdir(root / "pkg")
+    forks = zygote.forks
+    modes = []
+    for mask in (0o077, 0o022):
+        before = os.umask(mask)
+        try:
+            out = zygote.run([_script_path(), "apply", "--output-dir", f"../out{mask:o}", "train.py"], cwd=None,
+                             env=_env(NO_COLOR="1"), input=None, timeout=120)
+        finally:
+            os.umask(before)
+        assert out.returncode == 0, out.stderr.decode()
+        assert ".to(" in (root / f"out{mask:o}" / "train.py").read_text()
+        modes.append((root / f"out{mask:o}").stat().st_mode & 0o777)
+    assert modes == [0o700, 0o755] and zygote.forks == forks + 2
