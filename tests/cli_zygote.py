@@ -11,10 +11,10 @@ environment differs from the server's there is made by ``subprocess.run`` of the
 as are the tests of the process itself (signals, terminals, hash seeds, imports), which never
 come here.
 
-The server (``python tests/cli_zygote.py FD``) reads requests on a Unix socket: the standard
-streams' descriptors and a pickled ``(argv, cwd, env)``. It forks; the child takes the
-descriptors as 0, 1 and 2 and calls the console script's function; the server answers with the
-child's pid, then its wait status.
+The server (``python tests/cli_zygote.py FD FOLDER``) reads requests on a Unix socket: the
+standard streams' descriptors and a pickled ``(argv, cwd, env, umask)``. It forks; the child takes
+the descriptors as 0, 1 and 2 and calls the console script's function; the server answers with
+the child's pid, then its wait status.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ class Zygote:
         finally:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
-        (pid,) = struct.unpack("!q", self.sock.recv(8, socket.MSG_WAITALL))
+        (pid,) = struct.unpack("!q", self._answer())
         self.forks += 1
         outputs = {out_r: bytearray(), err_r: bytearray()}
         readers = [threading.Thread(target=_drain, args=(fd, outputs[fd]), daemon=True) for fd in outputs]
@@ -221,11 +221,11 @@ class Zygote:
             reader.start()
         self.sock.settimeout(timeout)
         try:
-            status = self.sock.recv(8, socket.MSG_WAITALL)
+            status = self._answer()
         except TimeoutError:
             os.kill(pid, signal.SIGKILL)
             self.sock.settimeout(None)
-            self.sock.recv(8, socket.MSG_WAITALL)
+            self._answer()
             raise subprocess.TimeoutExpired(argv, timeout) from None
         finally:
             if self.sock is not None:
@@ -234,6 +234,14 @@ class Zygote:
             reader.join()
         (code,) = struct.unpack("!q", status)
         return subprocess.CompletedProcess(list(argv), code, bytes(outputs[out_r]), bytes(outputs[err_r]))
+
+
+    def _answer(self) -> bytes:
+        assert self.sock is not None
+        answer = self.sock.recv(8, socket.MSG_WAITALL)
+        if len(answer) != 8:
+            raise RuntimeError(f"the command-line server stopped (exit status {self.process.poll()})")
+        return answer
 
 
 def _inherited_stdin() -> int:
