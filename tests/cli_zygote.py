@@ -138,6 +138,8 @@ def serve(fd: int, script_folder: str) -> None:
             __import__(name)
         except ImportError:  # an optional dependency (tomli before Python 3.11, ...)
             pass
+    if "torch" in sys.modules:  # the command line must not import it (test_verify checks it too)
+        raise SystemExit("cli_zygote: importing the package imported torch; the forks would inherit it")
     sock.sendall(b"ready\n")
     while True:
         got = _recv(sock)
