@@ -170,7 +170,7 @@ class Zygote:
         self.forks = 0
         """How many runs were forked (the others were made by ``subprocess.run``)."""
 
-    def _start(self, script: str, env: dict[str, str]) -> socket.socket:
+    def _start(self, script: str, env: dict[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.process = subprocess.Popen(
             [sys.executable, __file__, str(theirs.fileno()), os.path.dirname(script)], pass_fds=[theirs.fileno()],
@@ -182,7 +182,6 @@ class Zygote:
             raise RuntimeError("the command-line server did not start (see stderr above)")
         self.sock = ours
         self.settled = _settled_at_start(env)
-        return ours
 
     def close(self) -> None:
         if self.sock is not None:

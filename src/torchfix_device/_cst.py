@@ -251,6 +251,11 @@ def module_code(module: cst.Module, rendered: dict[int, tuple[cst.CSTNode, str]]
     return "".join(state.tokens)
 
 
+def is_none(node: cst.CSTNode | None) -> bool:
+    """Is ``node`` the literal ``None``?"""
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
 def code_of(node: cst.CSTNode) -> str:
     """Source text of a node, as libcst would print it."""
     return cst.Module(body=[]).code_for_node(node)

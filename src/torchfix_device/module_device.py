@@ -126,7 +126,7 @@ class ModuleMethodDevice:
         if m.matches(small, m.Expr(m.Call(func=m.Attribute(m.Name("self"), m.Name("register_buffer"))))):
             call = cst.ensure_type(cst.ensure_type(small, cst.Expr).value, cst.Call)
             args = _cst.positional_args(call)
-            if len(args) >= 2 and isinstance(args[0].value, cst.SimpleString) and not m.matches(args[1].value, m.Name("None")):
+            if len(args) >= 2 and isinstance(args[0].value, cst.SimpleString) and not _cst.is_none(args[1].value):
                 name = args[0].value.evaluated_value
                 if isinstance(name, str) and name.isidentifier():
                     return f"self.{name}.device", False

@@ -161,7 +161,7 @@ def _is_data(node: cst.BaseExpression) -> bool:
 def _setting(node: cst.BaseExpression) -> bool:
     """A constant or a configuration value (``opt.n_classes``, ``4 * nz``), not a bare name (a
     module or tensor may be passed that way)."""
-    if _is_data(node) or (isinstance(node, cst.Name) and node.value == "None"):
+    if _is_data(node) or _cst.is_none(node):
         return True
     if isinstance(node, cst.Attribute):
         dotted = _cst.dotted_name(node)

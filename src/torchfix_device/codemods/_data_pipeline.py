@@ -89,7 +89,7 @@ class DataPipelineEvidence:
             if any(a.star for a in value.args):
                 return "a `DataLoader` given `*args`/`**kwargs`"
             collate = _cst.keyword_arg(value, "collate_fn")
-            if collate is not None and not (isinstance(collate.value, cst.Name) and collate.value.value == "None"):
+            if collate is not None and not _cst.is_none(collate.value):
                 return "a `DataLoader` with a `collate_fn=` of its own, which may return anything"
             dataset = _cst.keyword_arg(value, "dataset")
             if dataset is None:
@@ -118,7 +118,7 @@ class DataPipelineEvidence:
 
     def transform_missing(self, expr: cst.BaseExpression) -> str | None:
         """None when ``expr`` is a transform of torchvision's own (or a list of them)."""
-        if isinstance(expr, cst.Name) and expr.value == "None":
+        if _cst.is_none(expr):
             return None
         if isinstance(expr, (cst.List, cst.Tuple)):
             return _first(self.transform_missing(e.value) for e in expr.elements)

@@ -83,7 +83,7 @@ def _not_an_index(value: cst.BaseExpression) -> str | None:
         return "a float"
     if isinstance(value, cst.Name) and value.value in ("True", "False"):
         return "a bool"
-    if isinstance(value, cst.Name) and value.value == "None":
+    if _cst.is_none(value):
         return "`None` (the current device)"
     if isinstance(value, cst.Call) and (_cst.dotted_name(value.func) or "").rpartition(".")[2] == "device":
         return "a `torch.device`"

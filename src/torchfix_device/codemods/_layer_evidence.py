@@ -169,7 +169,7 @@ class LayerEvidence:
         return None
 
     def classify(self, value: cst.BaseExpression, scope, bound: frozenset[str]) -> str:
-        if m.matches(value, m.Name("None")):
+        if _cst.is_none(value):
             return NONE
         if isinstance(value, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
                               cst.FormattedString, cst.Lambda, cst.Comparison, cst.Ellipsis)):

@@ -289,6 +289,6 @@ def _given(call: cst.Call, index: int, keyword: str) -> bool:
     chosen = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
     if chosen is None and len(positional) > index:
         chosen = positional[index].value
-    if chosen is None or m.matches(chosen, m.Name("None")):
+    if chosen is None or _cst.is_none(chosen):
         return False
     return not (isinstance(chosen, cst.Tuple) and not chosen.elements)

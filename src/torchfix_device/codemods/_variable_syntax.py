@@ -26,7 +26,7 @@ def unsupported(call: cst.Call) -> str | None:
     positional = _cst.positional_args(call)
     if len(positional) != 1 or call.args[0].keyword is not None:
         return "without exactly one positional argument"
-    if isinstance(positional[0].value, cst.Name) and positional[0].value.value == "None":
+    if _cst.is_none(positional[0].value):
         return "of `None` (an empty tensor: `torch.empty(0)`)"
     for arg in call.args[1:]:
         keyword = arg.keyword.value if arg.keyword else ""

@@ -341,7 +341,7 @@ class TensorAttributeNotBuffer(Codemod):
                 continue
             if value is None:
                 return f"`self.{name}` is also bound in a form this tool cannot follow"
-            if m.matches(value, m.Name("None")) or self._is_tensor(value, scope) or _is_self_tensor_chain(value, name):
+            if _cst.is_none(value) or self._is_tensor(value, scope) or _is_self_tensor_chain(value, name):
                 continue
             return f"`self.{name}` is also assigned `{_short(value)}`, which a buffer accepts only if it is a tensor or None"
         return None

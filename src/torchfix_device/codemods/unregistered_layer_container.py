@@ -289,7 +289,7 @@ class UnregisteredLayerContainer(Codemod):
 
     def _structural_problem(self, name: str, info: Attr, target: str, candidates: list[Site]) -> str | None:
         for site in info.sites:
-            if site.kind is not None or m.matches(site.value, m.Name("None")):
+            if site.kind is not None or _cst.is_none(site.value):
                 continue
             if target.startswith("Module") and self._evidence.classify(site.value, site.scope, frozenset()) == LAYER:
                 continue  # a module replacing the container: fine
