@@ -22,7 +22,7 @@ from pathlib import Path
 
 _MEASURE = (
     "import resource, sys, time\n"
-    "from torchfix_device.catalog import all_codemods\n"
+    "from torchfix_device.codemods.catalog import all_codemods\n"
     "from torchfix_device.engine import transform_source\n"
     "text = open(sys.argv[1], encoding='utf-8').read()\n"
     "cpu, wall = time.process_time(), time.perf_counter()\n"

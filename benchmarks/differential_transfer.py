@@ -31,7 +31,7 @@ def rewrite_digests(root: Path, examples: int, seed: int, part: int, parts: int,
 import hashlib, json, random, sys
 sys.path[:0] = [{str(root / 'tests')!r}, {str(root / 'src')!r}]
 import generated
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
 rng = random.Random({seed})
 examples = [generated.draw_example(rng) for _ in range({examples})]

@@ -181,7 +181,7 @@ def torchfix_device_executable() -> list[str]:
 
 def python_files(root: Path) -> list[Path]:
     sys.path.insert(0, str(HERE.parent / "src"))
-    from torchfix_device.file_selection import collect_files
+    from torchfix_device.files.selection import collect_files
 
     files, _ = collect_files([root])
     return files
@@ -190,11 +190,11 @@ def python_files(root: Path) -> list[Path]:
 def kept_files(files: list[Path]) -> tuple[list[Path], list[Path]]:
     """The files the substring prefilter keeps (some selected codemod's trigger occurs: item 2 of
     the issue, the floor its target names), and those stage 1 keeps (the ones libcst parses)."""
-    from torchfix_device.candidates import candidate_codemods, parse_facts
-    from torchfix_device.catalog import all_codemods
-    from torchfix_device.fileio import SourceError, read_source
+    from torchfix_device.prefilter.candidates import candidate_codemods, parse_facts
+    from torchfix_device.codemods.catalog import all_codemods
+    from torchfix_device.files.sources import SourceError, read_source
     from torchfix_device.engine import active_codemods
-    from torchfix_device.file_selection import MAX_FILE_BYTES
+    from torchfix_device.files.selection import MAX_FILE_BYTES
 
     prefiltered, kept = [], []
     for path in files:
@@ -358,7 +358,7 @@ def main() -> None:
     args.torchfix_runs = args.torchfix_runs or args.runs
     args.jobs1_runs = args.runs if args.jobs1_runs is None else args.jobs1_runs
     sys.path.insert(0, str(HERE.parent / "src"))
-    from torchfix_device.parallel import default_jobs
+    from torchfix_device.run.parallel import default_jobs
 
     jobs = args.jobs or default_jobs()
     args.workdir.mkdir(parents=True, exist_ok=True)

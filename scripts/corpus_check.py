@@ -5,7 +5,7 @@
 
 Each corpus (a folder, or a PyPI release fetched at run time with ``pip download`` into a
 temporary folder and unpacked there; nothing is kept) is copied to a temporary folder, and the
-engine (``torchfix_device.runner.run(..., write=True)``) rewrites the COPY; the original is never
+engine (``torchfix_device.run.runner.run(..., write=True)``) rewrites the COPY; the original is never
 touched. Then, for every Python file:
 
 - no crash: the run returns one result per file; a file it cannot handle is a ``failed`` result
@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.results import FileResult
-from torchfix_device.runner import run
+from torchfix_device.run.runner import run
 
 BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 

@@ -1,6 +1,6 @@
 """Generate the rules documentation from the codemods' own docstrings.
 
-Writes, from each codemod class (``torchfix_device.catalog.all_codemods()``: its ``code``,
+Writes, from each codemod class (``torchfix_device.codemods.catalog.all_codemods()``: its ``code``,
 ``name``, ``summary``, ``safe`` and the sections of :meth:`Codemod.documentation`):
 
 - ``docs/rules/TFD0NN-<name>.md``, one page per rule;
@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))  # this checkout's package, not another installed one
 
-from torchfix_device.catalog import all_codemods  # noqa: E402
-from torchfix_device.codemod import DOC_SECTIONS, Codemod  # noqa: E402
-from torchfix_device.rule_docs import REPORT_ONLY, SAFE_FIX as SAFE, UNSAFE_FIX as UNSAFE  # noqa: E402
+from torchfix_device.codemods.catalog import all_codemods  # noqa: E402
+from torchfix_device.codemods.base import DOC_SECTIONS, Codemod  # noqa: E402
+from torchfix_device.codemods.docs import REPORT_ONLY, SAFE_FIX as SAFE, UNSAFE_FIX as UNSAFE  # noqa: E402
 
 RULES_FOLDER = Path("docs") / "rules"
 README = Path("README.md")
@@ -52,7 +52,11 @@ def page_name(codemod: type[Codemod]) -> str:
 
 
 def _source_path(codemod: type[Codemod]) -> str:
-    return "src/" + codemod.__module__.replace(".", "/") + ".py"
+    """The rule's module, or its folder where the rule is a package (the rule and its helpers)."""
+    module = codemod.__module__
+    if module.endswith(".rule"):
+        return "src/" + module.removesuffix(".rule").replace(".", "/") + "/"
+    return "src/" + module.replace(".", "/") + ".py"
 
 
 def _cell(text: str) -> str:

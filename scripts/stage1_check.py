@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Check on real code that stage 1 (``torchfix_device.candidates``) never leaves out a codemod
+"""Check on real code that stage 1 (``torchfix_device.prefilter.candidates``) never leaves out a codemod
 that would act.
 
     python scripts/stage1_check.py PATH... [--select TFD003,TFD004]
@@ -18,11 +18,11 @@ import sys
 import time
 from pathlib import Path
 
-from torchfix_device.candidates import candidate_codemods, parse_facts
-from torchfix_device.catalog import select_codemods
-from torchfix_device.fileio import SourceError, read_source
+from torchfix_device.prefilter.candidates import candidate_codemods, parse_facts
+from torchfix_device.codemods.catalog import select_codemods
+from torchfix_device.files.sources import SourceError, read_source
 from torchfix_device.engine import active_codemods, transform_unfiltered
-from torchfix_device.file_selection import collect_files
+from torchfix_device.files.selection import collect_files
 
 
 def left_out_but_acting(text: str, codemods) -> list[str]:

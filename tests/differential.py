@@ -53,7 +53,7 @@ CHILD_TIMEOUT_S = 30
 # -- the parent side ------------------------------------------------------------------------------
 def rewrite(text: str, filename: str = "<generated>") -> str:
     """The tool's safe output for ``text`` (every codemod, safe fixes only)."""
-    from torchfix_device.catalog import all_codemods
+    from torchfix_device.codemods.catalog import all_codemods
     from torchfix_device.engine import transform_source
 
     return transform_source(text, all_codemods(), unsafe_fixes=False, filename=filename).text
@@ -245,7 +245,7 @@ def _legacy_cuda_types(torch, target) -> None:
     stand-in; ``isinstance`` true for a strided tensor of that dtype on the stand-in ``meta``
     (on the CPU leg nothing is CUDA to a type test, as ``is_cuda`` says); ``x.type(T)`` moves
     and converts. In the "gpu" leg ``is_cuda`` is true on ``meta``, the device playing CUDA."""
-    from torchfix_device._cst import LEGACY_TENSOR_DTYPES
+    from torchfix_device.torch_api import LEGACY_TENSOR_DTYPES
 
     fakes = {}
     for name, dtype_name in LEGACY_TENSOR_DTYPES.items():
@@ -364,7 +364,7 @@ def _worker() -> None:
     except ImportError:  # pragma: no cover - numpy comes with torch
         pass
 
-    import torchfix_device._cst  # noqa: F401 - the legacy tensor types' table (libcst: 0.5 s a child otherwise)
+    import torchfix_device.torch_api  # noqa: F401 - the legacy tensor types' table (libcst: 0.5 s a child otherwise)
     import torchfix_device.verify.checker  # noqa: F401
     import torchfix_device.verify.legacy  # noqa: F401
 

@@ -16,9 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
-from torchfix_device.fileio import TEMP_SUFFIX
+from torchfix_device.files.sources import TEMP_SUFFIX
 
 TEMPLATES = [
     "import torch\n\n\ndef load_{i}(path):\n    model = torch.load(path)\n    return model.cuda()\n",

@@ -294,7 +294,7 @@ def problems(result: dict) -> list[str]:
 
 
 def transform(text: str):
-    from torchfix_device.catalog import all_codemods
+    from torchfix_device.codemods.catalog import all_codemods
     from torchfix_device.engine import transform_source
 
     return transform_source(text, all_codemods(), unsafe_fixes=False, filename="example.py")

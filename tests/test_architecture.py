@@ -222,4 +222,4 @@ def test_one_atomic_writer() -> None:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 if (node.value.id, node.attr) in RENAMING_INTO_PLACE:
                     writers.add(name)
-    assert writers == {f"{PACKAGE}.fileio"}
+    assert writers == {f"{PACKAGE}.files.sources"}

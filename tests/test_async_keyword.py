@@ -15,11 +15,11 @@ import libcst as cst
 import pytest
 
 from conftest import FIXTURES, run_cli
-from torchfix_device.catalog import all_codemods, lookup
+from torchfix_device.codemods.catalog import all_codemods, lookup
 from torchfix_device.codemods.async_keyword_argument import AsyncKeywordArgument
 from torchfix_device.engine import parse_error_message, transform_source, transform_unfiltered
-from torchfix_device.interactive import rewrite_with
-from torchfix_device.job import process_file
+from torchfix_device.cli.interactive import rewrite_with
+from torchfix_device.run.job import process_file
 
 HERE = FIXTURES / "async_keyword_argument"
 TFD016 = lookup("TFD016")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from torchfix_device.fileio import TEMP_SUFFIX
+from torchfix_device.files.sources import TEMP_SUFFIX
 
 LEGACY = """\
 import torch

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from torchfix_device import device_source
-from torchfix_device.budget import DEFAULT_MEMORY, DEFAULT_SECONDS, parse_memory
-from torchfix_device.catalog import all_codemods
+from torchfix_device.devices import source as device_source
+from torchfix_device.run.budget import DEFAULT_MEMORY, DEFAULT_SECONDS, parse_memory
+from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
 from torchfix_device.options import RunOptions
 

@@ -12,9 +12,9 @@ import pytest
 
 from conftest import run_cli
 from torchfix_device import engine
-from torchfix_device.catalog import all_codemods
-from torchfix_device.fileio import TEMP_SUFFIX, WriteError, atomic_replace, read_source
-from torchfix_device.job import process_file
+from torchfix_device.codemods.catalog import all_codemods
+from torchfix_device.files.sources import TEMP_SUFFIX, WriteError, atomic_replace, read_source
+from torchfix_device.run.job import process_file
 
 LEGACY = (
     'import torch\nimport torch.nn.functional as F\n\nstate = torch.load("ckpt.pt")  # résumé\n'
@@ -266,7 +266,7 @@ def test_ctrl_c_during_atomic_replace_leaves_no_temp_file(tmp_path: Path, monkey
     import os
     import signal
 
-    from torchfix_device import fileio
+    from torchfix_device.files import sources as fileio
 
     path = tmp_path / "m.py"
     path.write_bytes(b"old\n")

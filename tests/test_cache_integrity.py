@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from torchfix_device.cache import CACHE_DIR_NAME, ResultCache
-from torchfix_device.catalog import all_codemods
-from torchfix_device.file_selection import read_marks
+from torchfix_device.run.cache import CACHE_DIR_NAME, ResultCache
+from torchfix_device.codemods.catalog import all_codemods
+from torchfix_device.files.selection import read_marks
 
 LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\n'
 FIXED = (

@@ -14,8 +14,8 @@ import pytest
 
 from conftest import FIXTURES, ROOT
 from torchfix_device import engine
-from torchfix_device.candidates import candidate_codemods, parse_facts
-from torchfix_device.catalog import all_codemods
+from torchfix_device.prefilter.candidates import candidate_codemods, parse_facts
+from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source, transform_unfiltered
 
 CORPUS = sorted([*FIXTURES.rglob("*.py"), *(ROOT / "examples").rglob("*.py")])
@@ -57,7 +57,7 @@ def test_corpus_is_not_empty_and_has_findings_of_every_codemod() -> None:
 def test_every_codemod_has_a_condition() -> None:
     """Each codemod states its own stage-1 condition (``may_match`` or ``sites``) in its module;
     the base class's defaults would run it on every file."""
-    from torchfix_device.codemod import Codemod
+    from torchfix_device.codemods.base import Codemod
 
     def own(codemod: type[Codemod], method: str) -> bool:
         return getattr(codemod, method).__func__ is not getattr(Codemod, method).__func__

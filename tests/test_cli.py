@@ -16,8 +16,8 @@ import pytest
 
 from conftest import console_script, run_cli
 from torchfix_device import __version__
-from torchfix_device.codemod import DOC_SECTIONS
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.base import DOC_SECTIONS
+from torchfix_device.codemods.catalog import all_codemods
 
 LEGACY = """\
 import torch
@@ -402,7 +402,7 @@ def test_help_and_rules_wrap_and_never_cut_in_a_narrow_pipe() -> None:
     summary of ``rules`` (one row a line in a pipe)."""
     import typer.main
 
-    from torchfix_device.cli_app import app  # the typer app: its options are what help must show
+    from torchfix_device.cli.app import app  # the typer app: its options are what help must show
 
     command = typer.main.get_command(app)
     for name in ("check", "apply"):

@@ -9,8 +9,8 @@ import pytest
 from libcst.metadata import QualifiedNameProvider, ScopeProvider
 
 from conftest import FIXTURES, ROOT
-from torchfix_device.codemod import Codemod
-from torchfix_device.catalog import REGISTRY
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.codemods.catalog import REGISTRY
 from torchfix_device.engine import transform_unfiltered
 
 NAMES = ("device", "dev", "DEVICE", "torch_device", "default_device", "device_", "x", "len", "f", "g", "C")

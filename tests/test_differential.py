@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from differential import compare, not_executable, python3, rewrite, run_sources
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods, rule_slug
 
 pytestmark = pytest.mark.xdist_group("differential-fixtures")  # one batch of executions, run once (see pyproject.toml)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SAFE = {c.__module__.rsplit(".", 1)[-1]: c.safe for c in all_codemods()}
+SAFE = {rule_slug(c.__module__): c.safe for c in all_codemods()}
 LEGS = ("cpu", "gpu")
 
 KNOWN_DIFFERENCES: dict[str, str] = {}

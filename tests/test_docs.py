@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT
 
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods, rule_slug
 
 README = ROOT / "README.md"
 README_LIMIT = 20_000  # bytes, as `wc -c` counts them: never more characters than that either
@@ -92,7 +92,7 @@ def test_fix_tiers_match_what_the_codemods_do() -> None:
     for codemod in codemods:
         tier = generate_docs.fix_tier(codemod)
         assert tier == generate_docs.REPORT_ONLY or (tier == generate_docs.SAFE) == codemod.safe
-        folder = ROOT / "tests" / "fixtures" / codemod.__module__.rsplit(".", 1)[-1]
+        folder = ROOT / "tests" / "fixtures" / rule_slug(codemod.__module__)
         inputs = sorted(folder.glob("*.in.py"))
         assert inputs, f"{codemod.code}: no .in.py fixture in {folder}"
         changed = [

@@ -5,7 +5,8 @@ from __future__ import annotations
 import textwrap
 from contextlib import contextmanager
 
-from torchfix_device.catalog import all_codemods, lookup, select_codemods
+from torchfix_device.syntax import traversal
+from torchfix_device.codemods.catalog import all_codemods, lookup, select_codemods
 from torchfix_device.engine import active_codemods, transform_source, transform_unfiltered
 
 
@@ -104,9 +105,9 @@ def _unsafe_spam_renamer(*, mark_safe: bool | None = None):
     to ``report`` as the finding's own safety); registered only inside the ``with``."""
     import libcst as cst
 
-    from torchfix_device.codemod import Codemod
+    from torchfix_device.codemods.base import Codemod
 
-    from torchfix_device.catalog import REGISTRY
+    from torchfix_device.codemods.catalog import REGISTRY
 
     class RenameSpam(Codemod):
         """A throw-away unsafe codemod: ``spam`` → ``eggs``."""
@@ -153,16 +154,15 @@ def test_a_run_that_replaces_no_node_is_not_rendered(monkeypatch) -> None:
     import libcst as cst
     import pytest
 
-    from torchfix_device.fast_names import CHECK_FAST_NAMES
+    from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 
-    from torchfix_device.catalog import REGISTRY
+    from torchfix_device.codemods.catalog import REGISTRY
 
     if CHECK_FAST_NAMES:
         pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 renders every run to check this very shortcut")
-    from torchfix_device import _cst
 
     rendered: list[str] = []
-    real, real_module_code = cst.Module.code.fget, _cst.module_code
+    real, real_module_code = cst.Module.code.fget, traversal.module_code
 
     def counting(self):
         text = real(self)
@@ -175,7 +175,7 @@ def test_a_run_that_replaces_no_node_is_not_rendered(monkeypatch) -> None:
         return text
 
     monkeypatch.setattr(cst.Module, "code", property(counting))
-    monkeypatch.setattr(_cst, "module_code", counting_module_code)
+    monkeypatch.setattr(traversal, "module_code", counting_module_code)
     manual_only = "import torch\n\nx = torch.zeros(3).cuda('cuda:1')\n"  # a device string: manual review
     out = transform_unfiltered(manual_only, [REGISTRY["TFD001"]])
     assert [f.fixed for f in out.findings] == [False] and out.text == manual_only
@@ -208,9 +208,9 @@ def test_a_codemod_created_without_libcsts_decorator_scan_has_the_same_state() -
 def test_a_codemod_with_matcher_decorators_keeps_libcsts_dispatch() -> None:
     import libcst.matchers as m
 
-    from torchfix_device.codemod import Codemod
+    from torchfix_device.codemods.base import Codemod
 
-    from torchfix_device.catalog import REGISTRY
+    from torchfix_device.codemods.catalog import REGISTRY
 
     class Decorated(Codemod):
         """Renames `spam` through a matcher decorator."""
@@ -239,8 +239,6 @@ def test_walking_statements_finds_every_statement_the_full_walk_finds() -> None:
 
     import libcst as cst
 
-    from torchfix_device import _cst
-
     def is_statement(node: cst.CSTNode) -> bool:
         return isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement, cst.BaseSuite, cst.ExceptHandler))
 
@@ -253,9 +251,9 @@ def test_walking_statements_finds_every_statement_the_full_walk_finds() -> None:
         except SyntaxError:
             continue  # an input of the token pass (`.cuda(async=True)`): not Python 3
         module = cst.parse_module(text)
-        full = [n for n in _cst.walk(module) if is_statement(n)]
-        assert [n for n in _cst.walk_statements(module) if is_statement(n)] == full, path
-        assert sum(1 for _ in _cst.walk_statements(module)) <= sum(1 for _ in _cst.walk(module))
+        full = [n for n in traversal.walk(module) if is_statement(n)]
+        assert [n for n in traversal.walk_statements(module) if is_statement(n)] == full, path
+        assert sum(1 for _ in traversal.walk_statements(module)) <= sum(1 for _ in traversal.walk(module))
 
 
 def test_a_codemod_that_can_only_report_runs_on_the_original_tree_alone(monkeypatch) -> None:
@@ -263,11 +261,11 @@ def test_a_codemod_that_can_only_report_runs_on_the_original_tree_alone(monkeypa
     rewrote the file it runs once, on the file's own tree, for its findings."""
     import pytest
 
-    from torchfix_device.codemod import Codemod
+    from torchfix_device.codemods.base import Codemod
 
-    from torchfix_device.fast_names import CHECK_FAST_NAMES
+    from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 
-    from torchfix_device.catalog import REGISTRY
+    from torchfix_device.codemods.catalog import REGISTRY
 
     if CHECK_FAST_NAMES:
         pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 runs it on the rewrites too, to check it changes nothing")
@@ -300,15 +298,13 @@ def test_an_unsafe_codemod_cannot_mark_a_finding_safe() -> None:
 
 
 def test_children_read_from_fields_equal_libcsts_children() -> None:
-    """``_cst.children`` reads a node's children from the fields libcst visits (learnt per node
+    """``traversal.children`` reads a node's children from the fields libcst visits (learnt per node
     class from the first node met); it must equal libcst's own ``children`` on every node,
     whichever node of a class comes first (an f-string's ``format_spec`` is visited only when
     set)."""
     from pathlib import Path
 
     import libcst as cst
-
-    from torchfix_device import _cst
 
     root = Path(__file__).parent.parent
     files = sorted([*root.joinpath("tests", "fixtures").rglob("*.py"), *root.joinpath("src").rglob("*.py")])
@@ -320,26 +316,26 @@ def test_children_read_from_fields_equal_libcsts_children() -> None:
         except cst.ParserSyntaxError:
             continue
     for ordered in (modules, modules[::-1]):
-        _cst._VISITED_FIELDS.clear()
+        traversal._VISITED_FIELDS.clear()
         checked = 0
         for module in [cst.parse_module(extra), *ordered]:
             stack: list[cst.CSTNode] = [module]
             while stack:
                 node = stack.pop()
                 expected = list(node.children)
-                got = list(_cst.children(node))
+                got = list(traversal.children(node))
                 assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), type(node).__name__
                 stack.extend(expected)
                 checked += 1
-            _cst.forget_children()
+            traversal.forget_children()
         assert checked > 50000
 
 
 def test_a_codemod_with_a_per_field_hook_gets_it_called() -> None:
     """Codemods without ``visit_<Node>_<field>`` hooks skip libcst's per-field dispatch; one
     that defines such a hook still has it called, in libcst's order."""
-    from torchfix_device.codemod import Codemod
-    from torchfix_device.catalog import REGISTRY
+    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.codemods.catalog import REGISTRY
     from torchfix_device.engine.visiting import _has_attribute_hooks
 
     calls: list[str] = []

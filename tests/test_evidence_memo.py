@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchfix_device.codemods import _grad_evidence
+from torchfix_device.facts import grad as _grad_evidence
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
 from torchfix_device.engine import transform_source
 

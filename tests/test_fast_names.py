@@ -13,9 +13,9 @@ import pytest
 from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
 
 from conftest import FIXTURES, ROOT
-from torchfix_device import fast_names
-from torchfix_device.catalog import all_codemods
-from torchfix_device.fast_names import FastNames
+from torchfix_device.syntax import qualified_names as fast_names
+from torchfix_device.codemods.catalog import all_codemods
+from torchfix_device.syntax.qualified_names import FastNames
 from torchfix_device.engine import transform_unfiltered
 
 SNIPPETS = [
@@ -199,7 +199,7 @@ def test_module_named_function_makes_locals_ask_libcst() -> None:
 def resolved(monkeypatch) -> list[object]:
     """The metadata providers libcst resolves during the test (skipped where every name is
     checked against libcst's on purpose)."""
-    import torchfix_device.fast_names as codemod
+    import torchfix_device.syntax.qualified_names as codemod
 
     if codemod.CHECK_FAST_NAMES:
         pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 resolves libcst's names on purpose")
@@ -226,7 +226,7 @@ def test_a_plain_factory_site_needs_no_scope_analysis(resolved) -> None:
 
 
 def test_check_mode_flag_is_read_from_the_environment() -> None:
-    import torchfix_device.fast_names as codemod
+    import torchfix_device.syntax.qualified_names as codemod
 
     assert isinstance(codemod.CHECK_FAST_NAMES, bool)
     assert fast_names.BUILTIN_NAMES >= {"len", "super", "None"}
@@ -269,8 +269,8 @@ def test_prefix_tested_modules_cover_the_codemods_prefix_tests() -> None:
     """A codemod testing qualified names by a module prefix must have that module in
     ``PREFIX_TESTED_MODULES``, or a local's libcst name (``math.<locals>.x``, in a file with a
     module-level ``def math()``) could pass its test on the fast path's answer but not libcst's."""
-    from torchfix_device.codemods import cuda_call
-    from torchfix_device.codemods import unregistered_layer_container as ulc
+    from torchfix_device.codemods.cuda_call import rule as cuda_call
+    from torchfix_device.codemods.unregistered_layer_container import rule as ulc
 
     prefixes = [*ulc.NON_LAYER_MODULES, *ulc.TORCH_MAY_BE_MODULE, *cuda_call.NOT_TORCH_PREFIXES, "numba.", "cupy.", "pycuda."]
     assert {p.split(".")[0] for p in prefixes} <= fast_names.PREFIX_TESTED_MODULES
@@ -336,7 +336,7 @@ def test_a_renaming_import_keeps_a_plain_name_possible() -> None:
 def test_calls_that_cannot_be_a_codemods_target_need_no_scope_analysis(resolved) -> None:
     """A name only libcst can qualify (``global`` below) costs a whole-file scope analysis; when
     its last part cannot be a factory's, TFD003 does not ask."""
-    import torchfix_device.catalog as codemod
+    import torchfix_device.codemods.catalog as codemod
 
     code = (
         "import torch\nimport torch.nn as nn\n\nstate = None\n\n\ndef reset():\n    global state\n    state = {}\n\n\n"

@@ -15,8 +15,8 @@ import pytest
 import typer.main
 
 from conftest import run_cli
-from torchfix_device import fastpath
-from torchfix_device.cli_app import app
+from torchfix_device.cli import fast_parser as fastpath
+from torchfix_device.cli.app import app
 
 LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\nx = torch.zeros(2).cuda(dev)\n'
 TYPER_ONLY = {"--interactive", "-i", "--help", "-h"}

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from torchfix_device.codemod import DOC_SECTIONS
+from torchfix_device.codemods.base import DOC_SECTIONS
 
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods, rule_slug
 from torchfix_device.engine import transform_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-CODEMODS = {c.__module__.rsplit(".", 1)[-1]: c for c in all_codemods()}
+CODEMODS = {rule_slug(c.__module__): c for c in all_codemods()}
 
 
 def _cases(kind: str):
@@ -66,7 +66,7 @@ def test_trap_is_byte_identical(codemod, path: Path) -> None:
 
 @pytest.mark.parametrize("codemod", all_codemods(), ids=lambda c: c.code)
 def test_every_codemod_has_each_kind_of_fixture(codemod) -> None:
-    folder = FIXTURES / codemod.__module__.rsplit(".", 1)[-1]
+    folder = FIXTURES / rule_slug(codemod.__module__)
     assert folder.is_dir(), f"{codemod.code}: no fixture folder {folder.name}/"
     for kind in ("in", "out", "noop"):
         assert list(folder.glob(f"*.{kind}.py")), f"{codemod.code}: no .{kind}.py fixture"

@@ -15,7 +15,7 @@ import pytest
 from differential import compare, devices_seen, rewrite, run_sources
 from generated import report_mismatches
 
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
 
 pytestmark = pytest.mark.xdist_group("flag-device-runs")  # one batch of executions, run once (see pyproject.toml)
@@ -379,7 +379,7 @@ def _flags(source: str) -> dict[str, tuple[str | None, str | None]]:
     """Scope name → (the device's test, the reason it cannot be used), for every scope with a flag."""
     import libcst as cst
 
-    from torchfix_device.flag_device import FlagAnalysis
+    from torchfix_device.devices.flag_device import FlagAnalysis
 
     module = cst.parse_module(textwrap.dedent(source))
     found = FlagAnalysis(module, lambda node: False)
@@ -486,7 +486,7 @@ def test_which_flag_and_why_not(source: str, expected: dict) -> None:
 def test_the_binding_follows_the_flag_into_the_main_block_and_skips_early_functions() -> None:
     import libcst as cst
 
-    from torchfix_device.flag_device import FlagAnalysis
+    from torchfix_device.devices.flag_device import FlagAnalysis
 
     module = cst.parse_module(textwrap.dedent('''
         def parse():

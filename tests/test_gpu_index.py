@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from differential import compare, rewrite, run_sources
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
 
 pytestmark = pytest.mark.xdist_group("gpu-index")  # one batch of executions, run once

@@ -11,7 +11,7 @@ from libcst.codemod.visitors import RemoveImportsVisitor
 
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
 from torchfix_device.engine import transform_source, transform_unfiltered
-from torchfix_device.import_edits import _AliasRemover, remove_import_aliases
+from torchfix_device.syntax.imports import _AliasRemover, remove_import_aliases
 
 
 class _LibcstRemoval(VariableWrapper):

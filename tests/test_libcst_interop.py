@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods
 
 CONFIG = """\
 generated_code_marker: '@generated'
@@ -54,7 +54,7 @@ def test_libcst_tool_lists_every_codemod_with_its_code(project: Path) -> None:
     assert out.returncode == 0, out.stderr.decode()
     listed = out.stdout.decode()
     for codemod in all_codemods():
-        module = sys.modules[codemod.__module__].__name__.rsplit(".", 1)[1]
+        module = codemod.__module__.removeprefix("torchfix_device.codemods.")
         assert f"{module}.{codemod.__name__} - {codemod.code} {codemod.name}: " in listed
 
 

@@ -9,9 +9,11 @@ import textwrap
 
 import pytest
 
-from torchfix_device.catalog import all_codemods
-from torchfix_device.codemods import unregistered_layer_container as tfd004
-from torchfix_device.codemods._registration import DICT_CONTAINER_ATTRS, NN_MODULE_ATTRS
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.codemods.catalog import all_codemods
+from torchfix_device.codemods.unregistered_layer_container import rule as tfd004
+from torchfix_device.codemods.common.registration import DICT_CONTAINER_ATTRS, NN_MODULE_ATTRS
 from torchfix_device.codemods.tensor_attribute_not_buffer import TensorAttributeNotBuffer
 from torchfix_device.codemods.unregistered_layer_container import UnregisteredLayerContainer
 from torchfix_device.engine import transform_source
@@ -259,9 +261,7 @@ def test_names_bound_by_agrees_with_binding_of() -> None:
     from pathlib import Path
 
     import libcst as cst
-
-    from torchfix_device import _cst
-    from torchfix_device.codemods._registration import binding_of, names_bound_by
+    from torchfix_device.codemods.common.registration import binding_of, names_bound_by
 
     extra = (
         "a = b = f()\n(a, [b, *c]), d = x\ne: int\ng: int = 1\nh += 1\ni[0] = 1\nfor j, (k, l) in y: pass\n"
@@ -278,11 +278,11 @@ def test_names_bound_by_agrees_with_binding_of() -> None:
         modules.append(cst.parse_module(text))
     checked = 0
     for module in modules:
-        spelt = {n.value for n in _cst.walk(module) if isinstance(n, cst.Name)} | {"os", "np", "z", "w", "y"}
-        for node in _cst.walk(module):
+        spelt = {n.value for n in traversal.walk(module) if isinstance(n, cst.Name)} | {"os", "np", "z", "w", "y"}
+        for node in traversal.walk(module):
             bound = set(names_bound_by(node))
             assert bound <= spelt, (node, bound - spelt)
-            assert bound == {name for name in spelt if binding_of(node, name) is not None}, _cst.code_of(node)
+            assert bound == {name for name in spelt if binding_of(node, name) is not None}, nodes.code_of(node)
             checked += bool(bound)
     assert checked > 500
 
@@ -294,7 +294,7 @@ def test_scopes_and_methods_found_in_one_pass_match_climbing_the_parents(monkeyp
 
     import libcst
 
-    from torchfix_device.codemods._layer_containers import ContainerFinder
+    from torchfix_device.codemods.unregistered_layer_container.containers import ContainerFinder
     from torchfix_device.engine import transform_unfiltered
 
     checked = []
@@ -339,6 +339,5 @@ def test_scopes_and_methods_found_in_one_pass_match_climbing_the_parents(monkeyp
 
 
 def _cst_children(node):
-    from torchfix_device import _cst
 
-    return _cst.children(node)
+    return traversal.children(node)

@@ -21,7 +21,7 @@ import os
 import libcst as cst
 import libcst.matchers as m
 
-from torchfix_device.codemod import Codemod
+from torchfix_device.codemods.base import Codemod
 
 
 class ToySpam(Codemod):

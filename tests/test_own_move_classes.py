@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
-from torchfix_device.project_classes import classes_with_own_moves
+from torchfix_device.facts.project_classes import classes_with_own_moves
 
 STORAGE = '''import torch
 
@@ -144,7 +144,7 @@ SCAN_CASES = {
 def test_the_line_scan_finds_every_class_the_parse_finds(name: str) -> None:
     """``classes_in`` scans lines instead of parsing; where a line does not tell, it parses. It
     must never miss a class CPython's ``ast`` sees defining ``cuda``/``to`` in its body."""
-    from torchfix_device.project_classes import _parsed_classes, classes_in
+    from torchfix_device.facts.project_classes import _parsed_classes, classes_in
 
     source = SCAN_CASES[name]
     parsed = _parsed_classes(source)
@@ -154,7 +154,7 @@ def test_the_line_scan_finds_every_class_the_parse_finds(name: str) -> None:
 
 
 def test_the_line_scan_agrees_with_the_parse_on_every_fixture() -> None:
-    from torchfix_device.project_classes import TEXT_MARKERS, _parsed_classes, classes_in
+    from torchfix_device.facts.project_classes import TEXT_MARKERS, _parsed_classes, classes_in
 
     compared = 0
     for path in sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.py")):

@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT, console_script, run_cli
-from torchfix_device import candidates, engine, file_selection, suppressions
-from torchfix_device.cache import CACHE_DIR_NAME, ResultCache, default_cache_folder
-from torchfix_device.catalog import all_codemods, select_codemods
-from torchfix_device.runner import run
-from torchfix_device.shard import Shard, ShardError
+from torchfix_device import engine
+from torchfix_device.prefilter import candidates
+from torchfix_device.files import selection as file_selection
+from torchfix_device.syntax import suppressions
+from torchfix_device.run.cache import CACHE_DIR_NAME, ResultCache, default_cache_folder
+from torchfix_device.codemods.catalog import all_codemods, select_codemods
+from torchfix_device.run.runner import run
+from torchfix_device.run.shard import Shard, ShardError
 
 
 def _corpus(root: Path) -> Path:
@@ -185,7 +188,7 @@ def test_cache_folder_is_next_to_the_nearest_pyproject(tmp_path: Path, monkeypat
     elsewhere = tmp_path / "no_project"
     elsewhere.mkdir()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setattr("torchfix_device.cache.find_pyproject", lambda start: None)
+    monkeypatch.setattr("torchfix_device.run.cache.find_pyproject", lambda start: None)
     assert default_cache_folder([elsewhere]) == tmp_path / "xdg" / "torchfix-device"
 
 
@@ -235,7 +238,7 @@ def test_shards_on_the_command_line_cover_the_findings_once(corpus: Path) -> Non
 
 
 def test_warm_run_with_jobs_starts_no_pool_and_keeps_the_order(corpus: Path, tmp_path: Path, monkeypatch) -> None:
-    import torchfix_device.parallel as parallel
+    import torchfix_device.run.parallel as parallel
 
     monkeypatch.chdir(corpus)
     cache = ResultCache(tmp_path / "cache", all_codemods(), unsafe_fixes=False)

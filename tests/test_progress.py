@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import console_script
-from torchfix_device.progress import MIN_FILES
+from torchfix_device.report.progress import MIN_FILES
 
 LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\n'
 BAR = "━"  # rich's bar character
@@ -65,7 +65,7 @@ def test_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path, command: str) -> N
 
 def _slow_first(path: Path, codemods, **settings):
     """The pool's job, with the first file in display order made slow (a pool worker runs it)."""
-    from torchfix_device.job import process_file
+    from torchfix_device.run.job import process_file
 
     if path.name == "a00.py":
         import time
@@ -90,8 +90,9 @@ def test_progress_follows_the_files_as_they_finish_with_jobs(tmp_path: Path, mon
     """With ``--jobs 2`` the files are handed out biggest first and collected in path order: the
     bar stood still while the first file in path order was still running. It now advances as
     each file finishes; the results keep the display order."""
-    from torchfix_device import catalog, parallel
-    from torchfix_device.runner import run
+    from torchfix_device.codemods import catalog
+    from torchfix_device.run import parallel
+    from torchfix_device.run.runner import run
 
     for index in range(6):
         (tmp_path / f"a{index:02d}.py").write_text(LEGACY)

@@ -21,13 +21,14 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from conftest import console_script, run_cli
-from torchfix_device import engine, report
-from torchfix_device.codemod import Codemod
-from torchfix_device.catalog import REGISTRY, all_codemods
-from torchfix_device.fileio import TEMP_SUFFIX
+from torchfix_device import engine
+from torchfix_device.report import console as report
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.codemods.catalog import REGISTRY, all_codemods
+from torchfix_device.files.sources import TEMP_SUFFIX
 from torchfix_device.engine import transform_source
-from torchfix_device.file_selection import MAX_FILE_BYTES
-from torchfix_device.runner import run
+from torchfix_device.files.selection import MAX_FILE_BYTES
+from torchfix_device.run.runner import run
 
 LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\n'
 FIXED = (

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from torchfix_device import engine, runner
-from torchfix_device.catalog import all_codemods
-from torchfix_device.runner import run
+from torchfix_device import engine
+from torchfix_device.run import runner
+from torchfix_device.codemods.catalog import all_codemods
+from torchfix_device.run.runner import run
 
 LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\n'
 FIXED = (

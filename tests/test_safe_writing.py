@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from conftest import console_script, run_cli
-from torchfix_device.catalog import all_codemods
-from torchfix_device.fileio import TEMP_SUFFIX, atomic_write
-from torchfix_device.runner import run
+from torchfix_device.codemods.catalog import all_codemods
+from torchfix_device.files.sources import TEMP_SUFFIX, atomic_write
+from torchfix_device.run.runner import run
 
 LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\n'
 FIXED = (
@@ -192,7 +192,7 @@ def test_a_killed_runs_lock_does_not_block_the_next_run(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     _tree(tree, 3)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from torchfix_device import run_lock; "
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from torchfix_device.files import run_lock; "
          "run_lock.hold([Path(sys.argv[1])]); print('held', flush=True); time.sleep(600)", str(tree)],
         stdout=subprocess.PIPE,
     )

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torchfix_device.catalog import all_codemods  # noqa: E402
+from torchfix_device.codemods.catalog import all_codemods  # noqa: E402
 from torchfix_device.engine import transform_source  # noqa: E402
 
 CODEMODS = {c.code: c for c in all_codemods()}

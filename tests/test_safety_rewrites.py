@@ -13,7 +13,7 @@ import pytest
 from differential import python3
 from generated import review_sites_changed
 
-from torchfix_device.catalog import all_codemods
+from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 np = pytest.importorskip("numpy")
 
-from torchfix_device.catalog import all_codemods  # noqa: E402
+from torchfix_device.codemods.catalog import all_codemods  # noqa: E402
 from torchfix_device.engine import transform_source  # noqa: E402
 
 TFD006 = [c for c in all_codemods() if c.code == "TFD006"]

@@ -1,5 +1,5 @@
-"""The scope answers given without libcst's whole-file analysis (``torchfix_device.scopes``,
-``_cst.name_reads``) and stage 1's member sites, compared with libcst's own analysis."""
+"""The scope answers given without libcst's whole-file analysis (``torchfix_device.syntax.scopes``,
+``traversal.name_reads``) and stage 1's member sites, compared with libcst's own analysis."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import pytest
 from libcst.metadata import MetadataWrapper, ScopeProvider
 
 from conftest import FIXTURES, ROOT
-from torchfix_device import _cst, scopes
-from torchfix_device.candidates import parse_facts, statements_with_sites
+from torchfix_device.syntax import traversal
+from torchfix_device.syntax import scopes
+from torchfix_device.prefilter.candidates import parse_facts, statements_with_sites
 from torchfix_device.engine.statements import _members_without_sites
-from torchfix_device.catalog import lookup
-from torchfix_device.fast_names import FastNames
+from torchfix_device.codemods.catalog import lookup
+from torchfix_device.syntax.qualified_names import FastNames
 
 SNIPPETS = [
     "import torch\ndevice = torch.device('cpu')\ndef f(device=device):\n    x = 1\n    return device\n",
@@ -49,7 +50,7 @@ def test_skeleton_bindings_are_libcsts_module_level_ones(text: str) -> None:
     module = cst.parse_module(text)
     whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)[module]
     skeleton = scopes.ModuleSkeleton(module)
-    declared = {n.value for s in _cst.walk_statements(module) if isinstance(s, (cst.Global, cst.Nonlocal)) for n in (a.name for a in s.names)}
+    declared = {n.value for s in traversal.walk_statements(module) if isinstance(s, (cst.Global, cst.Nonlocal)) for n in (a.name for a in s.names)}
     names = {a.name for a in whole.assignments}
     for name in names - declared:  # a function binds a ``global`` name: the callers ask libcst
         assert _key(skeleton.bindings(name)) == _key(whole.assignments[name]), name
@@ -69,13 +70,13 @@ def test_resolution_in_function_agrees_with_the_whole_analysis(text: str) -> Non
     module = cst.parse_module(text)
     whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
     skeleton = scopes.ModuleSkeleton(module)
-    top_functions = [n for n in _cst.module_scope_statements(module) if isinstance(n, cst.FunctionDef)]
-    top_functions += [m for c in _cst.module_scope_statements(module) if isinstance(c, cst.ClassDef) for m in c.body.body if isinstance(m, cst.FunctionDef)]
+    top_functions = [n for n in traversal.module_scope_statements(module) if isinstance(n, cst.FunctionDef)]
+    top_functions += [m for c in traversal.module_scope_statements(module) if isinstance(c, cst.ClassDef) for m in c.body.body if isinstance(m, cst.FunctionDef)]
     for function in top_functions:
         alone = scopes.scopes_of_function_alone(function)
         if alone is None:
             continue
-        for node in _cst.walk(function.body):
+        for node in traversal.walk(function.body):
             if not isinstance(node, cst.Name) or node not in whole:
                 continue
             where = scopes.resolution_in_function(alone, node, node.value)
@@ -106,7 +107,7 @@ def test_name_reads_are_libcsts_references(text: str) -> None:
     for alias in imp.names:
         name = (alias.asname.name if alias.asname else alias.name).value
         assert fast.bound_by_one_import_only(name)
-        reads = _cst.name_reads(module, name)
+        reads = traversal.name_reads(module, name)
         (assignment,) = whole[imp].assignments[name]
         references = {id(a.node) for a in assignment.references}
         if reads is None:  # a string holds the name: libcst may read an annotation there
@@ -144,9 +145,9 @@ def test_member_sites_skip_the_other_members_of_a_class() -> None:
 
 def test_module_scope_statements_stop_at_function_and_class_bodies() -> None:
     module = cst.parse_module("if x:\n    class A:\n        y = 1\n    def f():\n        z = 2\nelse:\n    w = 3\n")
-    kinds = [type(n).__name__ for n in _cst.module_scope_statements(module)]
+    kinds = [type(n).__name__ for n in traversal.module_scope_statements(module)]
     assert "ClassDef" in kinds and "FunctionDef" in kinds
-    names = {t.target.value for n in _cst.module_scope_statements(module) if isinstance(n, cst.Assign) for t in n.targets}
+    names = {t.target.value for n in traversal.module_scope_statements(module) if isinstance(n, cst.Assign) for t in n.targets}
     assert names == {"w"}
 
 

@@ -11,9 +11,9 @@ import pytest
 
 from conftest import FIXTURES, ROOT
 from torchfix_device import engine
-from torchfix_device.candidates import candidate_codemods, parse_facts, statements_with_sites
-from torchfix_device.catalog import load_codemods, refs
-from torchfix_device.catalog import lookup
+from torchfix_device.prefilter.candidates import candidate_codemods, parse_facts, statements_with_sites
+from torchfix_device.codemods.catalog import load_codemods, refs
+from torchfix_device.codemods.catalog import lookup
 
 ALL = load_codemods(refs())
 

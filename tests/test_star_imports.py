@@ -1,7 +1,7 @@
 """Issue 20 (DeepRL): ``Variable`` and ``torch`` that a file gets only through star imports
 (``from nets import *`` → ``nets/__init__.py`` ``from .helpers import *`` → ``helpers.py``
 ``from torch.autograd import Variable``). The star imports are resolved over the run
-(``torchfix_device.star_imports``); a name they prove is an import counts as if the file
+(``torchfix_device.facts.star_imports``); a name they prove is an import counts as if the file
 imported it, and one they may bind without proof is reported for review, never guessed.
 The projects below are small hand-written ones; the fixed program is executed before and after."""
 
@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from differential import compare, run_sources
-from torchfix_device.cache import ResultCache
-from torchfix_device.candidates import parse_facts
-from torchfix_device.catalog import all_codemods
+from torchfix_device.run.cache import ResultCache
+from torchfix_device.prefilter.candidates import parse_facts
+from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
-from torchfix_device.runner import run
-from torchfix_device.star_imports import may_hold_star_import, resolve_star_imports
+from torchfix_device.run.runner import run
+from torchfix_device.facts.star_imports import may_hold_star_import, resolve_star_imports
 
 PROJECT = {
     "nets/__init__.py": "from .helpers import *\nfrom .layers import *\n",

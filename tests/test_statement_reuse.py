@@ -12,13 +12,13 @@ import pytest
 from libcst.codemod import CodemodContext
 
 from conftest import FIXTURES, ROOT
-from torchfix_device import _cst
+from torchfix_device.syntax import traversal
 from torchfix_device.engine.shared import SharedWrapper
-from torchfix_device.catalog import lookup
+from torchfix_device.codemods.catalog import lookup
 from torchfix_device.engine import Stage1Memo, _codemod_configurer
 from torchfix_device.engine.visiting import engine_class
 from torchfix_device.options import DEFAULT_OPTIONS
-from torchfix_device.job import collecting_cycles_after
+from torchfix_device.run.job import collecting_cycles_after
 
 LEGACY = (
     "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
@@ -44,23 +44,23 @@ def test_a_module_rendered_from_its_statements_is_libcsts_rendering(text: str) -
     except cst.ParserSyntaxError:
         return
     rendered: dict[int, tuple[cst.CSTNode, str]] = {}
-    assert _cst.module_code(module, rendered) == module.code == text
+    assert traversal.module_code(module, rendered) == module.code == text
     if not module.body:
         return
     # a version with its first statement replaced reuses the others' code
     first = module.body[0].with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment("# new"))])
     changed = module.with_changes(body=[first, *module.body[1:]])
     known = dict(rendered)
-    assert _cst.module_code(changed, rendered) == changed.code
+    assert traversal.module_code(changed, rendered) == changed.code
     assert all(rendered[k] == v for k, v in known.items())
 
 
 def test_a_file_without_a_final_newline_loses_no_code_from_a_reused_statement() -> None:
     module = cst.parse_module("a = 1\nb = 2")
     rendered: dict[int, tuple[cst.CSTNode, str]] = {}
-    _cst.module_code(module, rendered)
+    traversal.module_code(module, rendered)
     swapped = module.with_changes(body=[module.body[1], module.body[0]])
-    assert _cst.module_code(swapped, rendered) == swapped.code == "b = 2\na = 1"
+    assert traversal.module_code(swapped, rendered) == swapped.code == "b = 2\na = 1"
 
 
 def test_untouched_statements_and_members_stay_the_same_objects() -> None:
@@ -94,8 +94,8 @@ def test_names_are_counted_outside_the_subtrees_left_out() -> None:
     module = cst.parse_module(
         "device = 1\nclass A:\n    x = device\n    def f(self, device=device):\n        return self.device + g(device=0)\n"
     )
-    assert _cst.count_name(module, "device") == 4  # not `self.device`, not the keyword `device=`
-    units = list(_cst.statement_units(module))
+    assert traversal.count_name(module, "device") == 4  # not `self.device`, not the keyword `device=`
+    units = list(traversal.statement_units(module))
     assert [type(u).__name__ for u in units] == ["SimpleStatementLine", "ClassDef", "SimpleStatementLine", "FunctionDef"]
-    assert _cst.count_name(module, "device", {id(units[3])}) == 2
-    assert _cst.count_name(module, "device", {id(module.body[1])}) == 1
+    assert traversal.count_name(module, "device", {id(units[3])}) == 2
+    assert traversal.count_name(module, "device", {id(module.body[1])}) == 1

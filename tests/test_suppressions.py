@@ -199,7 +199,7 @@ def test_a_suppressed_use_keeps_the_rewrites_it_depends_on_consistent(tmp_path: 
 
 
 def test_only_a_noqa_that_can_suppress_a_code_makes_positions_matter() -> None:
-    from torchfix_device.suppressions import parse_suppressions
+    from torchfix_device.syntax.suppressions import parse_suppressions
 
     foreign = parse_suppressions("import os  # noqa: F401\nx = 1  # noqa: E501, W291\n")
     assert foreign.noqa and not foreign.may_suppress("TFD001")
@@ -214,7 +214,7 @@ def test_another_tools_noqa_costs_no_position_analysis(monkeypatch) -> None:
     line), and gets the same findings and rewrite."""
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from torchfix_device.catalog import all_codemods
+    from torchfix_device.codemods.catalog import all_codemods
     from torchfix_device.engine import transform_unfiltered
 
     code = (
@@ -241,7 +241,7 @@ def test_another_tools_noqa_costs_no_position_analysis(monkeypatch) -> None:
 def test_the_cheap_noqa_test_passes_every_file_whose_comments_can_suppress_a_finding() -> None:
     """``may_hold_our_noqa`` lets the engine skip tokenizing files whose ``noqa`` comments all
     belong to other tools; it must never say no where a comment can suppress one of ours."""
-    from torchfix_device.suppressions import may_hold_our_noqa, parse_suppressions
+    from torchfix_device.syntax.suppressions import may_hold_our_noqa, parse_suppressions
 
     cases = [
         MIXED,

@@ -18,7 +18,8 @@ import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from conftest import run_cli
-from torchfix_device.codemods._name_flow import reaching_bindings
+from torchfix_device.syntax import traversal
+from torchfix_device.facts.name_flow import reaching_bindings
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
 from torchfix_device.engine import transform_source
 
@@ -677,8 +678,8 @@ MODULE_SOURCES = [
 
 @pytest.mark.parametrize("source", MODULE_SOURCES)
 def test_module_bindings_are_libcsts(source: str) -> None:
-    from torchfix_device.codemods._module_bindings import module_bindings
-    from torchfix_device.scopes import ModuleSkeleton
+    from torchfix_device.syntax.module_bindings import module_bindings
+    from torchfix_device.syntax.scopes import ModuleSkeleton
 
     module = cst.parse_module(source)
     ours = module_bindings(module)
@@ -700,6 +701,5 @@ def test_module_bindings_are_libcsts(source: str) -> None:
 
 
 def _walk_names(module: cst.Module):
-    from torchfix_device import _cst
 
-    return [n for n in _cst.walk(module) if isinstance(n, cst.Name)]
+    return [n for n in traversal.walk(module) if isinstance(n, cst.Name)]

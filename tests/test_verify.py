@@ -240,15 +240,15 @@ def test_verify_without_torch_says_what_to_install(monkeypatch, capsys) -> None:
 
 def test_rewrite_engine_and_verify_command_import_no_torch() -> None:
     code = (
-        "import sys, torchfix_device.cli, torchfix_device.runner, torchfix_device.verify.cli, "
+        "import sys, torchfix_device.cli, torchfix_device.run.runner, torchfix_device.verify.cli, "
         "torchfix_device.verify.verifier\n"
-        "from torchfix_device.catalog import all_codemods; all_codemods()\n"
+        "from torchfix_device.codemods.catalog import all_codemods; all_codemods()\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
         "print('ok')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
-    engine = "import sys, torchfix_device.cli, torchfix_device.runner\nassert not any(m.startswith('torchfix_device.verify') for m in sys.modules)\n"
+    engine = "import sys, torchfix_device.cli, torchfix_device.run.runner\nassert not any(m.startswith('torchfix_device.verify') for m in sys.modules)\n"
     proc = subprocess.run([sys.executable, "-c", engine], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from torchfix_device.budget import DEFAULT_MEMORY, DEFAULT_SECONDS
+from torchfix_device.run.budget import DEFAULT_MEMORY, DEFAULT_SECONDS
 
 if TYPE_CHECKING:
-    from torchfix_device.star_imports import RunStars
+    from torchfix_device.facts.star_imports import RunStars
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,9 @@ class RunOptions:
     """Bytes one file's transform may add to the process (``file-memory-limit``; None: no limit)."""
     own_move_classes: frozenset[str] = frozenset()
     """Classes of the run's files that define their own ``cuda()``/``to()``
-    (:mod:`torchfix_device.project_classes`), filled in by the runner."""
+    (:mod:`torchfix_device.facts.project_classes`), filled in by the runner."""
     star_imports: "RunStars | None" = None
-    """What the star imports of the run's files bind (:mod:`torchfix_device.star_imports`),
+    """What the star imports of the run's files bind (:mod:`torchfix_device.facts.star_imports`),
     filled in by the runner."""
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from torchfix_device.fileio import SourceFile
+from torchfix_device.files.sources import SourceFile
 from torchfix_device.finding import Finding
 
 Status = Literal["changed", "unchanged", "failed", "skipped"]
@@ -56,7 +56,7 @@ class InternalError(Exception):
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM, SIGHUP: ``signum``) during :func:`torchfix_device.runner.run`: the
+    """Ctrl-C (or SIGTERM, SIGHUP: ``signum``) during :func:`torchfix_device.run.runner.run`: the
     results of the files finished before it.
 
     The file being processed at that moment is either unchanged (and not among ``results``) or

@@ -1,8 +1,6 @@
-"""The codemods, one module per pattern. Importing this package registers every one of them."""
+"""The codemods: the base class an author writes against (:mod:`.base`), the registry (:mod:`.catalog`),
+one module per rule (a package where the rule has helpers of its own), and :mod:`.common` for helpers
+several rules share. Importing this package imports no rule (a warm run imports none).
 
-import importlib
-import pkgutil
-
-for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if not _module.name.startswith("_"):
-        importlib.import_module(f"{__name__}.{_module.name}")
+Imports: :mod:`~torchfix_device.devices` and the layers below it.
+"""

@@ -2,9 +2,9 @@ import keyword
 import tokenize
 from typing import Iterator
 
-from torchfix_device.candidates import FileFacts
-from torchfix_device.codemod import Codemod
-from torchfix_device.token_fixes import TokenFix, tokens
+from torchfix_device.prefilter.candidates import FileFacts
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.syntax.token_fixes import TokenFix, tokens
 
 TORCH_COPY_METHODS = frozenset({"cuda", "to", "type", "copy_"})
 """Tensor (and Variable) methods whose copy flag PyTorch 0.3 called ``async`` and 0.4 renamed

@@ -3,11 +3,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 import libcst as cst
-
-from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
-from torchfix_device.candidates import FileFacts
-from torchfix_device.device_source import DeviceExpr
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter.candidates import FileFacts
+from torchfix_device.devices.source import DeviceExpr
 
 OLD_MODULES = ("torch.cuda.amp", "torch.cuda.amp.autocast_mode", "torch.cuda.amp.grad_scaler")
 NAMES = ("autocast", "GradScaler")
@@ -109,19 +109,19 @@ class CudaAmp(Codemod):
         """``id`` of each callee called without ``*args`` (the calls rewritten)."""
         self._movable_imports: set[int] = set()
         self._name_calls: set[int] = set()
-        for imp in _cst.walk_statements(node):
+        for imp in traversal.walk_statements(node):
             if not isinstance(imp, cst.ImportFrom) or imp.relative or imp.module is None:
                 continue
-            if _cst.dotted_name(imp.module) != "torch.cuda.amp" or isinstance(imp.names, cst.ImportStar):
+            if nodes.dotted_name(imp.module) != "torch.cuda.amp" or isinstance(imp.names, cst.ImportStar):
                 continue
-            names = [_cst.dotted_name(a.name) for a in imp.names]
+            names = [nodes.dotted_name(a.name) for a in imp.names]
             if not all(n in NAMES for n in names):
                 continue
             uses = self.import_reads(imp)
             if uses is None:
                 continue
             if callees is None:
-                callees = {id(n.func) for n in _cst.walk(node) if isinstance(n, cst.Call) and not any(a.star for a in n.args)}
+                callees = {id(n.func) for n in traversal.walk(node) if isinstance(n, cst.Call) and not any(a.star for a in n.args)}
             # every use must be rewritten for the import to move: none may be suppressed
             if all(id(u) in callees and not self.is_suppressed(u) for u in uses):
                 self._movable_imports.add(id(imp))

@@ -5,12 +5,12 @@ from typing import Iterator
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import Assignment, PositionProvider
-
-from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
-from torchfix_device.codemods._receivers import OWN, moves_itself
-from torchfix_device.candidates import FileFacts
-from torchfix_device.device_source import DEVICE_NAME
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.facts.receivers import OWN, moves_itself
+from torchfix_device.prefilter.candidates import FileFacts
+from torchfix_device.devices.source import DEVICE_NAME
 
 DEVICE_WORDS = ("device", "dev", "gpu", "cuda")
 
@@ -147,7 +147,7 @@ class DroppedMove(Codemod):
         if isinstance(receiver, (cst.Attribute, cst.Subscript)):
             if self._is_module_attribute(receiver):
                 return updated_node
-            shown = _cst.code_of(receiver)
+            shown = nodes.code_of(receiver)
             self.report(
                 original_node,
                 f"result of `{shown}.{method}(...)` is dropped: assign it back by hand "
@@ -176,7 +176,7 @@ class DroppedMove(Codemod):
             return isinstance(text, str) and text.split(":")[0] in {"cuda", "cpu", "mps", "xpu", "meta"}
         if isinstance(value, cst.Call):
             return "torch.device" in self.qualified_names(value.func, ending_in=DEVICE_NAME)
-        dotted = _cst.dotted_name(value)
+        dotted = nodes.dotted_name(value)
         if dotted is None:
             return False
         last = dotted.rsplit(".", 1)[-1].lower()
@@ -188,9 +188,9 @@ class DroppedMove(Codemod):
         for loop in reversed(self._loops):
             if loop is None:
                 return False
-            if any(isinstance(n, cst.Name) and n.value == name for n in _cst.walk(loop.target)):
+            if any(isinstance(n, cst.Name) and n.value == name for n in traversal.walk(loop.target)):
                 end = self.get_metadata(PositionProvider, statement).end
-                for node in _cst.walk(loop.body):
+                for node in traversal.walk(loop.body):
                     if isinstance(node, cst.Name) and node.value == name:
                         start = self.get_metadata(PositionProvider, node).start
                         if (start.line, start.column) > (end.line, end.column):
@@ -208,7 +208,7 @@ class DroppedMove(Codemod):
                 return False
             node = assignment.node
             if isinstance(node, cst.Param):
-                if node.annotation is None or not (_cst.dotted_name(node.annotation.annotation) or "").endswith("Module"):
+                if node.annotation is None or not (nodes.dotted_name(node.annotation.annotation) or "").endswith("Module"):
                     return False
                 continue
             value = self.device_source.assigned_values().get(id(node))
@@ -221,7 +221,7 @@ class DroppedMove(Codemod):
         if not m.matches(receiver, m.Attribute(m.Name("self"), m.Name())) or not self.class_stack:
             return False
         attr = cst.ensure_type(receiver, cst.Attribute).attr.value
-        for node in _cst.walk(self.class_stack[-1]):
+        for node in traversal.walk(self.class_stack[-1]):
             if isinstance(node, cst.Assign) and len(node.targets) == 1:
                 target = node.targets[0].target
                 if m.matches(target, m.Attribute(m.Name("self"), m.Name(attr))) and self._builds_module(node.value):
@@ -237,4 +237,4 @@ class DroppedMove(Codemod):
             last = q.rsplit(".", 1)[-1]
             if q.startswith("torch.nn.") and last[:1].isupper() and last not in ("Parameter",):
                 return True
-        return _cst.dotted_name(value.func) in self.device_source.module_class_names()
+        return nodes.dotted_name(value.func) in self.device_source.module_class_names()

@@ -3,12 +3,14 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 import libcst as cst
-
-from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
-from torchfix_device import ast_scan
-from torchfix_device.candidates import FileFacts, has_keyword, has_star_args
-from torchfix_device.device_source import NoDevice
+from torchfix_device.codemods.common import legacy_constructors
+from torchfix_device.syntax import imports
+from torchfix_device.syntax import nodes
+from torchfix_device import torch_api
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter import scan as ast_scan
+from torchfix_device.prefilter.candidates import FileFacts, has_keyword, has_star_args
+from torchfix_device.devices.source import NoDevice
 
 FACTORIES = {
     "randn", "rand", "randint", "randperm", "zeros", "ones", "empty", "full", "arange", "range",
@@ -16,7 +18,7 @@ FACTORIES = {
 }
 FACTORIES = {f"torch.{name}" for name in FACTORIES if not name.endswith("_")}
 MOVES = {"to", "cuda", "cpu", "type"}
-FACTORY_LAST_PARTS = frozenset(q.rpartition(".")[2] for q in FACTORIES) | frozenset(_cst.LEGACY_TENSOR_DTYPES)
+FACTORY_LAST_PARTS = frozenset(q.rpartition(".")[2] for q in FACTORIES) | frozenset(torch_api.LEGACY_TENSOR_DTYPES)
 """The last parts of the names a call must have to be a factory or a legacy constructor."""
 
 
@@ -88,7 +90,7 @@ class FactoryWithoutDevice(Codemod):
         super().visit_Module(node)
         self._moved: set[int] = set()
         self._device_aware: dict[int, bool] = {}
-        self._torch = _cst.torch_module_alias(node) or "torch"
+        self._torch = imports.torch_module_alias(node) or "torch"
         return None
 
     def visit_Attribute(self, node: cst.Attribute) -> bool | None:
@@ -98,13 +100,13 @@ class FactoryWithoutDevice(Codemod):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         qualified = self.qualified_names(original_node.func, ending_in=FACTORY_LAST_PARTS)
-        legacy = _cst.legacy_tensor_type(qualified)
+        legacy = torch_api.legacy_tensor_type(qualified)
         is_factory = bool(qualified & FACTORIES)
         if not (is_factory or legacy) or (legacy and legacy[1]):
             return updated_node  # torch.cuda.* types are TFD008's
-        if id(original_node) in self._moved or _cst.keyword_arg(original_node, "device") is not None:
+        if id(original_node) in self._moved or nodes.keyword_arg(original_node, "device") is not None:
             return updated_node
-        if _cst.has_star_args(original_node):
+        if nodes.has_star_args(original_node):
             return updated_node
         if not self._in_module_method_or_device_aware_function():
             return updated_node
@@ -112,12 +114,12 @@ class FactoryWithoutDevice(Codemod):
         if function is not None and function.name.value == "__init__" and self.device_source.enclosing_module_class():
             return updated_node
         device = self.device_source.for_site(original_node, allow_global=False)
-        shown = _cst.code_of(original_node.func)
+        shown = nodes.code_of(original_node.func)
         if isinstance(device, NoDevice):
             self.report(original_node, f"`{shown}(...)` creates a CPU tensor: {device.reason}", fixable=False)
             return updated_node
         if legacy:
-            rewritten = _cst.legacy_constructor_call(updated_node, self._torch, legacy[0], device.code)
+            rewritten = legacy_constructors.legacy_constructor_call(updated_node, self._torch, legacy[0], device.code)
             if rewritten is None:
                 self.report(original_node, f"`{shown}(...)`: cannot tell a size from data; pass `device=` by hand", fixable=False)
                 return updated_node
@@ -125,7 +127,7 @@ class FactoryWithoutDevice(Codemod):
                 return rewritten
             return updated_node
         if self.report(original_node, f"`{shown}(...)` creates a CPU tensor: add `device={device.code}`"):
-            return _cst.add_keyword_arg(updated_node, "device", device.code)
+            return nodes.add_keyword_arg(updated_node, "device", device.code)
         return updated_node
 
     def _in_module_method_or_device_aware_function(self) -> bool:
@@ -135,7 +137,7 @@ class FactoryWithoutDevice(Codemod):
             return False
         function = self.function_stack[-1]
         if id(function) not in self._device_aware:
-            text = _cst.code_of(function)
+            text = nodes.code_of(function)
             self._device_aware[id(function)] = "device" in text or ".to(" in text or "cuda" in text
         return self._device_aware[id(function)]
 
@@ -143,7 +145,7 @@ class FactoryWithoutDevice(Codemod):
 # -- stage 1 ---------------------------------------------------------------------------------
 DEVICE_AWARE_WORDS = ("device", ".to(", "cuda")
 """A function outside an ``nn.Module`` is only looked into when its text holds one."""
-LEGACY_TYPE_NAMES = frozenset(_cst.LEGACY_TENSOR_DTYPES)
+LEGACY_TYPE_NAMES = frozenset(torch_api.LEGACY_TENSOR_DTYPES)
 
 
 def is_factory_name(name: str) -> bool:

@@ -4,10 +4,10 @@ import ast
 from typing import Iterator
 import libcst as cst
 from libcst.metadata import Assignment
-
-from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
-from torchfix_device.candidates import FileFacts, in_module_forward, module_class_possible
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter.candidates import FileFacts, in_module_forward, module_class_possible
 
 OPERATORS: dict[type[cst.BaseAugOp], type[cst.BaseBinaryOp]] = {
     cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
@@ -89,7 +89,7 @@ class InplaceOpInForward(Codemod):
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
-        self._augmented = {id(n.target) for n in _cst.walk_statements(node) if isinstance(n, cst.AugAssign)}
+        self._augmented = {id(n.target) for n in traversal.walk_statements(node) if isinstance(n, cst.AugAssign)}
         return None
 
     def leave_AugAssign(self, original_node: cst.AugAssign, updated_node: cst.AugAssign) -> cst.BaseSmallStatement:
@@ -99,7 +99,7 @@ class InplaceOpInForward(Codemod):
         if not self._in_forward() or not self._holds_tensor(original_node.target):
             return updated_node
         name = original_node.target.value
-        symbol = _cst.code_of(binary()).strip()
+        symbol = nodes.code_of(binary()).strip()
         message = f"`{name} {symbol}= ...` in `forward` modifies `{name}` in place, which breaks autograd if it was saved for backward: use `{name} = {name} {symbol} ...`"
         if not self.report(original_node, message):
             return updated_node
@@ -141,7 +141,7 @@ class InplaceOpInForward(Codemod):
             if value is None or id(node) in self._augmented:
                 continue  # a loop variable, a `with ... as` target: no evidence either way
             if isinstance(value, NOT_TENSOR_VALUES) or (
-                isinstance(value, cst.Call) and _cst.dotted_name(value.func) in NOT_TENSOR_CALLS
+                isinstance(value, cst.Call) and nodes.dotted_name(value.func) in NOT_TENSOR_CALLS
             ):
                 return False
             seen_value = True

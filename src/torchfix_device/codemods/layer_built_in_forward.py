@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import ast
 import libcst as cst
-
-from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
-from torchfix_device.candidates import FileFacts, in_module_forward, module_class_possible
+from torchfix_device.syntax import nodes
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter.candidates import FileFacts, in_module_forward, module_class_possible
 
 # ``torch.nn`` layers that own parameters or buffers (state that must be trained and moved).
 STATEFUL_LAYERS = {
@@ -88,7 +87,7 @@ class LayerBuiltInForward(Codemod):
             return
         self.report(
             node,
-            f"`{_cst.code_of(node.func)}(...)` built inside `forward`: its weights are re-created on the CPU "
+            f"`{nodes.code_of(node.func)}(...)` built inside `forward`: its weights are re-created on the CPU "
             f"on every call, never trained, moved or saved; create it once in `__init__` as an attribute",
             fixable=False,
         )

@@ -3,10 +3,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 import libcst as cst
-
-from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
-from torchfix_device.candidates import FileFacts
+from torchfix_device.syntax import nodes
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter.candidates import FileFacts
 
 # Index of ``size_average`` among the positional parameters (after ``self`` for classes), as in
 # torch 2.x; an argument at or past it passed positionally may be a legacy argument.
@@ -122,12 +121,12 @@ class LegacyLossReductionArgs(Codemod):
         position = self._legacy_position(original_node.func)
         if position is None:
             return updated_node
-        legacy = {k: _cst.keyword_arg(original_node, k) for k in LEGACY}
-        reduction = _cst.keyword_arg(original_node, "reduction")
+        legacy = {k: nodes.keyword_arg(original_node, k) for k in LEGACY}
+        reduction = nodes.keyword_arg(original_node, "reduction")
         if not any(legacy.values()):
             return self._elementwise_mean(original_node, updated_node, reduction)
         shown = ", ".join(f"{k}=" for k, a in legacy.items() if a)
-        if any(a.star for a in original_node.args) or len(_cst.positional_args(original_node)) > position:
+        if any(a.star for a in original_node.args) or len(nodes.positional_args(original_node)) > position:
             self.report(original_node, f"deprecated `{shown}`: arguments passed positionally; use `reduction=` by hand", fixable=False)
             return updated_node
         values: dict[str, bool | None] = {}
@@ -139,7 +138,7 @@ class LegacyLossReductionArgs(Codemod):
             else:
                 self.report(
                     original_node,
-                    f"deprecated `{key}={_cst.code_of(arg.value)}`: not a literal; use `reduction=` by hand",
+                    f"deprecated `{key}={nodes.code_of(arg.value)}`: not a literal; use `reduction=` by hand",
                     fixable=False,
                 )
                 return updated_node

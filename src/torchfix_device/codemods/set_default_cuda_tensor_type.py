@@ -3,11 +3,11 @@ from __future__ import annotations
 from typing import Union
 
 import libcst as cst
-
-from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
-from torchfix_device.candidates import FileFacts
-from torchfix_device.device_source import NoDevice
+from torchfix_device.syntax import imports
+from torchfix_device import torch_api
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter.candidates import FileFacts
+from torchfix_device.devices.source import NoDevice
 
 SET_DEFAULT = {"torch.set_default_tensor_type"}
 SET_DEFAULT_LAST = frozenset({"set_default_tensor_type"})
@@ -68,7 +68,7 @@ class SetDefaultCudaTensorType(Codemod):
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
-        self._torch = _cst.torch_module_alias(node) or "torch"
+        self._torch = imports.torch_module_alias(node) or "torch"
         return None
 
     def _cuda_dtype(self, call: cst.Call) -> str | None:
@@ -80,9 +80,9 @@ class SetDefaultCudaTensorType(Codemod):
         value = call.args[0].value
         if isinstance(value, cst.SimpleString):
             text = value.evaluated_value
-            legacy = _cst.legacy_tensor_type({text}) if isinstance(text, str) else None
+            legacy = torch_api.legacy_tensor_type({text}) if isinstance(text, str) else None
         else:
-            legacy = _cst.legacy_tensor_type(self.qualified_names(value, ending_in=_cst.LEGACY_TENSOR_TYPE_NAMES))
+            legacy = torch_api.legacy_tensor_type(self.qualified_names(value, ending_in=torch_api.LEGACY_TENSOR_TYPE_NAMES))
         return legacy[0] if legacy and legacy[1] else None
 
     def leave_SimpleStatementLine(

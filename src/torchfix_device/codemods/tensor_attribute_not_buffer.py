@@ -3,13 +3,14 @@ from __future__ import annotations
 import ast
 import libcst as cst
 import libcst.matchers as m
-
-from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
-from torchfix_device import ast_scan
-from torchfix_device.candidates import FileFacts, is_self_attribute, module_class_possible, values_bound_to
+from torchfix_device.syntax import nodes as _nodes
+from torchfix_device.syntax import traversal
+from torchfix_device import torch_api
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter import scan as ast_scan
+from torchfix_device.prefilter.candidates import FileFacts, is_self_attribute, module_class_possible, values_bound_to
 from torchfix_device.codemods.factory_without_device import is_factory_name
-from torchfix_device.codemods._registration import (
+from torchfix_device.codemods.common.registration import (
     NN_MODULE_ATTRS,
     binding_of,
     class_body_names,
@@ -135,7 +136,7 @@ class TensorAttributeNotBuffer(Codemod):
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self._plan: dict[int, str] = {}
-        self._top_classes = {s.name.value: s for s in _cst.walk_statements(node) if isinstance(s, cst.ClassDef)}
+        self._top_classes = {s.name.value: s for s in traversal.walk_statements(node) if isinstance(s, cst.ClassDef)}
         return None
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool | None:
@@ -239,7 +240,7 @@ class TensorAttributeNotBuffer(Codemod):
                 if name is not None:
                     found.append((name, value, function))
                 else:
-                    for sub in _cst.walk(target):
+                    for sub in traversal.walk(target):
                         inner = self_attr(sub)
                         if inner is not None:
                             found.append((inner, None, function))
@@ -253,7 +254,7 @@ class TensorAttributeNotBuffer(Codemod):
             return True
         if any(q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper() for q in qualified):
             return True
-        dotted = _cst.dotted_name(value.func)
+        dotted = _nodes.dotted_name(value.func)
         return dotted is not None and dotted in self.device_source.module_class_names()
 
     def _is_tensor(self, value: cst.BaseExpression, scope: cst.FunctionDef | None, seen: frozenset[str] = frozenset()) -> bool:
@@ -263,7 +264,7 @@ class TensorAttributeNotBuffer(Codemod):
             qualified = self.qualified_names(value.func)
             if qualified & TENSOR_FACTORIES:
                 return True
-            legacy = _cst.legacy_tensor_type(qualified)
+            legacy = torch_api.legacy_tensor_type(qualified)
             if legacy is not None and not legacy[1]:
                 return True
             if isinstance(value.func, cst.Attribute) and value.func.attr.value in TENSOR_METHODS:
@@ -280,7 +281,7 @@ class TensorAttributeNotBuffer(Codemod):
         return False
 
     def _is_tensor_local(self, name: str, scope: cst.FunctionDef, seen: frozenset[str]) -> bool:
-        if any(p.name.value == name for p in _cst.all_params(scope)):
+        if any(p.name.value == name for p in _nodes.all_params(scope)):
             return False
         values = []
         for node in walk_function(scope):
@@ -292,16 +293,16 @@ class TensorAttributeNotBuffer(Codemod):
         return bool(values) and all(self._is_tensor(v, scope, seen) for v in values)
 
     def _requires_grad(self, value: cst.BaseExpression, scope: cst.FunctionDef) -> bool:
-        nodes = list(_cst.walk(value))
+        nodes = list(traversal.walk(value))
         for node in list(nodes):
             if isinstance(node, cst.Name) and node.value != "self":
                 for inner in walk_function(scope):
                     bound = binding_of(inner, node.value)
                     if isinstance(bound, cst.BaseExpression) and bound is not value:
-                        nodes.extend(_cst.walk(bound))
+                        nodes.extend(traversal.walk(bound))
         for node in nodes:
             if isinstance(node, cst.Call):
-                flag = _cst.keyword_arg(node, "requires_grad")
+                flag = _nodes.keyword_arg(node, "requires_grad")
                 if flag is not None and not m.matches(flag.value, m.Name("False")):
                     return True
                 if m.matches(node.func, m.Attribute(attr=m.Name("requires_grad_"))):
@@ -321,7 +322,7 @@ class TensorAttributeNotBuffer(Codemod):
         todo: list[cst.CSTNode] = list(init.body.body[:index])
         while todo:
             part = todo.pop()
-            for sub in _cst.walk(part):
+            for sub in traversal.walk(part):
                 if isinstance(sub, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and sub is not node:
                     targets = [t.target for t in sub.targets] if isinstance(sub, cst.Assign) else [sub.target]
                     if any(self_attr(t) == name for t in targets):
@@ -341,7 +342,7 @@ class TensorAttributeNotBuffer(Codemod):
                 continue
             if value is None:
                 return f"`self.{name}` is also bound in a form this tool cannot follow"
-            if _cst.is_none(value) or self._is_tensor(value, scope) or _is_self_tensor_chain(value, name):
+            if _nodes.is_none(value) or self._is_tensor(value, scope) or _is_self_tensor_chain(value, name):
                 continue
             return f"`self.{name}` is also assigned `{_short(value)}`, which a buffer accepts only if it is a tensor or None"
         return None
@@ -352,7 +353,7 @@ class TensorAttributeNotBuffer(Codemod):
             qualified = self.qualified_names(base.value)
             if qualified & PLAIN_MODULE_BASES:
                 continue
-            dotted = _cst.dotted_name(base.value)
+            dotted = _nodes.dotted_name(base.value)
             parent = self._top_classes.get(dotted or "")
             if parent is None or dotted in seen or not self._plain_module_chain(parent, seen | {dotted or ""}):
                 return False
@@ -366,7 +367,7 @@ class TensorAttributeNotBuffer(Codemod):
         while todo:
             current = todo.pop()
             for base in current.bases:
-                parent = self._top_classes.get(_cst.dotted_name(base.value) or "")
+                parent = self._top_classes.get(_nodes.dotted_name(base.value) or "")
                 if parent is not None and id(parent) not in seen:
                     seen.add(id(parent))
                     names |= registered_names(parent)
@@ -397,7 +398,7 @@ def _enclosing_function(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> c
 
 
 def _short(node: cst.CSTNode, limit: int = 60) -> str:
-    text = " ".join(_cst.code_of(node).split())
+    text = " ".join(_nodes.code_of(node).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

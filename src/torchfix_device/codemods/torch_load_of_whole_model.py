@@ -4,10 +4,10 @@ import ast
 from typing import Iterator
 import libcst as cst
 from libcst.metadata import Assignment, PositionProvider
-
-from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
-from torchfix_device.candidates import FileFacts, calls_to, has_keyword
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter.candidates import FileFacts, calls_to, has_keyword
 from torchfix_device.codemods.torch_load_without_map_location import torch_load_possible
 from torchfix_device.codemods.torch_load_without_map_location import LOAD, TORCH_LOAD
 
@@ -105,17 +105,17 @@ class TorchLoadOfWholeModel(Codemod):
             "files, or save a `state_dict` instead"
         )
         if self.report(original_node, message):
-            return _cst.add_keyword_arg(updated_node, "weights_only", "False")
+            return nodes.add_keyword_arg(updated_node, "weights_only", "False")
         return updated_node
 
     @staticmethod
     def _weights_only_is_defaulted(call: cst.Call) -> bool:
         """True when the call leaves ``weights_only`` to torch's default (True since 2.6)."""
-        if _cst.has_star_args(call):
+        if nodes.has_star_args(call):
             return False  # forwarded `*args`/`**kwargs` may hold `weights_only` or `pickle_module`
-        if _cst.keyword_arg(call, "weights_only") is not None or _cst.keyword_arg(call, "pickle_module") is not None:
+        if nodes.keyword_arg(call, "weights_only") is not None or nodes.keyword_arg(call, "pickle_module") is not None:
             return False
-        return len(_cst.positional_args(call)) < 3  # the third positional is `pickle_module`
+        return len(nodes.positional_args(call)) < 3  # the third positional is `pickle_module`
 
     # -- following the loaded object ------------------------------------------------------------
     def _model_use(self, node: cst.CSTNode, hops: int) -> str | None:
@@ -182,7 +182,7 @@ class TorchLoadOfWholeModel(Codemod):
         assign = self.parent_of(self.parent_of(target) or target)
         if not isinstance(assign, cst.Assign):
             return set()
-        return {id(n) for n in _cst.walk(assign.value)}
+        return {id(n) for n in traversal.walk(assign.value)}
 
     def _line_of(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line

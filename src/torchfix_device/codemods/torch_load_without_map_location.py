@@ -1,11 +1,10 @@
 import ast
 from typing import Iterator
 import libcst as cst
-
-from torchfix_device import _cst
-from torchfix_device.codemod import Codemod
-from torchfix_device.candidates import FileFacts, calls_to, has_keyword
-from torchfix_device.device_source import NoDevice
+from torchfix_device.syntax import nodes
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter.candidates import FileFacts, calls_to, has_keyword
+from torchfix_device.devices.source import NoDevice
 
 TORCH_LOAD = {"torch.load", "torch.serialization.load"}
 LOAD = frozenset({"load"})
@@ -78,16 +77,16 @@ class TorchLoadWithoutMapLocation(Codemod):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not (self.qualified_names(original_node.func, ending_in=LOAD) & TORCH_LOAD):
             return updated_node
-        if _cst.keyword_arg(original_node, "map_location") is not None:
+        if nodes.keyword_arg(original_node, "map_location") is not None:
             return updated_node
-        if len(_cst.positional_args(original_node)) >= 2 or _cst.has_star_args(original_node):
+        if len(nodes.positional_args(original_node)) >= 2 or nodes.has_star_args(original_node):
             return updated_node  # a location chosen positionally, or forwarded `*args`/`**kwargs`
         device = self.device_source.for_site(original_node, chooses_location=True)
         if isinstance(device, NoDevice):
             self.report(original_node, f"`torch.load` without `map_location`: {device.reason}", fixable=False)
             return updated_node
         if self.report(original_node, f"`torch.load` without `map_location`: add `map_location={device.code}`"):
-            return _cst.add_keyword_arg(updated_node, "map_location", device.code)
+            return nodes.add_keyword_arg(updated_node, "map_location", device.code)
         return updated_node
 
 

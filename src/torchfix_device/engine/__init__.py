@@ -1,9 +1,9 @@
 """The engine: parse once, apply the selected codemods until the tree stops changing.
 
-Stage 1 (:mod:`torchfix_device.candidates`, the stdlib ``ast``) decides which codemods can match
+Stage 1 (:mod:`torchfix_device.prefilter.candidates`, the stdlib ``ast``) decides which codemods can match
 a file at all; libcst parses only files where one can, and every later pass runs only the
 codemods with a candidate in the tree they would get. This is the only part of a run that
-imports libcst: the per-file job (:mod:`torchfix_device.job`) calls it for files without a
+imports libcst: the per-file job (:mod:`torchfix_device.run.job`) calls it for files without a
 cached result.
 
 The speed machinery lives in this package and nowhere else; a codemod never sees it:
@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, NamedTuple, Sequence
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from torchfix_device import _cst, legacy_syntax
-from torchfix_device.candidates import (
+from torchfix_device.syntax import traversal
+from torchfix_device.syntax import legacy as legacy_syntax
+from torchfix_device.prefilter.candidates import (
     ClassOutline,
     FileFacts,
     StatementSites,
@@ -35,18 +36,18 @@ from torchfix_device.candidates import (
     parse_facts,
     statements_with_sites,
 )
-from torchfix_device.catalog import CodemodRef, load_codemods
+from torchfix_device.codemods.catalog import CodemodRef, load_codemods
 from torchfix_device.engine.shared import SharedWrapper
 from torchfix_device.engine.token_pass import Repair, token_repair
 from torchfix_device.engine.visiting import engine_class
-from torchfix_device.fast_names import CHECK_FAST_NAMES
+from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 from torchfix_device.finding import Finding
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.results import InternalError, TransformOutput
-from torchfix_device.suppressions import NO_SUPPRESSIONS, Suppressions, may_hold_our_noqa, parse_suppressions
+from torchfix_device.syntax.suppressions import NO_SUPPRESSIONS, Suppressions, may_hold_our_noqa, parse_suppressions
 
 if TYPE_CHECKING:
-    from torchfix_device.codemod import Codemod
+    from torchfix_device.codemods.base import Codemod
 
 MAX_PASSES = 6
 
@@ -65,7 +66,7 @@ def active_codemods(
 
 def _star_torch_names(options: RunOptions | None, filename: str | None) -> frozenset[str]:
     """The qualified names of the torch objects the file's star imports bind
-    (:attr:`~torchfix_device.star_imports.FileStars.torch_names`)."""
+    (:attr:`~torchfix_device.facts.star_imports.FileStars.torch_names`)."""
     if options is None or not options.star_imports or filename is None:
         return frozenset()
     stars = options.star_imports.of(filename)
@@ -205,7 +206,7 @@ class _Settled(NamedTuple):
     candidates: frozenset[str]
     """The codes of the codemods it was settled for that stage 1 finds a candidate for."""
     sites: dict[str, StatementSites | None]
-    """Code → :func:`~torchfix_device.candidates.statements_with_sites` of that codemod."""
+    """Code → :func:`~torchfix_device.prefilter.candidates.statements_with_sites` of that codemod."""
     classes: dict[int, ClassOutline]
     """``FileFacts.class_outlines`` of it."""
     codemods: tuple[type[Codemod], ...]
@@ -245,7 +246,7 @@ def syntax_error(text: str, codemods: Sequence[CodemodRef | type[Codemod]], *, u
     return None
 
 
-@_cst.forgetting_children
+@traversal.forgetting_children
 def transform_unfiltered(
     text: str,
     codemods: Sequence[CodemodRef | type[Codemod]],
@@ -300,7 +301,7 @@ def transform_unfiltered(
     statement_codes: dict[int, tuple[cst.CSTNode, str]] = {}
 
     def code_of(module: cst.Module) -> str:
-        code = _cst.module_code(module, statement_codes)
+        code = traversal.module_code(module, statement_codes)
         if CHECK_FAST_NAMES:
             assert code == module.code, "a module rendered from its statements differs from libcst's rendering"
         return code
@@ -476,7 +477,7 @@ def _check_cpython_parses(text: str, filename: str | None) -> None:
 def parse_error_message(exc: cst.ParserSyntaxError, text: str) -> str:
     """``line N:C: syntax error: ...`` at the place CPython names (libcst's native parser can
     point a line late), saying what the line shows when it looks like Python 2 or uses
-    ``async`` as a name (:mod:`torchfix_device.legacy_syntax`), and why a token fix on it was
+    ``async`` as a name (:mod:`torchfix_device.syntax.legacy`), and why a token fix on it was
     not made."""
     line, column, message = exc.raw_line, exc.raw_column + 1, exc.message
     if not getattr(exc, "from_cpython", False):

@@ -1,10 +1,10 @@
 """Name and scope questions answered without libcst's scope analysis of the whole file.
 
 :class:`FastNameAnswers` overrides the name questions of
-:class:`~torchfix_device.codemod.Codemod` (whose answers come from libcst's metadata of the
+:class:`~torchfix_device.codemods.base.Codemod` (whose answers come from libcst's metadata of the
 whole module) with answers from CPython's ``symtable`` and the file's imports
-(:mod:`torchfix_device.fast_names`), from a scope analysis of the function being visited alone,
-and from the module's skeleton (:mod:`torchfix_device.scopes`). Where those cannot tell, it asks
+(:mod:`torchfix_device.syntax.qualified_names`), from a scope analysis of the function being visited alone,
+and from the module's skeleton (:mod:`torchfix_device.syntax.scopes`). Where those cannot tell, it asks
 the base class. With ``CHECK_FAST_NAMES`` every shortcut is checked against the base's answer.
 """
 
@@ -15,8 +15,12 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-from torchfix_device import _cst, fast_names, scopes
-from torchfix_device.fast_names import CHECK_FAST_NAMES
+from torchfix_device.syntax import nodes as _nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.syntax import qualified_names as fast_names
+
+from torchfix_device.syntax import scopes
+from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 
 if TYPE_CHECKING:
     from torchfix_device.engine.shared import SharedWrapper
@@ -38,7 +42,7 @@ class FastNameAnswers:
         if ending_in is not None and fast is not None and not fast.may_end_in(node, ending_in):
             if CHECK_FAST_NAMES:
                 wrong = [q for q in super()._plain_qualified_names(node) if q.rpartition(".")[2] in ending_in]  # type: ignore[misc]
-                assert not wrong, f"{_cst.code_of(node)!r} has names {wrong} ending in {sorted(ending_in)}"
+                assert not wrong, f"{_nodes.code_of(node)!r} has names {wrong} ending in {sorted(ending_in)}"
             return set()
         answer = fast.qualified_names(node) if fast is not None else None
         if answer is None and fast is not None:
@@ -49,7 +53,7 @@ class FastNameAnswers:
         if answer is None:
             return exact
         if not fast.agrees(answer, exact, node):  # type: ignore[union-attr]
-            raise AssertionError(f"fast qualified names {sorted(answer)} != libcst's {sorted(exact)} for {_cst.code_of(node)!r}")
+            raise AssertionError(f"fast qualified names {sorted(answer)} != libcst's {sorted(exact)} for {_nodes.code_of(node)!r}")
         return answer
 
     def _star_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
@@ -108,7 +112,7 @@ class FastNameAnswers:
             return fast
         exact = super().import_reads(imp)  # type: ignore[misc]
         if fast is not None:
-            assert exact is not None and {id(u) for u in fast} == {id(u) for u in exact}, _cst.code_of(imp)
+            assert exact is not None and {id(u) for u in fast} == {id(u) for u in exact}, _nodes.code_of(imp)
         return exact
 
     def spelt_nowhere(self, name: str) -> bool:
@@ -141,8 +145,8 @@ class FastNameAnswers:
         known = self.__dict__.setdefault("_parents_by_statement", {})
         if id(statement) not in known:
             found: dict[int, cst.CSTNode] = {id(statement): self.visited_module}  # type: ignore[attr-defined]
-            for parent in _cst.walk(statement):
-                for child in _cst.children(parent):
+            for parent in traversal.walk(statement):
+                for child in traversal.children(parent):
                     found[id(child)] = parent
             known[id(statement)] = found
         return known[id(statement)]
@@ -155,10 +159,10 @@ class FastNameAnswers:
             return None
         uses: list[cst.CSTNode] = []
         for alias in imp.names:
-            bound = _cst.dotted_name(alias.asname.name) if alias.asname else _cst.dotted_name(alias.name)
+            bound = _nodes.dotted_name(alias.asname.name) if alias.asname else _nodes.dotted_name(alias.name)
             if bound is None or not fast.bound_by_one_import_only(bound):
                 return None
-            reads = _cst.name_reads(self.visited_module, bound)  # type: ignore[attr-defined]
+            reads = traversal.name_reads(self.visited_module, bound)  # type: ignore[attr-defined]
             if reads is None:
                 return None
             uses.extend(reads)
@@ -166,7 +170,7 @@ class FastNameAnswers:
 
     def _resolution_in_function(self, name: str, node: cst.CSTNode) -> tuple[str, set[Any]] | None:
         """Where ``name`` read at ``node`` resolves, from the analysis of the outermost function
-        being visited alone (:func:`~torchfix_device.scopes.resolution_in_function`); None
+        being visited alone (:func:`~torchfix_device.syntax.scopes.resolution_in_function`); None
         outside functions or where that analysis cannot tell."""
         function_stack = self.function_stack  # type: ignore[attr-defined]
         if not function_stack:
@@ -181,7 +185,7 @@ class FastNameAnswers:
 
     def _names_in(self, function: cst.FunctionDef) -> frozenset[str]:
         """Every identifier spelt as a name in ``function`` (parameters, targets, reads)."""
-        return self._memos.function_names.get(function, lambda: frozenset(_cst.all_names(function)))
+        return self._memos.function_names.get(function, lambda: frozenset(traversal.all_names(function)))
 
     def _module_skeleton(self) -> scopes.ModuleSkeleton:
         module = self.visited_module  # type: ignore[attr-defined]

@@ -8,12 +8,13 @@ from typing import Any, Callable
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from torchfix_device import _cst, fast_names
+from torchfix_device.syntax import traversal
+from torchfix_device.syntax import qualified_names as fast_names
 
 
 def _holds_no_node_twice(module: cst.Module) -> bool:
     seen: set[int] = set()
-    for node in _cst.walk(module):
+    for node in traversal.walk(module):
         if id(node) in seen:
             return False
         seen.add(id(node))
@@ -41,7 +42,7 @@ class SharedWrapper:
     It keeps the wrapper of every module version of one file's transform: the runner goes back
     to the original tree (for findings' positions) after rewrites, and must not pay for its
     metadata twice. ``parsed`` is the tree ``libcst.parse_module`` returned, wrapped without a
-    copy. It also keeps each module version's :class:`~torchfix_device.fast_names.FastNames`,
+    copy. It also keeps each module version's :class:`~torchfix_device.syntax.qualified_names.FastNames`,
     and the statement positions and function scopes the codemods compute piecewise."""
 
     def __init__(self, parsed: cst.Module | None = None) -> None:
@@ -56,7 +57,7 @@ class SharedWrapper:
         self.function_names = NodeMemo()
         """Function → the identifiers spelt as names in it."""
         self.skeletons = NodeMemo()
-        """Module → its module-level bindings (:class:`~torchfix_device.scopes.ModuleSkeleton`)."""
+        """Module → its module-level bindings (:class:`~torchfix_device.syntax.scopes.ModuleSkeleton`)."""
 
     def wrapper_for(self, module: cst.Module) -> MetadataWrapper:
         known = self._wrappers.get(id(module))
@@ -69,7 +70,7 @@ class SharedWrapper:
         return known[1]
 
     def names_for(self, wrapper: MetadataWrapper, code: str | None) -> "fast_names.FastNames | None":
-        """The :class:`~torchfix_device.fast_names.FastNames` of the module ``wrapper`` holds,
+        """The :class:`~torchfix_device.syntax.qualified_names.FastNames` of the module ``wrapper`` holds,
         whose code is ``code`` (rendered here when not given); None when ``symtable`` cannot
         read it."""
         known = self._names.get(id(wrapper))

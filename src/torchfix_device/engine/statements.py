@@ -2,7 +2,7 @@
 
 Stage 1 tells, for a codemod with a site function, which top-level statements (and which
 members of a top-level class, one level further into a nested class) hold a site
-(:class:`~torchfix_device.candidates.StatementSites`). :class:`StatementTracking` matches those
+(:class:`~torchfix_device.prefilter.candidates.StatementSites`). :class:`StatementTracking` matches those
 ``ast`` statements with libcst's, skips the others, and tracks the statement, class member and
 nested member being visited, so that a position is computed by rendering that piece alone
 (with the indentation it has in the file) instead of the whole module.
@@ -16,10 +16,10 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from torchfix_device.fast_names import CHECK_FAST_NAMES
+from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 
 if TYPE_CHECKING:
-    from torchfix_device.candidates import ClassOutline, StatementSites
+    from torchfix_device.prefilter.candidates import ClassOutline, StatementSites
     from torchfix_device.engine.shared import SharedWrapper
 
 

@@ -1,7 +1,7 @@
 """The token pass: the codemods' fixes for syntax Python 3 cannot parse, made before parsing.
 
 For a file CPython cannot parse, each selected codemod is asked for its
-:class:`~torchfix_device.token_fixes.TokenFix` edits (:meth:`Codemod.token_fixes`; most have
+:class:`~torchfix_device.syntax.token_fixes.TokenFix` edits (:meth:`Codemod.token_fixes`; most have
 none). Each is a finding of its codemod, applied unless it is suppressed by ``# noqa``, unsafe
 without ``--unsafe-fixes``, or declined in interactive review. If the fixed text parses, the
 engine migrates it as it would any file, and the findings of that run are moved back to the
@@ -14,14 +14,14 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Sequence
 
-from torchfix_device.codemod import FIX_FILTER
+from torchfix_device.codemods.base import FIX_FILTER
 from torchfix_device.finding import Finding
 from torchfix_device.results import TransformOutput
-from torchfix_device.suppressions import NO_SUPPRESSIONS, may_hold_our_noqa, parse_suppressions
-from torchfix_device.token_fixes import ColumnMap, TokenFix, apply_fixes
+from torchfix_device.syntax.suppressions import NO_SUPPRESSIONS, may_hold_our_noqa, parse_suppressions
+from torchfix_device.syntax.token_fixes import ColumnMap, TokenFix, apply_fixes
 
 if TYPE_CHECKING:
-    from torchfix_device.codemod import Codemod
+    from torchfix_device.codemods.base import Codemod
 
 
 @dataclasses.dataclass

@@ -1,7 +1,7 @@
 """How the engine runs a codemod fast: the subclass it makes of each codemod class.
 
 :func:`engine_class` gives, for a codemod class, a subclass whose instances answer the same
-questions as :class:`~torchfix_device.codemod.Codemod` (the exact, libcst-metadata answers) but
+questions as :class:`~torchfix_device.codemods.base.Codemod` (the exact, libcst-metadata answers) but
 cheaper, and which the engine configures in one call (:meth:`EngineVisiting.configure`):
 
 - **which statements to visit**: with stage 1's sites (``StatementSites``), the top-level
@@ -36,13 +36,13 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from torchfix_device.engine.names import FastNameAnswers
 from torchfix_device.engine.shared import SharedWrapper
 from torchfix_device.engine.statements import StatementTracking
-from torchfix_device.fast_names import CHECK_FAST_NAMES
+from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 
 if TYPE_CHECKING:
-    from torchfix_device.candidates import ClassOutline, StatementSites
-    from torchfix_device.star_imports import FileStars
-    from torchfix_device.codemod import Codemod
-    from torchfix_device.suppressions import Suppressions
+    from torchfix_device.prefilter.candidates import ClassOutline, StatementSites
+    from torchfix_device.facts.star_imports import FileStars
+    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.syntax.suppressions import Suppressions
 
 _IMPORT_SCRATCH_KEYS = (AddImportsVisitor.CONTEXT_KEY, RemoveImportsVisitor.CONTEXT_KEY)
 """Where ``add_needed_import``/``remove_unused_import`` schedule the import passes libcst runs
@@ -169,7 +169,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         elif self._replacements_before.pop(id(original_node), -1) == self._replacements:
             # A top-level statement or class member in which no hook replaced anything: its
             # original, not libcst's copy, so that the next codemod, the positions and the
-            # rendering of the rewrite find the same object (see ``_cst.module_code``).
+            # rendering of the rewrite find the same object (see ``traversal.module_code``).
             return original_node
         return left
 

@@ -82,7 +82,7 @@ def resolve_device(requested: str | None) -> str:
 
 
 def model_files(paths: Sequence[Path]) -> list[Path]:
-    from torchfix_device.file_selection import collect_files
+    from torchfix_device.files.selection import collect_files
     from torchfix_device.verify.contract import bundled_models
 
     if not paths:

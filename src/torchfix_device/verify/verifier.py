@@ -228,7 +228,7 @@ def rewrite_model(spec: ModelSpec) -> tuple[str | None, list[str], str | None]:
     """The rewritten text, the codes that fixed something, and an error message if any."""
     import libcst
 
-    from torchfix_device.catalog import all_codemods
+    from torchfix_device.codemods.catalog import all_codemods
     from torchfix_device.engine import transform_source
     from torchfix_device.results import InternalError
 

@@ -1,0 +1,295 @@
+"""Tensor-type aliases (TFD008): ``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``.
+
+An alias is a name bound once, in the body of the module or of a function, to
+``torch.cuda.XTensor if <condition> else torch.XTensor`` (``torch.Tensor`` for ``FloatTensor``),
+and read only after that statement, each read being one of:
+
+- ``Alias(...)``, a constructor whose arguments show what they are: no argument, or two and more
+  (sizes: ``Alias(n, 1)``, ``Alias(imgs.shape[0], *patch)``) → ``torch.empty(..., dtype=, device=)``;
+  one size (``Alias(3)``, ``Alias(x.size(0))``, a name bound to one) → the same; a list or
+  tuple literal → ``torch.tensor(...)``; a NumPy array of at least one dimension
+  (``np.random.normal(0, 1, (n, d))``, ``np.ones(shape)``, a name bound to one) →
+  ``torch.as_tensor(...)``, which like the legacy constructor shares the array's memory on the
+  CPU when the dtype matches and copies otherwise;
+- ``x.type(Alias)`` → ``x.to(device=..., dtype=...)``.
+
+The device is the alias's own condition: ``torch.device("cuda" if <condition> else "cpu")``, the
+binding of the user's flag where the condition is that flag (:mod:`torchfix_device.devices.flag_binding`),
+else a binding of that value in place of the alias. When any read is of another kind, or an
+argument shows neither a size nor data, nothing of the alias is rewritten and the reads are
+reported for review.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+import libcst.matchers as m
+from torchfix_device.syntax import nodes as _nodes
+from torchfix_device.syntax import traversal
+from torchfix_device import torch_api
+from torchfix_device.devices.flag_scan import statements_of
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from torchfix_device.codemods.base import Codemod
+
+ARRAY_FUNCTIONS = {  # NumPy functions returning an array, and where their shape argument is (None: always)
+    "array": None, "asarray": None, "ascontiguousarray": None, "stack": None, "concatenate": None,
+    "vstack": None, "hstack": None, "arange": None, "linspace": None, "eye": None, "identity": None,
+    "zeros": 0, "ones": 0, "empty": 0, "full": 0, "zeros_like": None, "ones_like": None,
+}
+RANDOM_FUNCTIONS = {  # numpy.random functions: index of the `size` argument (an array when given)
+    "normal": 2, "uniform": 2, "randint": 2, "binomial": 2, "beta": 2, "gamma": 2, "poisson": 1,
+    "exponential": 1, "choice": 1, "random": 0, "random_sample": 0, "rand": 0, "randn": 0,
+    "standard_normal": 0, "permutation": None,
+}
+
+
+@dataclass
+class Alias:
+    name: str
+    statement: cst.SimpleStatementLine
+    choice: cst.IfExp
+    dtype: str
+    scope: cst.CSTNode  # Module or FunctionDef
+    reads: list[cst.Name] = field(default_factory=list)
+    reason: str | None = None
+    """Why it is left as it is (None: every read is rewritten and the alias goes)."""
+    device: str | None = None
+    removed: bool = False
+    """The alias statement goes (the device is a binding made earlier); else it becomes one."""
+
+
+def find_aliases(codemod: "Codemod", module: cst.Module) -> dict[str, list[Alias]]:
+    """The aliases of ``module`` by name, with their reads and whether they can be rewritten."""
+    found: dict[str, list[Alias]] = {}
+    for scope, statement in _body_statements(module):
+        alias = _alias_of(codemod, statement, scope)
+        if alias is not None:
+            found.setdefault(alias.name, []).append(alias)
+    if not found:
+        return {}
+    binds: dict[str, int] = {}
+    for event in codemod.device_source.flags.analysis.scan.events:
+        if event.kind == "bind" and event.target in found:
+            binds[event.target] = binds.get(event.target, 0) + 1
+    for name, aliases in found.items():
+        reads = traversal.name_reads(module, name)
+        for alias in aliases:
+            if len(aliases) > 1 or binds.get(name, 0) != 1 or reads is None or _bound_in_expressions(module, name):
+                alias.reason = f"`{name}` is bound more than once"
+                continue
+            alias.reads = [r for r in reads if r is not alias.statement.body[0].targets[0].target]  # type: ignore[attr-defined]
+    return found
+
+
+def _body_statements(module: cst.Module):
+    """(scope, statement) for the statements of the module's body and of every function body."""
+    for statement in module.body:
+        yield module, statement
+    for node in traversal.walk_statements(module):
+        if isinstance(node, cst.FunctionDef):
+            for statement in statements_of(node):
+                yield node, statement
+
+
+def _alias_of(codemod: "Codemod", statement: cst.CSTNode, scope: cst.CSTNode) -> Alias | None:
+    pattern = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name())], value=m.IfExp())])
+    if not m.matches(statement, pattern):
+        return None
+    line = cst.ensure_type(statement, cst.SimpleStatementLine)
+    assign = cst.ensure_type(line.body[0], cst.Assign)
+    choice = cst.ensure_type(assign.value, cst.IfExp)
+    on_cuda = torch_api.legacy_tensor_type(codemod.qualified_names(choice.body, ending_in=torch_api.LEGACY_TENSOR_TYPE_NAMES))
+    if on_cuda is None or not on_cuda[1]:
+        return None
+    otherwise = codemod.qualified_names(choice.orelse, ending_in=torch_api.LEGACY_TENSOR_TYPE_NAMES | {"Tensor"})
+    on_cpu = torch_api.legacy_tensor_type(otherwise)
+    if not (on_cpu == (on_cuda[0], False) or ("torch.Tensor" in otherwise and on_cuda[0] == "float32")):
+        return None
+    name = cst.ensure_type(assign.targets[0].target, cst.Name).value
+    return Alias(name, line, choice, on_cuda[0], scope)
+
+
+def _bound_in_expressions(module: cst.Module, name: str) -> bool:
+    """A lambda parameter or comprehension target of that name (it would hide the alias)."""
+    for node in traversal.walk(module):
+        if isinstance(node, cst.Lambda) and any(p.name.value == name for p in _cst_lambda_params(node)):
+            return True
+        if isinstance(node, cst.CompFor) and name in traversal.all_names(node.target):
+            return True
+    return False
+
+
+def _cst_lambda_params(node: cst.Lambda) -> list[cst.Param]:
+    p = node.params
+    extra = [s for s in (p.star_arg, p.star_kwarg) if isinstance(s, cst.Param)]
+    return [*p.posonly_params, *p.params, *p.kwonly_params, *extra]
+
+
+# -- what a read of an alias becomes -------------------------------------------------------------
+def read_kind(codemod: "Codemod", read: cst.Name, parent: cst.CSTNode | None, grand: cst.CSTNode | None) -> str | None:
+    """``"call"`` for ``Alias(...)``, ``"type"`` for ``x.type(Alias)``, None for anything else."""
+    if isinstance(parent, cst.Call) and parent.func is read:
+        return "call"
+    if isinstance(parent, cst.Arg) and parent.keyword is None and isinstance(grand, cst.Call) and len(grand.args) == 1 \
+            and m.matches(grand.func, m.Attribute(attr=m.Name("type"))):
+        return "type"
+    return None
+
+
+def constructor(call: cst.Call, torch_name: str, dtype: str, device: str, values: "ValueOf") -> cst.Call | str:
+    """The rewrite of ``Alias(...)``, or why there is none."""
+    args = list(call.args)
+    if any(a.keyword is not None or a.star == "**" for a in args):
+        return "keyword arguments"
+    if args and args[0].star:
+        return "it starts with `*`: sizes or data?"
+    if len(args) == 1:
+        value = args[0].value
+        if isinstance(value, (cst.List, cst.Tuple)):
+            factory = "tensor"
+        elif _is_size(value, values):
+            factory = "empty"
+        elif _is_array(value, values):
+            factory = "as_tensor"
+        else:
+            return f"nothing shows whether `{_nodes.code_of(value)}` is a size or data"
+    else:
+        factory = "empty"
+        if not args:
+            args = [cst.Arg(cst.Integer("0"))]
+    new = call.with_changes(func=cst.parse_expression(f"{torch_name}.{factory}"), args=args)
+    new = _nodes.add_keyword_arg(new, "dtype", f"{torch_name}.{dtype}")
+    return _nodes.add_keyword_arg(new, "device", device)
+
+
+class ValueOf:
+    """The value a name read in ``statement`` (of the statements ``block``, in the functions
+    ``chain``) is bound to: the nearest ``name = value`` before it in the same block with no
+    other binding of the name in between, else the one binding of the scope it resolves to,
+    when that is ``name = value`` (read from the syntax: no scope analysis)."""
+
+    def __init__(self, codemod: "Codemod", module: cst.Module, chain: list[cst.FunctionDef],
+                 statement: cst.CSTNode | None = None, block: "Sequence[cst.CSTNode]" = ()) -> None:
+        self.codemod = codemod
+        self.module = module
+        self.chain = chain
+        self.statement = statement
+        self.block = block
+
+    def __call__(self, name: cst.Name) -> cst.BaseExpression | None:
+        index = next((i for i, s in enumerate(self.block) if s is self.statement), None)
+        for previous in reversed(self.block[:index] if index is not None else ()):
+            found = _bindings_under([previous], name.value)
+            if found:
+                whole = isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1
+                return found[0] if len(found) == 1 and whole else None
+        for scope in [*reversed(self.chain), self.module]:
+            found = _bindings_in(scope, name.value)
+            if found:
+                return found[0] if len(found) == 1 else None
+        return None
+
+
+def _bindings_in(scope: cst.CSTNode, name: str) -> list[cst.BaseExpression | None]:
+    """The values bound to ``name`` by ``scope`` itself (None for a binding that is not
+    ``name = value``: a parameter, a loop target, an import, a ``global``...)."""
+    found: list[cst.BaseExpression | None] = []
+    if isinstance(scope, cst.FunctionDef) and any(p.name.value == name for p in _nodes.all_params(scope)):
+        found.append(None)
+    return found + _bindings_under(list(statements_of(scope)), name)
+
+
+def _bindings_under(nodes: "list[cst.CSTNode]", name: str) -> list[cst.BaseExpression | None]:
+    found: list[cst.BaseExpression | None] = []
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            found.extend([None] if node.name.value == name else [])
+            continue
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and m.matches(node.targets[0].target, m.Name(name)):
+            found.append(node.value)
+            continue
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.With, cst.Import, cst.ImportFrom,
+                             cst.Global, cst.Nonlocal, cst.Del, cst.ExceptHandler, cst.NamedExpr)):
+            if name in traversal.all_names(_binding_part(node)):
+                found.append(None)
+        if isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            continue
+        stack.extend(traversal.children(node))
+    return found
+
+
+def _binding_part(node: cst.CSTNode) -> cst.CSTNode:
+    if isinstance(node, cst.Assign):
+        return cst.Module(body=[]) if not node.targets else node.targets[0].target if len(node.targets) == 1 else node
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+        return node.target
+    if isinstance(node, cst.With):
+        return cst.Tuple([cst.Element(i.asname.name) for i in node.items if i.asname is not None]) if \
+            any(i.asname for i in node.items) else cst.Module(body=[])
+    if isinstance(node, cst.ExceptHandler):
+        return node.name.name if node.name is not None else cst.Module(body=[])
+    return node
+
+
+def _is_size(node: cst.BaseExpression, values: ValueOf, depth: int = 0) -> bool:
+    """An ``int``: a literal, ``len(...)``, ``x.size(i)``, ``x.shape[i]``, arithmetic of those,
+    or a name bound once to one."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.Divide):
+        return _is_size(node.left, values, depth) and _is_size(node.right, values, depth)
+    if isinstance(node, cst.Call):
+        if _nodes.dotted_name(node.func) == "len":
+            return True
+        return m.matches(node.func, m.Attribute(attr=m.Name("size"))) and len(node.args) == 1 and node.args[0].keyword is None
+    if isinstance(node, cst.Subscript) and m.matches(node.value, m.Attribute(attr=m.Name("shape"))):
+        return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+    if isinstance(node, cst.Name) and depth < 3:
+        value = values(node)
+        return value is not None and _is_size(value, values, depth + 1)
+    return False
+
+
+def _is_array(node: cst.BaseExpression, values: ValueOf, depth: int = 0) -> bool:
+    """A NumPy array of at least one dimension (a scalar or 0-d array is a size to the legacy
+    constructor), or a name bound once to one."""
+    if isinstance(node, cst.Name) and depth < 3:
+        value = values(node)
+        return value is not None and _is_array(value, values, depth + 1)
+    if not isinstance(node, cst.Call):
+        return False
+    qualified = values.codemod.qualified_names(node.func)
+    for name in qualified:
+        parts = name.split(".")
+        if parts[0] != "numpy" or any(a.star for a in node.args):
+            continue
+        if len(parts) == 2 and parts[1] in ARRAY_FUNCTIONS:
+            shape = ARRAY_FUNCTIONS[parts[1]]
+            if parts[1] in ("array", "asarray", "ascontiguousarray"):
+                return bool(node.args) and isinstance(node.args[0].value, (cst.List, cst.Tuple, cst.ListComp))
+            return shape is None or _given(node, shape, "shape")
+        if len(parts) == 3 and parts[1] == "random" and parts[2] in RANDOM_FUNCTIONS:
+            size = RANDOM_FUNCTIONS[parts[2]]
+            if parts[2] in ("rand", "randn"):
+                return bool(node.args)
+            return size is None or _given(node, size, "size")
+    return False
+
+
+def _given(call: cst.Call, index: int, keyword: str) -> bool:
+    """The shape or size argument is given, and is not ``None`` nor ``()``."""
+    positional = [a for a in call.args if a.keyword is None]
+    chosen = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
+    if chosen is None and len(positional) > index:
+        chosen = positional[index].value
+    if chosen is None or _nodes.is_none(chosen):
+        return False
+    return not (isinstance(chosen, cst.Tuple) and not chosen.elements)

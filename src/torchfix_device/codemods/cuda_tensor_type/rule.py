@@ -1,0 +1,377 @@
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, NamedTuple
+
+import libcst as cst
+import libcst.matchers as m
+from torchfix_device.codemods.common import legacy_constructors
+from torchfix_device.syntax import imports
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device import torch_api
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter.candidates import FileFacts
+from torchfix_device.codemods.cuda_tensor_type.aliases import Alias, ValueOf, constructor, find_aliases, read_kind
+from torchfix_device.devices.source import NoDevice
+from torchfix_device.devices.flag_scan import statements_of
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+SET_DEFAULT_LAST = frozenset({"set_default_tensor_type"})
+
+
+class CudaTensorType(Codemod):
+    """
+    ## What it does
+    Rewrites the legacy CUDA tensor types to device-agnostic code:
+    `torch.cuda.FloatTensor(2, 3)` → `torch.empty(2, 3, dtype=torch.float32, device=device)`,
+    `torch.cuda.LongTensor([1, 2])` → `torch.tensor([1, 2], dtype=torch.int64, device=device)`,
+    `x.type(torch.cuda.FloatTensor)` → `x.to(device=device, dtype=torch.float32)`, and
+    `isinstance(x.data, torch.cuda.FloatTensor)` → `(x.is_cuda and x.layout == torch.strided and
+    x.dtype == torch.float32)`, what that type test checks. The device is chosen as for `.cuda()`
+    (TFD001).
+
+    Tensor-type aliases, `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`
+    (`torch.Tensor` in the `else` too), bound once and read only after, go with their reads:
+    `Tensor(n, 1)`, `Tensor(imgs.shape[0], *patch)` → `torch.empty(..., dtype=torch.float32,
+    device=device)`; `Tensor([1.0])` → `torch.tensor(...)`; a NumPy array of at least one
+    dimension, `Tensor(np.random.normal(0, 1, (n, d)))` or a name bound to one →
+    `torch.as_tensor(..., dtype=torch.float32, device=device)`; `x.type(Tensor)` →
+    `x.to(device=device, dtype=torch.float32)`. The device is the alias's own condition: the
+    user's flag device (`device = torch.device("cuda" if cuda else "cpu")`, see TFD001) where the
+    condition is that flag, else the alias line becomes `device = torch.device("cuda" if cond
+    else "cpu")` with a free name.
+
+    ## Why is this bad?
+    `torch.cuda.FloatTensor` exists only with CUDA: the code fails on a CPU-only machine
+    (`TypeError: type torch.cuda.FloatTensor not available`), and the types are deprecated in
+    favour of a `dtype` plus a `device`.
+
+    ## Example
+    ```python
+    mask = torch.cuda.ByteTensor(batch, steps)
+    x = x.type(torch.cuda.FloatTensor)
+    Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+    valid = Tensor(imgs.shape[0], 1).fill_(1.0)
+    ```
+
+    ## Use instead
+    ```python
+    mask = torch.empty(batch, steps, dtype=torch.uint8, device=device)
+    x = x.to(device=device, dtype=torch.float32)
+    device = torch.device("cuda" if cuda else "cpu")
+    valid = torch.empty(imgs.shape[0], 1, dtype=torch.float32, device=device).fill_(1.0)
+    ```
+
+    ## Not rewritten
+    A constructor given a lone name (`torch.cuda.FloatTensor(n)`: a size or data?) or keyword
+    arguments, and the types used as values: reported for manual review. An alias any of whose
+    reads cannot be rewritten — an argument that shows neither a size nor data (`Tensor(x)`, a
+    0-dimensional array, `Tensor(*shape)`), the alias passed as a value or to `isinstance`, a
+    read before it is bound, a second binding of its name — is left whole, with its reads, and
+    reported. CPU types outside `nn.Module` methods (`torch.FloatTensor(...)`) are left alone;
+    inside them TFD003 handles them.
+
+    ## Fix safety
+    Safe. `torch.empty` and the legacy size constructor both return uninitialised memory of the
+    same shape and dtype; `torch.tensor` copies the same data; `torch.as_tensor`, like the legacy
+    constructor, shares a NumPy array's memory on the CPU when the dtype matches and copies it
+    otherwise; `.to(device=, dtype=)` converts like `.type()` did. An alias's reads get the device
+    its condition chose. On a machine without CUDA the code now runs on the CPU instead of failing.
+    """
+
+    code = "TFD008"
+    name = "cuda-tensor-type"
+    summary = "`torch.cuda.FloatTensor` & co. exist only with CUDA: use a dtype and a device"
+    safe = True
+    triggers = ("Tensor",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        """An expression naming ``torch.cuda.FloatTensor`` or another CUDA tensor type (called,
+        passed to ``.type()`` or used as a value)."""
+        if not (facts.torch_imported and "cuda" in facts.names and facts.names & LEGACY_TYPE_NAMES):
+            return False
+        scan = facts.scan
+        return any(
+            isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+            and (scan.opaque or any(_is_cuda_legacy_type(q) for q in scan.qualified(node)))
+            for node, _, _ in facts.contexts
+        )
+
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        super().visit_Module(node)
+        self._torch = imports.torch_module_alias(node) or "torch"
+        self._handled: set[int] = set()
+        self._reads: dict[int, tuple[Alias, str, _Read]] = {}
+        self._alias_of: dict[int, Alias] = {}
+        self._removed: list[cst.CSTNode] = []
+        """The alias statements that go (the objects: the engine may keep either)."""
+        aliases = [a for found in find_aliases(self, node).values() for a in found]
+        if aliases:
+            self._plan(node, aliases)
+        return None
+
+    # -- tensor-type aliases ----------------------------------------------------------------
+    def _plan(self, module: cst.Module, aliases: list[Alias]) -> None:
+        """Decide, before any rewrite, which aliases go: all of their reads are rewritten or none."""
+        wanted = {id(r): a for a in aliases for r in a.reads}
+        seen: dict[int, _Read] = {}
+        _walk_reads(module, wanted, seen)
+        for alias in aliases:
+            self._alias_of[id(alias.statement)] = alias
+            self._handled.update(id(n) for n in (alias.choice.body, alias.choice.orelse))
+            if alias.reason is None:
+                alias.reason = self._why_not(module, alias, seen)
+            if alias.reason is not None:
+                continue
+            self._choose_device(alias, [seen[id(r)].chain for r in alias.reads])
+            for read in alias.reads:
+                found = seen[id(read)]
+                kind = read_kind(self, read, found.parent, found.grand)
+                call = found.parent if kind == "call" else found.grand
+                self._reads[id(call)] = (alias, cst.ensure_type(kind, str), found)
+
+    def _why_not(self, module: cst.Module, alias: Alias, seen: dict) -> str | None:
+        if not alias.reads:
+            return "it is never called"
+        if self.is_suppressed(alias.statement):
+            return "its line is suppressed"
+        index = next(i for i, s in enumerate(statements_of(alias.scope)) if s is alias.statement)
+        for read in alias.reads:
+            found = seen.get(id(read))
+            if found is None:
+                return f"`{alias.name}` is read where it cannot be followed"
+            parent, grand, chain, top = found.parent, found.grand, found.chain, found.top
+            if isinstance(alias.scope, cst.FunctionDef) and not any(f is alias.scope for f in chain):
+                return f"`{alias.name}` is read outside the function that binds it"
+            if (not chain or chain[-1] is alias.scope) and top <= index:
+                return f"`{alias.name}` is read before it is bound"
+            kind = read_kind(self, read, parent, grand)
+            if kind is None:
+                return f"`{alias.name}` is used as a value"
+            if self.is_suppressed(read):
+                return "one of its reads is suppressed"
+            if kind == "call":
+                done = constructor(cst.ensure_type(parent, cst.Call), self._torch, alias.dtype, "device", found.values(self, module))
+                if isinstance(done, str):
+                    return f"`{nodes.code_of(parent)}`: {done}"
+        return None
+
+    def _choose_device(self, alias: Alias, chains: list[list[cst.FunctionDef]]) -> None:
+        """The device of ``alias``: its flag's binding where the condition is a usable flag that
+        is final at the alias, else a binding of the same value in place of the alias."""
+        flags = self.device_source.flags
+        flag = flags.guard_flag(alias.choice)
+        if flag is not None and flag.usable and id(alias.choice) not in flag.before:
+            placed = isinstance(alias.scope, cst.FunctionDef) or any(s is alias.statement for s in flag.statements()[flag.after + 1:])
+            name = flags.binding_name(flag)
+            hidden = any(name in traversal.all_names(f) for chain in chains for f in chain if f is not flag.scope)
+            if placed and not hidden and self._ends_no_block(alias) and not _comments(alias.statement):
+                alias.device, alias.removed = flags.name_for(flag), True
+                return
+        taken = traversal.all_names(self.visited_module) | self.device_source.flags.reserved() | self.device_source.reserved_names
+        alias.device = next((n for n in ("device", "torch_device", "default_device", "device_") if n not in taken), None) or \
+            next(f"device{i}" for i in range(2, 1000) if f"device{i}" not in taken)
+        self.device_source.reserved_names.add(alias.device)
+
+    @staticmethod
+    def _ends_no_block(alias: Alias) -> bool:
+        statements = statements_of(alias.scope)
+        return bool(statements) and statements[-1] is not alias.statement
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        if not self._removed:
+            return updated_node
+        return updated_node.with_changes(body=_without(updated_node.body, self._removed))
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if self._removed:
+            updated_node = updated_node.with_changes(body=_without(updated_node.body, self._removed))
+        return super().leave_Module(original_node, updated_node)
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine) -> cst.BaseStatement:
+        alias = self._alias_of.get(id(original_node))
+        if alias is None:
+            return updated_node
+        test = nodes.code_of(alias.choice.test)
+        if alias.reason is not None:
+            self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias; {alias.reason}: replace it by a dtype and a device by hand", fixable=False)
+            return updated_node
+        if alias.removed:
+            if self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias on `{test}`: its reads take `dtype={self._torch}.{alias.dtype}, device={alias.device}`"):
+                self._removed += [original_node, updated_node]  # taken out of its block, its blank lines kept
+            return updated_node
+        if not self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias on `{test}`: bind the device instead"):
+            return updated_node
+        value = cst.parse_expression(f'{self._torch}.device("cuda" if {test} else "cpu")')
+        assign = cst.ensure_type(updated_node.body[0], cst.Assign)
+        new = assign.with_changes(targets=[assign.targets[0].with_changes(target=cst.Name(cst.ensure_type(alias.device, str)))], value=value)
+        return updated_node.with_changes(body=[new])
+
+    def _cuda_dtype(self, node: cst.BaseExpression) -> str | None:
+        legacy = torch_api.legacy_tensor_type(self.qualified_names(node, ending_in=torch_api.LEGACY_TENSOR_TYPE_NAMES))
+        return legacy[0] if legacy and legacy[1] else None
+
+    def visit_Call(self, node: cst.Call) -> bool | None:
+        # Mark the type objects that a rewrite below consumes, so they are not reported as values.
+        if self._cuda_dtype(node.func):
+            self._handled.add(id(node.func))
+        if m.matches(node.func, m.Attribute(attr=m.Name("type"))) and len(node.args) == 1 and self._cuda_dtype(node.args[0].value):
+            self._handled.add(id(node.args[0].value))
+        if "torch.set_default_tensor_type" in self.qualified_names(node.func, ending_in=SET_DEFAULT_LAST):
+            self._handled.update(id(a.value) for a in node.args)  # TFD014's finding
+        return None
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        planned = self._reads.get(id(original_node))
+        if planned is not None:
+            return self._alias_read(original_node, updated_node, *planned)
+        if isinstance(original_node.func, cst.Name) and original_node.func.value == "isinstance":
+            return self._isinstance(original_node, updated_node)
+        dtype = self._cuda_dtype(original_node.func)
+        if dtype is not None:
+            return self._constructor(original_node, updated_node, dtype)
+        if m.matches(original_node.func, m.Attribute(attr=m.Name("type"))) and len(original_node.args) == 1:
+            arg = original_node.args[0]
+            dtype = self._cuda_dtype(arg.value) if arg.keyword is None else None
+            if dtype is not None:
+                return self._type_call(original_node, updated_node, dtype)
+        return updated_node
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if id(original_node) not in self._handled and self._cuda_dtype(original_node):
+            self.report(
+                original_node,
+                f"`{nodes.code_of(original_node)}` used as a value: replace it by a dtype and a device by hand",
+                fixable=False,
+            )
+        return updated_node
+
+    def _constructor(self, original: cst.Call, updated: cst.Call, dtype: str) -> cst.BaseExpression:
+        shown = nodes.code_of(original.func)
+        device = self.device_source.for_site(original)
+        if isinstance(device, NoDevice):
+            self.report(original, f"`{shown}(...)`: {device.reason}", fixable=False)
+            return updated
+        rewritten = legacy_constructors.legacy_constructor_call(updated, self._torch, dtype, device.code)
+        if rewritten is None:
+            self.report(original, f"`{shown}(...)`: cannot tell a size from data; rewrite by hand", fixable=False)
+            return updated
+        if self.report(original, f"`{shown}` exists only with CUDA: use `dtype={self._torch}.{dtype}, device={device.code}`"):
+            return rewritten
+        return updated
+
+    def _alias_read(self, original: cst.Call, updated: cst.Call, alias: Alias, kind: str, read: "_Read") -> cst.BaseExpression:
+        device = cst.ensure_type(alias.device, str)
+        if kind == "type":
+            if not self.report(original, f"`.type({alias.name})`: use `.to(device={device}, dtype={self._torch}.{alias.dtype})`"):
+                return updated
+            return self._to_call(updated, device, alias.dtype)
+        done = constructor(updated, self._torch, alias.dtype, device, read.values(self, self.visited_module))
+        if isinstance(done, str):  # decided on the original call: cannot happen
+            return updated
+        factory = nodes.dotted_name(done.func)
+        if self.report(original, f"`{alias.name}(...)`: use `{factory}(..., dtype={self._torch}.{alias.dtype}, device={device})`"):
+            return done
+        return updated
+
+    def _isinstance(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``isinstance(x.data, torch.cuda.FloatTensor)`` → ``(x.is_cuda and x.layout ==
+        torch.strided and x.dtype == torch.float32)``: what the type check tests."""
+        args = original.args
+        if len(args) != 2 or any(a.keyword is not None or a.star for a in args):
+            return updated
+        dtype = self._cuda_dtype(args[1].value)
+        tested = nodes.dotted_name(args[0].value)
+        if dtype is None or tested is None:
+            return updated
+        self._handled.add(id(args[1].value))
+        tested = tested[: -len(".data")] if tested.endswith(".data") else tested
+        t = self._torch
+        code = f"({tested}.is_cuda and {tested}.layout == {t}.strided and {tested}.dtype == {t}.{dtype})"
+        if not self.report(original, f"`isinstance(..., {nodes.code_of(args[1].value)})` exists only with CUDA: test `{code}`"):
+            return updated
+        return cst.parse_expression(code).with_changes(lpar=updated.lpar or [cst.LeftParen()], rpar=updated.rpar or [cst.RightParen()])
+
+    def _type_call(self, original: cst.Call, updated: cst.Call, dtype: str) -> cst.BaseExpression:
+        device = self.device_source.for_site(original)
+        if isinstance(device, NoDevice):
+            self.report(original, f"`.type(...)` with a CUDA type: {device.reason}", fixable=False)
+            return updated
+        if not self.report(original, f"`.type(torch.cuda.*)` exists only with CUDA: use `.to(device={device.code}, dtype=...)`"):
+            return updated
+        return self._to_call(updated, device.code, dtype)
+
+    def _to_call(self, updated: cst.Call, device: str, dtype: str) -> cst.Call:
+        """``x.type(T)`` → ``x.to(device=<device>, dtype=torch.<dtype>)``."""
+        template = cst.ensure_type(cst.parse_expression(f"_.to(device={device}, dtype={self._torch}.{dtype})"), cst.Call)
+        func = cst.ensure_type(updated.func, cst.Attribute).with_changes(attr=cst.Name("to"))
+        return template.with_changes(func=func, lpar=updated.lpar, rpar=updated.rpar)
+
+
+class _Read(NamedTuple):
+    """Where a read of an alias is (see :func:`_walk_reads`)."""
+
+    parent: cst.CSTNode | None
+    grand: cst.CSTNode | None
+    chain: list
+    top: int
+    statement: cst.CSTNode | None
+    block: "Sequence[cst.CSTNode]"
+
+    def values(self, codemod: Codemod, module: cst.Module) -> ValueOf:
+        return ValueOf(codemod, module, self.chain, self.statement, self.block)
+
+
+def _without(body: "Sequence[cst.BaseStatement]", removed: list[cst.CSTNode]) -> list[cst.BaseStatement]:
+    """``body`` less the statements in ``removed``, whose blank lines go to the next statement."""
+    kept: list[cst.BaseStatement] = []
+    carried: list[cst.EmptyLine] = []
+    for statement in body:
+        if any(statement is r for r in removed):
+            carried.extend(statement.leading_lines)
+            continue
+        if carried:
+            own = list(statement.leading_lines)
+            statement = statement.with_changes(leading_lines=carried + own if not own else carried[: max(0, len(carried) - len(own))] + own)
+            carried = []
+        kept.append(statement)
+    return kept
+
+
+def _comments(statement: cst.SimpleStatementLine) -> bool:
+    """Comment lines above ``statement``, or one after it (they would go with it)."""
+    return any(line.comment is not None for line in statement.leading_lines) or statement.trailing_whitespace.comment is not None
+
+
+def _walk_reads(module: cst.Module, wanted: dict[int, Alias], seen: dict) -> None:
+    """For each read of ``wanted``: its parent, grandparent, the functions around it, the index
+    of the statement of its scope's body holding it, and its innermost statement with the
+    statements of that statement's block."""
+    stack: list[tuple] = [(module, None, None, [], -1, None, ())]
+    while stack:
+        node, parent, grand, chain, top, statement, block = stack.pop()
+        if id(node) in wanted:
+            seen[id(node)] = _Read(parent, grand, chain, top, statement, block)
+        inner = [*chain, node] if isinstance(node, cst.FunctionDef) else chain
+        body = node.body if isinstance(node, (cst.Module, cst.IndentedBlock)) else None
+        scope_body = isinstance(node, cst.Module) or (isinstance(node, cst.IndentedBlock) and isinstance(parent, cst.FunctionDef))
+        for child in traversal.children(node):
+            child_top, child_statement, child_block = top, statement, block
+            if body is not None and isinstance(child, cst.BaseStatement):
+                child_statement, child_block = child, body
+                if scope_body:
+                    child_top = next(i for i, s in enumerate(body) if s is child)
+            stack.append((child, node, parent, inner, child_top, child_statement, child_block))
+
+
+# -- stage 1 ---------------------------------------------------------------------------------
+LEGACY_TYPE_NAMES = frozenset(torch_api.LEGACY_TENSOR_DTYPES)
+
+
+def _is_cuda_legacy_type(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] == "torch" and parts[1:-1] == ["cuda"] and parts[-1] in LEGACY_TYPE_NAMES

@@ -1,0 +1,363 @@
+from __future__ import annotations
+
+import ast
+import string
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import PositionProvider
+from torchfix_device.syntax import nodes as _nodes
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.prefilter.candidates import FileFacts
+from torchfix_device.codemods.loss_data_index.accumulated import NOT_SCALAR_ATTRS, Accumulation, plan
+from torchfix_device.facts.scalars import ScalarEvidence, Size, numpy_subject, zero_index
+
+DATA = m.Attribute(attr=m.Name("data"))
+SAME_TEXT_CONVERSIONS = frozenset("eEfFgGdiu")
+"""``%`` conversions giving the same text for a numpy float32 and the Python float of it (both
+are converted with ``float()``; ``%s``/``%r`` are not)."""
+PASSED_LOSS = (
+    "unsafe: the loss comes through a parameter to which every call in this file passes a torch loss; "
+    "a call from another file may pass something else"
+)
+
+
+class LossDataIndex(Codemod):
+    """
+    ## What it does
+    Rewrites `x.data[0]` to `x.item()` where the code shows that `x` is a scalar, and so also
+    `x.data[0][0]`, `x.data.numpy()[0]`, `x.data.cpu().numpy()[0]` and `x.cpu().data.numpy()[0]`.
+    The evidence, never a name: the result of a torch loss with a scalar reduction
+    (`F.cross_entropy(...)`, `F.*_loss(...)`, a call of an `nn.*Loss()` instance bound in scope,
+    moved with `.cuda()`/`.to()` or not, or set as `self.x = nn.XLoss()` in this class's
+    `__init__` and assigned nothing else); a full reduction (`.sum()`, `.mean()`, `.max()`, ...
+    with no dimension, `torch.sum(x)`, `torch.max(x)` with one argument, `torch.dot(a, b)`);
+    arithmetic of those with numbers, and methods that keep the shape (`.exp()`, `.float()`,
+    `.cpu()`, ...); a function or method of the same file every `return` of which is one of
+    those; a name every assignment of which is one of those; a name with one binding on which
+    `.backward()` is called with no argument, or that such a name is built from by arithmetic
+    (`loss = raw_loss + reg` then `loss.backward()`). As an unsafe fix, also the call of a
+    parameter (`criterion(out, y)` in `def test(loader, model, criterion)`) where every call of
+    the function in this file passes it a torch loss.
+
+    Accumulated scalars are one fix over several statements: `total = 0`, then
+    `total += loss.data` (or `+= n * criterion(...).data`, `total = total + loss.data`), then
+    `total[0]` becomes `total += loss.item()` and `total`: every statement of it rewritten, or
+    none (a `# noqa` on any of them keeps them all).
+
+    ## Why is this bad?
+    Before PyTorch 0.4 a loss was a 1-element tensor and `loss.data[0]` read its value. Since 0.4
+    a loss is 0-dimensional, and indexing it raises `IndexError: invalid index of a 0-dim tensor.
+    Use tensor.item()`. `.item()` returns the Python number, as the old code meant. On a 0-dim
+    tensor `.numpy()` gives a 0-d array, so `.data.numpy()[0]` raises `IndexError: too many
+    indices for array`, and a sum accumulated from `.data` is 0-dim, so `total[0]` raises.
+
+    ## Example
+    ```python
+    loss = criterion(output, target)
+    total_loss += loss.data
+    print(loss.data[0], "{:.2f}".format(loss.data.cpu().numpy()[0]), total_loss[0] / n)
+    ```
+
+    ## Use instead
+    ```python
+    loss = criterion(output, target)
+    total_loss += loss.item()
+    print(loss.item(), "{:.2f}".format(loss.item()), total_loss / n)
+    ```
+
+    ## Not rewritten
+    `images.data[0]` (the first sample of a batch), `layer.weight.data[0]` and
+    `grads.data.numpy()[0]` are real indexing and stay. A loss built with `reduction="none"` or
+    `reduce=False` is not a scalar and stays. A name is no evidence: a `criterion` parameter to
+    which some call does not pass a loss (or whose function is used otherwise than called), a
+    `self.criterion` of another class or rebound elsewhere, `reduce=False` passed by position, a
+    parameter named `loss`, `x.sum(1).data[0]`. Where the code does not show that `x` is a
+    scalar, it is left as it is and `check` reports it for manual review, naming the evidence
+    that is missing; so is `x.data.numpy()[0].mean()` (a Python number has no `.mean()`), and an
+    accumulated `total` that does not start from a number or is used otherwise than as
+    `total[0]` (`total.cpu()`, `f(total)`), where a number would not do what the tensor does.
+
+    ## Fix safety
+    Safe where `x` is shown to be a scalar: on a 0-dim tensor `x.data[0]` raises `IndexError` in
+    every PyTorch since 0.4, so no working code changes meaning, and `.item()` gives the number
+    the code read in 0.3. Where only `.backward()` shows one element, `x` may be a 1-element
+    vector: `x.data[0]` then works today and gives a 0-dim tensor of the same number. The value
+    of `.numpy()[0]` was a numpy `float32`; `.item()` gives a Python float of the same value,
+    which `format`, f-strings and `%f` print alike but `print`/`str` print with more digits:
+    the rewrite is unsafe where `x` may be a 1-element vector (on which `.numpy()[0]` works
+    today) and the value is not only formatted. An accumulated sum becomes a Python float summed
+    in double precision instead of a float32 tensor: the same number up to float32 rounding.
+    The accumulation fix is unsafe where the accumulated value is not shown to be a scalar (on a
+    vector, `total[0]` is its first element's sum and `.item()` raises). A loss shown only by the
+    calls of this file is unsafe: a call from another file may pass a per-element loss.
+    """
+
+    code = "TFD006"
+    name = "loss-data-index"
+    summary = "`loss.data[0]` raises on 0-dim tensors since PyTorch 0.4: use `loss.item()`"
+    safe = True
+    triggers = (".data",)
+
+    @classmethod
+    def may_match(cls, facts: FileFacts) -> bool:
+        """``x.data[0]``, ``x.data.numpy()[0]``, or ``total[0]`` (with a ``.data`` elsewhere)."""
+        if "data" not in facts.names:
+            return False
+        for node, _, _ in facts.contexts:
+            if isinstance(node, ast.Subscript) and _ast_zero(node.slice):
+                value = node.value
+                if isinstance(value, ast.Name) or (isinstance(value, ast.Attribute) and value.attr == "data"):
+                    return True
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "numpy":
+                    return True
+        return False
+
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        super().visit_Module(node)
+        self.evidence = ScalarEvidence(self, node)
+        planned = plan(self, node, self.evidence)
+        self._datas = {id(d): p for p in planned for d in p.datas}
+        self._reads = {id(r): p for p in planned for r in p.reads}
+        return None
+
+    # -- rewrites ---------------------------------------------------------------------------
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        planned = self._datas.get(id(original_node))
+        if planned is not None and self._accumulation_fixed(planned):
+            return _item(updated_node.value, updated_node)
+        return updated_node
+
+    def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> cst.BaseExpression:
+        planned = self._reads.get(id(original_node))
+        if planned is not None:
+            if self._accumulation_fixed(planned):
+                return cst.Name(planned.name, lpar=updated_node.lpar, rpar=updated_node.rpar)
+            return updated_node
+        if not zero_index(original_node):
+            return updated_node
+        value = original_node.value
+        if m.matches(value, DATA):
+            parent = self.parent_of(original_node)
+            if isinstance(parent, cst.Subscript) and parent.value is original_node and zero_index(parent):
+                return updated_node  # `x.data[0][0]`: decided on the outer index
+            return self._index(original_node, updated_node, ".data[0]", cst.ensure_type(value, cst.Attribute).value)
+        if isinstance(value, cst.Subscript) and zero_index(value) and m.matches(value.value, DATA):
+            return self._index(original_node, updated_node, ".data[0][0]", cst.ensure_type(value.value, cst.Attribute).value)
+        if numpy_subject(original_node) is not None:
+            return self._numpy_index(original_node, updated_node)
+        return updated_node
+
+    def _index(self, original: cst.Subscript, updated: cst.Subscript, what: str, subject: cst.BaseExpression) -> cst.BaseExpression:
+        size, why = self._verdict(subject)
+        if size is None:
+            if why is not None:
+                self.report(original, f"`{what}`: {why}; use `.item()` if it is a 0-dim loss", fixable=False)
+            return updated
+        if size is Size.LIKELY:
+            fixed = self.report(original, f"`{what}` on a loss: use `.item()` ({PASSED_LOSS})", safe=False)
+        else:
+            fixed = self.report(original, f"`{what}` on a scalar: use `.item()`")
+        if fixed:
+            inner = updated.value if what == ".data[0]" else cst.ensure_type(updated.value, cst.Subscript).value
+            return _item(cst.ensure_type(inner, cst.Attribute).value, updated)
+        return updated
+
+    def _numpy_index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        size, why = self._verdict(numpy_subject(original))  # type: ignore[arg-type]
+        if size is None:
+            if why is not None:
+                self.report(original, f"`.numpy()[0]`: {why}; use `.item()` if it is a 0-dim loss", fixable=False)
+            return updated
+        parent = self.parent_of(original)
+        if isinstance(parent, cst.Attribute) and parent.value is original:
+            self.report(
+                original,
+                f"`.numpy()[0]` on a scalar, then `.{parent.attr.value}` of the numpy number, which a Python number "
+                "lacks: use `.item()` and rewrite what follows by hand",
+                fixable=False,
+            )
+            return updated
+        if size is Size.LIKELY:
+            fixed = self.report(original, f"`.numpy()[0]` on a loss: use `.item()` ({PASSED_LOSS})", safe=False)
+        elif size is Size.ZERO_DIM or formats_alike(self, original):
+            fixed = self.report(original, "`.numpy()[0]` on a scalar: use `.item()`")
+        else:
+            fixed = self.report(
+                original,
+                "`.numpy()[0]` on a one-element tensor: use `.item()` (unsafe: shown to have one element by "
+                "`.backward()` only, it may be a 1-element vector, on which `.numpy()[0]` works today and gives a "
+                "numpy float32, which `print` shows with fewer digits than the Python float `.item()` gives)",
+                safe=False,
+            )
+        return _item(numpy_subject(updated), updated) if fixed else updated  # type: ignore[arg-type]
+
+    # -- evidence ---------------------------------------------------------------------------
+    def _verdict(self, subject: cst.BaseExpression) -> tuple[Size | None, str | None]:
+        """(the size shown, None), or (None, why it cannot tell), or (None, None): clearly not
+        a scalar (real indexing)."""
+        if isinstance(subject, cst.Attribute) and subject.attr.value in NOT_SCALAR_ATTRS:
+            return None, None
+        if not isinstance(subject, (cst.Name, cst.Call, cst.Attribute, cst.BinaryOperation, cst.UnaryOperation)):
+            return None, None
+        size = self.evidence.size(subject)
+        if size is not None and size is not Size.NUMBER:
+            return size, None
+        code = _nodes.code_of(subject)
+        if isinstance(subject, cst.Name):
+            values = [self.evidence.value_of(a) for a in self.evidence.visible(subject)]
+            what = (
+                "it is not bound by a plain assignment here"
+                if not values or any(not isinstance(v, cst.BaseExpression) for v in values)
+                else "not every assignment is a loss or full reduction"
+            )
+            return None, f"cannot tell whether `{code}` is a scalar ({what}, and `{code}.backward()` is not called on it)"
+        if isinstance(subject, cst.Call):
+            return None, (
+                f"cannot tell whether `{code}` is a scalar (not shown to be a torch loss with a scalar reduction "
+                "or a full reduction)"
+            )
+        return None, f"cannot tell whether `{code}` is a scalar"
+
+    def _accumulation_fixed(self, planned: Accumulation) -> bool:
+        """Report ``planned`` once (at its first ``x.data``); whether its fix is applied."""
+        if planned.applied is None:
+            planned.applied = self._report_accumulation(planned)
+        return planned.applied
+
+    def _report_accumulation(self, planned: Accumulation) -> bool:
+        anchor, name = planned.datas[0], planned.name
+        if planned.problem is not None:
+            self.report(anchor, f"`{name}[0]` of a sum of `.data`: {planned.problem}; accumulate `.item()` and read `{name}` by hand", fixable=False)
+            return False
+        lines = sorted({self.get_metadata(PositionProvider, r).start.line for r in planned.reads})
+        message = (
+            f"accumulated scalar `{name}`: accumulate `.item()` instead of `.data` and read `{name}` instead of "
+            f"`{name}[0]` (line {', '.join(map(str, lines))})"
+        )
+        held = [n for n in planned.nodes() if n is not anchor and self.is_suppressed(n)]
+        if held and not self.is_suppressed(anchor):
+            line = self.get_metadata(PositionProvider, held[0]).start.line
+            self.report(anchor, f"{message}; left as it is: `# noqa` on line {line} holds back part of this one fix", fixable=False)
+            return False
+        if planned.unproven:
+            unproven = ", ".join(f"`{u}`" for u in planned.unproven)
+            return self.report(
+                anchor,
+                f"{message} (unsafe: {unproven} not shown to be a scalar; on a vector `{name}[0]` is the sum of first "
+                "elements and `.item()` raises)",
+                safe=False,
+            )
+        return self.report(anchor, message)
+
+
+def _item(subject: cst.BaseExpression, replaced: cst.BaseExpression) -> cst.Call:
+    """``subject.item()``, in the parentheses ``replaced`` had."""
+    return cst.Call(func=cst.Attribute(value=subject, attr=cst.Name("item")), lpar=replaced.lpar, rpar=replaced.rpar)
+
+
+def _ast_zero(index: ast.expr) -> bool:
+    if isinstance(index, ast.Tuple) and len(index.elts) == 1:
+        index = index.elts[0]
+    return isinstance(index, ast.Constant) and type(index.value) is int and index.value == 0
+
+
+# -- is a numpy number only formatted? ------------------------------------------------------------
+def formats_alike(codemod: Codemod, node: cst.BaseExpression) -> bool:
+    """``node``'s value only goes through formatting that gives the same text for a numpy
+    float32 and the Python float of it: a field without ``!s``/``!r`` of ``"...".format(...)``
+    or of an f-string, a ``%f``/``%e``/``%g``/``%d`` operand of ``"..." % ...``."""
+    parent = codemod.parent_of(node)
+    if isinstance(parent, cst.FormattedStringExpression):
+        return parent.expression is node and parent.conversion is None
+    if isinstance(parent, cst.Arg):
+        call = codemod.parent_of(parent)
+        return isinstance(call, cst.Call) and _format_call_alike(call, parent)
+    if isinstance(parent, cst.Element):
+        holder = codemod.parent_of(parent)
+        operation = codemod.parent_of(holder) if isinstance(holder, cst.Tuple) else None
+        if isinstance(holder, cst.Tuple) and isinstance(operation, cst.BinaryOperation) and operation.right is holder:
+            index = next(i for i, e in enumerate(holder.elements) if e is parent)
+            return _percent_alike(operation, index, len(holder.elements))
+        return False
+    if isinstance(parent, cst.BinaryOperation) and parent.right is node:
+        return _percent_alike(parent, 0, 1)
+    return False
+
+
+def _format_call_alike(call: cst.Call, arg: cst.Arg) -> bool:
+    func = call.func
+    if not (m.matches(func, m.Attribute(attr=m.Name("format"))) and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString))):  # type: ignore[attr-defined]
+        return False
+    text = func.value.evaluated_value  # type: ignore[attr-defined]
+    if not isinstance(text, str) or arg.star or _nodes.has_star_args(call):
+        return False
+    positional = _nodes.positional_args(call)
+    key: int | str = arg.keyword.value if arg.keyword is not None else next(i for i, a in enumerate(positional) if a is arg)
+    auto, used = 0, False
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError:
+        return False
+    for _, field_name, spec, conversion in fields:
+        if field_name is None:
+            continue
+        if "{" in (spec or ""):
+            return False  # nested fields: not worth following
+        first = field_name.split(".")[0].split("[")[0]
+        if first == "":
+            ref: int | str = auto
+            auto += 1
+        else:
+            ref = int(first) if first.isdigit() else first
+        if ref == key:
+            if first != field_name or conversion is not None:
+                return False
+            used = True
+    return used
+
+
+def _percent_alike(operation: cst.BinaryOperation, index: int, count: int) -> bool:
+    left = operation.left
+    if not isinstance(operation.operator, cst.Modulo) or not isinstance(left, (cst.SimpleString, cst.ConcatenatedString)):
+        return False
+    text = left.evaluated_value
+    conversions = _percent_conversions(text) if isinstance(text, str) else None
+    return conversions is not None and len(conversions) == count and conversions[index] in SAME_TEXT_CONVERSIONS
+
+
+def _percent_conversions(text: str) -> list[str] | None:
+    """The conversion of each argument ``text % args`` takes (``*`` for a width or precision
+    taken from the arguments); None for a mapping key or a malformed format."""
+    found: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] != "%":
+            i += 1
+            continue
+        i += 1
+        if i < n and text[i] == "%":
+            i += 1
+            continue
+        if i < n and text[i] == "(":
+            return None
+        while i < n and text[i] in "#0- +":
+            i += 1
+        for part in ("width", "precision"):
+            if part == "precision":
+                if i < n and text[i] == ".":
+                    i += 1
+                else:
+                    continue
+            if i < n and text[i] == "*":
+                found.append("*")
+                i += 1
+            while i < n and text[i].isdigit():
+                i += 1
+        while i < n and text[i] in "hlL":
+            i += 1
+        if i >= n:
+            return None
+        found.append(text[i])
+        i += 1
+    return found

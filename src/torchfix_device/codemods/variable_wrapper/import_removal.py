@@ -1,0 +1,105 @@
+"""The ``Variable`` import TFD009 removes once nothing uses it.
+
+The import goes when the name it binds appears nowhere else in the rewritten module: counted
+during the walk (every Name node, less the import's own and the callees of the rewritten calls,
+which the codemod adds to ``_removed_names``), so no scope analysis is needed. A name still
+spelt somewhere (a use left alone, an attribute or local variable of that name, a string other
+than a docstring such as an ``__all__`` entry or a string annotation) keeps it. The count needs
+every statement visited: TFD009 must have no stage-1 site function (``candidates.SITES``).
+A module-level import in a module that the star imports of other files of the run reach stays:
+it binds their ``Variable`` too (:attr:`~torchfix_device.facts.star_imports.FileStars.imported_by`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import libcst as cst
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.syntax.imports import remove_import_aliases
+
+VARIABLE_MODULES = ("torch.autograd", "torch.autograd.variable")
+
+
+class VariableImportTracking:
+    """Hooks mixed into :class:`~torchfix_device.codemods.variable_wrapper.VariableWrapper`."""
+
+    context: object
+
+    def start_import_tracking(self) -> None:
+        """At ``visit_Module``: nothing counted yet."""
+        self._imports: dict[cst.ImportAlias, tuple[cst.ImportFrom, str, str | None]] = {}
+        self._module_level: set[int] = set()
+        """``id`` of the aliases of ``_imports`` whose statement binds the module's own name."""
+        self._import_originals: dict[int, cst.ImportFrom] = {}
+        """``id`` of each recorded import (libcst's copy) → the original it was copied from."""
+        self._names: Counter[str] = Counter()
+        self._removed_names: Counter[str] = Counter()
+        self._strings: list[cst.SimpleString] = []
+        self._docstrings: set[int] = set()
+
+    def without_unused_imports(self, module: cst.Module) -> cst.Module:
+        """``module`` without the ``Variable`` imports whose name is used nowhere else (kept
+        where a star import of another file of the run takes the module's names)."""
+        stars = getattr(self, "star_imports", None)
+        shared = stars is not None and bool(stars.imported_by)
+        unused = {
+            alias: found for alias, found in self._imports.items()
+            if self._unused(found) and not (shared and id(alias) in self._module_level)
+        }
+        if not unused:
+            return module
+        objects = [(name, "Variable", asname) for _, name, asname in unused.values()]
+        aliases = self._aliases_in(module, {alias: statement for alias, (statement, _, _) in unused.items()})
+        return remove_import_aliases(self.context, module, objects, aliases)  # type: ignore[arg-type]
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
+        if updated_node.module is None or updated_node.relative or isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        module = nodes.dotted_name(updated_node.module)
+        if module in VARIABLE_MODULES:
+            for alias in updated_node.names:
+                if nodes.dotted_name(alias.name) == "Variable":
+                    asname = nodes.dotted_name(alias.asname.name) if alias.asname else None
+                    self._imports[alias] = (updated_node, module, asname)
+                    if not (self.function_stack or self.class_stack):  # type: ignore[attr-defined]
+                        self._module_level.add(id(alias))
+                    self._import_originals[id(updated_node)] = original_node
+        return updated_node
+
+    def _aliases_in(
+        self, module: cst.Module, aliases: dict[cst.ImportAlias, cst.ImportFrom]
+    ) -> dict[cst.ImportAlias, cst.ImportFrom]:
+        """``aliases`` as they are in ``module``: a statement in which nothing was rewritten is
+        the original object there, not libcst's copy (``Codemod.on_leave``), so an import in it
+        is the original one, its aliases at the same places."""
+        present = {id(n) for n in traversal.walk_statements(module) if isinstance(n, cst.ImportFrom)}
+        found: dict[cst.ImportAlias, cst.ImportFrom] = {}
+        for alias, statement in aliases.items():
+            if id(statement) not in present:
+                original = self._import_originals[id(statement)]
+                alias = original.names[list(statement.names).index(alias)]  # type: ignore[index,arg-type]
+                statement = original
+            found[alias] = statement
+        return found
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._names[node.value] += 1
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._strings.append(node)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        if isinstance(node.value, cst.SimpleString):
+            self._docstrings.add(id(node.value))
+
+    def _unused(self, found: tuple[cst.ImportFrom, str, str | None]) -> bool:
+        """Whether the name an import of ``Variable`` binds is spelt nowhere but in that import
+        (and the imports of ``Variable`` binding the same name) after the rewrite."""
+        bound = found[2] or "Variable"
+        in_imports = sum(1 for _, _, asname in self._imports.values() if (asname or "Variable") == bound)
+        if self._names[bound] - in_imports - self._removed_names[bound] > 0:
+            return False
+        return not any(bound in s.value for s in self._strings if id(s) not in self._docstrings)
+

@@ -1,0 +1,202 @@
+"""Rule 1 of where a rewrite gets its device: inside a method of an ``nn.Module`` subclass.
+
+A tensor argument of the method (an argument annotated ``Tensor``, or the first argument of
+``forward``, never one that is a size, a count or a flag) as ``x.device``; else a parameter,
+buffer or weight-bearing layer the module creates in ``__init__`` (``self.weight.device``,
+``self.fc.weight.device``) that is sure to exist when the method runs; else
+``next(self.parameters()).device`` when the module has parameters and the method is not run
+during ``__init__``. Never a module-level global: the module may be moved elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+import libcst.matchers as m
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.devices.choice import DeviceExpr, NoDevice
+
+if TYPE_CHECKING:
+    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.devices.source import DeviceSource
+
+PARAMETER_CLASSES = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+WEIGHT_LAYERS = {
+    "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm", "PReLU",
+}
+
+
+@dataclass
+class _ModuleClassInfo:
+    init: cst.FunctionDef | None
+    attr_devices: list[tuple[int, str]] = field(default_factory=list)
+    """(index of the ``__init__`` statement, device expression) in ``__init__`` order."""
+    first_run_in_init: dict[str, int] = field(default_factory=dict)
+    """Method name → index of the first ``__init__`` statement that (transitively) calls it."""
+    has_parameters: bool = False
+
+
+class ModuleMethodDevice:
+    """The device of a site inside a method of one of the file's ``nn.Module`` classes."""
+
+    def __init__(self, codemod: "Codemod", source: "DeviceSource") -> None:
+        self.codemod = codemod
+        self.source = source
+        self._class_info: dict[int, _ModuleClassInfo] = {}
+
+    def enclosing_method(self) -> cst.FunctionDef | None:
+        cls = self.source.enclosing_module_class()
+        if cls is None or not self.codemod.function_stack:
+            return None
+        func = self.codemod.function_stack[-1]
+        return func if any(stmt is func for stmt in cls.body.body) else None
+
+    def device(self, cls: cst.ClassDef) -> DeviceExpr | NoDevice:
+        method = self.enclosing_method()
+        if method is None:
+            if not self.codemod.function_stack:
+                return NoDevice("in a class body: no module instance to take the device from")
+            return NoDevice("in a function nested inside an nn.Module method: pass the device explicitly")
+        decorators = nodes.decorator_names(method)
+        if "staticmethod" in decorators or "classmethod" in decorators:
+            return NoDevice("static or class method: no module to take the device from")
+        if method.name.value == "__init__":
+            return NoDevice("inside __init__ the module has no device yet")
+        tensor_arg = self._tensor_argument(method)
+        if tensor_arg is not None:
+            return DeviceExpr(f"{tensor_arg}.device")
+        info = self._info(cls)
+        runs_at = info.first_run_in_init.get(method.name.value)
+        for index, expr in info.attr_devices:
+            if runs_at is None or index < runs_at:
+                return DeviceExpr(expr)
+        if info.has_parameters and runs_at is None:
+            return DeviceExpr("next(self.parameters()).device")
+        if runs_at is not None:
+            return NoDevice(
+                f"`{method.name.value}` runs during __init__ before any parameter or buffer exists"
+            )
+        return NoDevice("the module defines no parameter or buffer to take the device from")
+
+    @staticmethod
+    def _tensor_argument(method: cst.FunctionDef) -> str | None:
+        params = nodes.all_params(method)[1:]
+        for param in params:
+            if param.annotation is not None:
+                name = nodes.dotted_name(param.annotation.annotation) or ""
+                if name == "Tensor" or name.endswith(".Tensor"):
+                    return param.name.value
+        if method.name.value == "forward":
+            first = nodes.first_positional_param(method)
+            if first is not None and first.annotation is None and not _not_a_tensor(first, method):
+                return first.name.value
+        return None
+
+    def _info(self, cls: cst.ClassDef) -> _ModuleClassInfo:
+        if id(cls) not in self._class_info:
+            self._class_info[id(cls)] = self._analyse_class(cls)
+        return self._class_info[id(cls)]
+
+    def _analyse_class(self, cls: cst.ClassDef) -> _ModuleClassInfo:
+        methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+        info = _ModuleClassInfo(init=methods.get("__init__"))
+        calls = {name: _self_method_calls(func) for name, func in methods.items()}
+        if info.init is None:
+            return info
+        module_class_names = self.source.module_class_names()
+        for index, stmt in enumerate(info.init.body.body):
+            for called in _self_method_calls(stmt):
+                for reached in _reachable(called, calls):
+                    info.first_run_in_init.setdefault(reached, index)
+            expr, is_param = self._attr_device(stmt, module_class_names)
+            if expr is not None:
+                info.attr_devices.append((index, expr))
+            info.has_parameters = info.has_parameters or is_param
+        return info
+
+    def _attr_device(self, stmt: cst.BaseStatement, module_class_names: set[str]) -> tuple[str | None, bool]:
+        """For ``self.w = nn.Parameter(...)`` and friends: (device expression, creates params)."""
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return None, False
+        small = stmt.body[0]
+        if m.matches(small, m.Expr(m.Call(func=m.Attribute(m.Name("self"), m.Name("register_buffer"))))):
+            call = cst.ensure_type(cst.ensure_type(small, cst.Expr).value, cst.Call)
+            args = nodes.positional_args(call)
+            if len(args) >= 2 and isinstance(args[0].value, cst.SimpleString) and not nodes.is_none(args[1].value):
+                name = args[0].value.evaluated_value
+                if isinstance(name, str) and name.isidentifier():
+                    return f"self.{name}.device", False
+            return None, False
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            return None, False
+        target = small.targets[0].target
+        if not m.matches(target, m.Attribute(m.Name("self"), m.Name())) or not isinstance(small.value, cst.Call):
+            return None, False
+        attr = cst.ensure_type(target, cst.Attribute).attr.value
+        qualified = self.codemod.qualified_names(small.value.func)
+        if qualified & PARAMETER_CLASSES:
+            return f"self.{attr}.device", True
+        for q in qualified:
+            if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1] in WEIGHT_LAYERS:
+                return f"self.{attr}.weight.device", True
+        called = nodes.dotted_name(small.value.func)
+        is_layer = any(q.startswith("torch.nn.") for q in qualified) or called in module_class_names
+        return None, is_layer
+
+
+SIZE_NAMES = {"n", "size", "dim", "training", "length", "count", "steps", "batch", "bsz", "bs", "seq_len"}
+SIZE_PREFIXES = ("n_", "num_", "max_", "is_", "use_")
+SIZE_SUFFIXES = ("_size", "_dim", "_len", "_length", "_count", "_steps", "_num")
+SIZE_USES = {
+    "zeros", "ones", "empty", "randn", "rand", "randint", "randperm", "full", "arange", "range",
+    "eye", "linspace", "logspace", "new_zeros", "new_ones", "new_empty", "new_full", "view",
+    "reshape", "expand", "repeat", "FloatTensor", "LongTensor", "Tensor", "ByteTensor",
+}
+
+
+def _not_a_tensor(param: cst.Param, method: cst.FunctionDef) -> bool:
+    """``param`` is a size, a count or a flag, by its name (``batch_size``, ``n_*``,
+    ``num_*``, ``dim``, ``training``), its default, or its use in the body (a size given to a
+    factory or a shape method, ``range(param)``, an ``if param:`` test)."""
+    name = param.name.value
+    lowered = name.lower()
+    if param.default is not None:
+        return True
+    if lowered in SIZE_NAMES or lowered.startswith(SIZE_PREFIXES) or lowered.endswith(SIZE_SUFFIXES):
+        return True
+    for node in traversal.walk(method.body):
+        if isinstance(node, cst.Call):
+            called = nodes.dotted_name(node.func) or ""
+            if called.rsplit(".", 1)[-1] in SIZE_USES and any(
+                m.matches(a.value, m.Name(name)) or m.matches(a.value, m.Tuple()) and
+                any(m.matches(e.value, m.Name(name)) for e in cst.ensure_type(a.value, cst.Tuple).elements)
+                for a in node.args
+            ):
+                return True
+        elif isinstance(node, (cst.If, cst.While, cst.IfExp)) and m.matches(node.test, m.Name(name)):
+            return True
+    return False
+
+
+def _self_method_calls(node: cst.CSTNode) -> set[str]:
+    """Names of ``self.<name>(...)`` calls anywhere under ``node``."""
+    found = set()
+    for n in traversal.walk(node):
+        if m.matches(n, m.Call(func=m.Attribute(m.Name("self"), m.Name()))):
+            found.add(cst.ensure_type(cst.ensure_type(n, cst.Call).func, cst.Attribute).attr.value)
+    return found
+
+
+def _reachable(start: str, calls: dict[str, set[str]]) -> list[str]:
+    seen = [start]
+    todo = [start]
+    while todo:
+        for nxt in calls.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.append(nxt)
+                todo.append(nxt)
+    return seen

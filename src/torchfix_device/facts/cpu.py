@@ -1,0 +1,213 @@
+"""Is a value provably on the CPU just before a guard on a user's flag? (TFD001's evidence.)
+
+With the device built from the flag (``device = torch.device("cuda" if args.cuda else "cpu")``),
+``if args.cuda: x = x.cuda()`` and ``x = x.to(device)`` do the same when the flag is on (both
+move to the current CUDA device). When it is off, ``x.to(device)`` moves ``x`` to the CPU: the
+same as leaving it only if it is there already (then ``.to`` changes nothing and returns ``x``
+itself, a tensor or a module). So the guard may go only for values shown to be on the CPU:
+
+- the statement that binds the name last before the guard, in the same block, is
+  ``x = <value made on the CPU>``, and no statement in between names ``x`` or calls a function
+  of the file that does (at module level ``x`` is a global such a function could move);
+- a value made on the CPU: a torch factory without ``device=`` (``torch.arange(4.0)``,
+  ``torch.zeros(n)``, ``torch.tensor([1, 2])``, ``torch.from_numpy(a)``), a CPU legacy type
+  (``torch.FloatTensor(1)``), maybe followed by methods that keep the device (``.float()``,
+  ``.view(...)``); a ``torch.nn`` layer (``nn.Linear(3, 2)``, ``nn.BCELoss()``; containers
+  of such layers), or an ``nn.Module`` class of this file whose code neither moves, loads nor
+  names a device, built from constants and configuration attributes.
+
+Nothing is evidence in a file that changes the default device or tensor type.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device import torch_api
+from torchfix_device.torch_api import is_torch_module_class
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from torchfix_device.codemods.base import Codemod
+
+FACTORIES = frozenset({
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
+    "linspace", "logspace", "eye",
+})
+DATA_FACTORIES = frozenset({"tensor", "as_tensor", "Tensor"})
+KEEP_DEVICE = frozenset({
+    "float", "double", "long", "int", "half", "bool", "byte", "char", "short", "view", "reshape",
+    "unsqueeze", "squeeze", "contiguous", "clone", "detach", "fill_", "zero_", "normal_", "uniform_",
+    "t", "transpose", "permute", "expand", "repeat", "train", "eval", "requires_grad_",
+})
+CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "DataParallel"})
+TENSOR_KEYWORDS = frozenset({"device", "weight", "pos_weight", "_weight", "bias"})
+MOVING_WORDS = frozenset({"cuda", "to", "device", "load", "set_default_tensor_type", "set_default_device", "_apply", "type"})
+
+
+def not_on_cpu(codemod: "Codemod", name: cst.Name, statement: cst.BaseStatement, skip: cst.CSTNode | None = None) -> str | None:
+    """None when ``name`` (read in ``statement``, outside ``skip``) is shown to be on the CPU
+    right before ``statement``; else why it is not (for the message)."""
+    shown = name.value
+    if _changes_defaults(codemod):
+        return "the file changes the default device or tensor type"
+    if skip is not None and _names(_read_part(statement), shown, skip):
+        return f"`{shown}` is used elsewhere in the same statement"
+    block = codemod.parent_of(statement)
+    statements: Sequence[cst.BaseStatement] = block.body if isinstance(block, (cst.Module, cst.IndentedBlock)) else ()
+    index = next((i for i, s in enumerate(statements) if s is statement), None)
+    if index is None:
+        return f"nothing shows where `{shown}` is"
+    movers = _functions_naming(codemod, shown)
+    for previous in reversed(statements[:index]):
+        value = _assigned_value(previous, shown)
+        if value is not None:
+            return None if _made_on_cpu(codemod, value) else f"nothing shows `{shown}` is made on the CPU"
+        if _names(previous, shown) or _calls_any(previous, movers):
+            return f"`{shown}` may move between where it is made and the guard"
+    return f"nothing shows `{shown}` is on the CPU here"
+
+
+def _read_part(statement: cst.BaseStatement) -> cst.CSTNode:
+    """What ``statement`` reads before it binds: the value of ``x = value``, else all of it."""
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        small = statement.body[0]
+        if isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Name) for t in small.targets):
+            return small.value
+    return statement
+
+
+def _assigned_value(statement: cst.BaseStatement, name: str) -> cst.BaseExpression | None:
+    """The value of ``name = value`` when that is the whole statement."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target = small.targets[0].target
+        if isinstance(target, cst.Name) and target.value == name:
+            return small.value
+    return None
+
+
+def _names(node: cst.CSTNode, name: str, skip: cst.CSTNode | None = None) -> bool:
+    return traversal.count_name(node, name, frozenset({id(skip)}) if skip is not None else frozenset()) > 0
+
+
+def _calls_any(node: cst.CSTNode, functions: set[str]) -> bool:
+    return bool(functions) and any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value in functions for n in traversal.walk(node)
+    )
+
+
+def _functions_naming(codemod: "Codemod", name: str) -> set[str]:
+    """Functions and classes of the file whose code names ``name`` (they may move a global)."""
+    module = codemod.visited_module
+    return {
+        n.name.value for n in traversal.walk_statements(module)
+        if isinstance(n, (cst.FunctionDef, cst.ClassDef)) and _names(n.body, name)
+    }
+
+
+def _changes_defaults(codemod: "Codemod") -> bool:
+    names = traversal.all_names(codemod.visited_module)
+    return bool(names & {"set_default_tensor_type", "set_default_device", "set_default_dtype"})
+
+
+def _made_on_cpu(codemod: "Codemod", value: cst.BaseExpression) -> bool:
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value in KEEP_DEVICE and not _qualified(codemod, func):
+        return all(a.keyword is None or a.keyword.value != "device" for a in value.args) and _made_on_cpu(codemod, func.value)
+    if any(a.keyword is not None and a.keyword.value == "device" for a in value.args) or nodes.has_star_args(value):
+        return False
+    for qualified in _qualified(codemod, func):
+        parts = qualified.split(".")
+        if parts[0] != "torch":
+            continue
+        if len(parts) == 2 and parts[1] in FACTORIES:
+            return True
+        if len(parts) == 2 and parts[1] == "from_numpy":
+            return True
+        if len(parts) == 2 and (parts[1] in DATA_FACTORIES or parts[1] in torch_api.LEGACY_TENSOR_DTYPES):
+            return all(_is_data(a.value) for a in value.args)
+        if is_torch_module_class(qualified):
+            return _layer_on_cpu(codemod, parts[-1], value)
+    if isinstance(func, cst.Name):
+        cls = next((c for c in codemod.device_source.module_classes().values() if c.name.value == func.value), None)
+        if cls is not None:
+            return _settings_only(value) and _class_on_cpu(codemod, cls, frozenset())
+    return False
+
+
+def _qualified(codemod: "Codemod", func: cst.BaseExpression) -> set[str]:
+    return codemod.qualified_names(func)
+
+
+def _is_data(node: cst.BaseExpression) -> bool:
+    """A literal: numbers, strings, and lists or tuples of them (never a tensor, which may be on CUDA)."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _is_data(node.expression)
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return all(_is_data(e.value) for e in node.elements)
+    return isinstance(node, cst.Name) and node.value in ("True", "False")
+
+
+def _setting(node: cst.BaseExpression) -> bool:
+    """A constant or a configuration value (``opt.n_classes``, ``4 * nz``), not a bare name (a
+    module or tensor may be passed that way)."""
+    if _is_data(node) or nodes.is_none(node):
+        return True
+    if isinstance(node, cst.Attribute):
+        dotted = nodes.dotted_name(node)
+        return dotted is not None and not dotted.startswith(("self.", "cls."))
+    if isinstance(node, cst.BinaryOperation):
+        return _setting(node.left) and _setting(node.right)
+    if isinstance(node, cst.UnaryOperation):
+        return _setting(node.expression)
+    return False
+
+
+def _settings_only(call: cst.Call) -> bool:
+    return all(a.star == "" and _setting(a.value) and (a.keyword is None or a.keyword.value not in TENSOR_KEYWORDS) for a in call.args)
+
+
+def _layer_on_cpu(codemod: "Codemod", layer: str, call: cst.Call) -> bool:
+    if layer in CONTAINERS:
+        items = [a.value for a in call.args]
+        if len(items) == 1 and isinstance(items[0], (cst.List, cst.Tuple)):
+            items = [e.value for e in items[0].elements]
+        return all(a.keyword is None and not a.star for a in call.args) and all(_made_on_cpu(codemod, i) for i in items)
+    if layer.endswith("Loss"):
+        return _settings_only(call) and all(a.keyword is not None for a in call.args)
+    return all(not a.star and (a.keyword is None or a.keyword.value not in TENSOR_KEYWORDS) for a in call.args)
+
+
+def _class_on_cpu(codemod: "Codemod", cls: cst.ClassDef, seen: frozenset[str]) -> bool:
+    """An ``nn.Module`` class of this file whose code does not move, load or name a device,
+    does not call the file's functions, and whose bases of this file are the same."""
+    words = traversal.all_names(cls)
+    if words & MOVING_WORDS or cls.name.value in seen:
+        return False
+    module_classes = {c.name.value: c for c in codemod.device_source.module_classes().values()}
+    functions = {n.name.value for n in traversal.walk_statements(codemod.visited_module) if isinstance(n, cst.FunctionDef)}
+    own = {n.name.value for n in traversal.walk_statements(cls) if isinstance(n, cst.FunctionDef)}
+    for node in traversal.walk(cls.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+            called = node.func.value
+            if called in module_classes:
+                if not _class_on_cpu(codemod, module_classes[called], seen | {cls.name.value}):
+                    return False
+            elif called in functions and called not in own:
+                return False
+    for base in cls.bases:
+        name = nodes.dotted_name(base.value)
+        if name in module_classes and not _class_on_cpu(codemod, module_classes[name], seen | {cls.name.value}):
+            return False
+    return True

@@ -1,0 +1,499 @@
+"""What a value given to ``Variable(...)`` is: can it be a tensor that requires grad?
+
+TFD009 (:mod:`~torchfix_device.codemods.variable_wrapper`) unwraps ``Variable(x)`` to ``x`` as a
+safe fix only where ``x`` provably cannot require grad (then the ``.detach()`` that ``Variable``
+does is a no-op). :meth:`GradEvidence.missing` answers for one expression with None (it cannot:
+it is *grad-free*) or with the evidence that is missing, from this file alone:
+
+- values that never require grad: literals, ``x.data``, ``x.detach()``, integer and boolean
+  results (``.long()``, ``torch.LongTensor(...)``), sizes, NumPy and ``math`` values, dtypes; a
+  name every binding of which is ``torch.cuda.XTensor if c else torch.XTensor`` (TFD008's alias)
+  is such a legacy constructor;
+- tensor factories (``torch.zeros``, ``torch.from_numpy``, ``x.new(2, 3)``, ...) without
+  ``requires_grad=``; a torch function, a tensor method, an operator, a subscript or a
+  comprehension of grad-free values (nothing but ``requires_grad_`` and ``requires_grad=`` makes
+  grad out of nothing; ``torch.load`` is no evidence); ``torch.as_tensor(a, ...)`` and
+  ``torch.asarray(a, ...)`` where ``a`` is grad-free (they return ``a`` itself, a copy of it in
+  its graph, or a new tensor of data; the result may still be ``a`` itself, so it is not new);
+- an item of a ``DataLoader`` or data set this file shows (:mod:`._data_pipeline`), also
+  through ``enumerate``, ``zip``, ``tqdm`` and ``next(iter(...))``, and an attribute of such a
+  torchvision data set (``train_data.test_data``);
+- an attribute of ``self`` its class only ever gives grad-free values (:mod:`._self_attributes`),
+  an attribute of a ``parse_args()`` result shown to be no tensor (:mod:`._argparse_values`);
+- a local name: every binding that may reach the read (libcst's bindings, ordered by
+  :mod:`._name_flow`) is of a grad-free value; a module-level name read in a function: every
+  module-level binding is. A loop's own rebinding (``x = Variable(x)`` each iteration) is
+  assumed grad-free while it is being proven (a greatest fixpoint: each binding keeps the value
+  grad-free if the others do).
+
+Parameters, results of the project's own functions and models are not followed, and the
+message says so. Names and bindings are libcst's exact answers for any node of the module
+(``qualified_names`` and ``bindings`` given by the codemod), not the engine's answers for the
+statement being visited. Code outside the file (another module rebinding a global or an
+attribute) is not seen.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Sequence
+
+import libcst as cst
+from torchfix_device.syntax import nodes as _nodes
+from torchfix_device.syntax import traversal
+from torchfix_device import torch_api
+from torchfix_device.facts.argparse_values import ParsedValueEvidence
+from torchfix_device.facts.data_pipeline import DataPipelineEvidence
+from torchfix_device.facts.in_place import RANDOM_FILLS, changes_of, flow_key, in_place
+from torchfix_device.facts.self_attributes import SelfAttributeEvidence
+from torchfix_device.facts.tensors import may_be_packed
+from torchfix_device.facts.name_flow import binding_owner, reaching_bindings
+
+QualifiedNames = Callable[[cst.CSTNode], "set[str]"]
+Bindings = Callable[[str, cst.CSTNode], "set[Any]"]
+
+FACTORIES = {
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
+    "linspace", "logspace", "eye", "tensor", "zeros_like", "ones_like", "empty_like", "full_like",
+    "rand_like", "randn_like", "randint_like", "from_numpy", "multinomial",
+}
+"""``torch.<name>`` calls whose result is a new tensor that does not require grad, whatever
+their arguments (unless given ``requires_grad=``)."""
+NOT_PURE_TORCH = {"load", "as_tensor", "asarray", "from_file", "frombuffer"}
+"""``torch.<name>`` functions whose result is not made from their arguments alone."""
+FROM_DATA = {"as_tensor", "asarray"}
+"""``torch.<name>`` functions (also in ``NOT_PURE_TORCH`` and ``SELF_RETURNING``) whose result
+requires grad only where their first argument is a tensor that does (checked on torch 2.13: a
+NumPy array or a list of tensors gives no grad; a tensor that requires grad gives itself, or a
+copy in its graph when ``dtype=`` or ``device=`` differ). Without ``requires_grad=``."""
+SELF_RETURNING = {
+    "to", "cuda", "cpu", "type", "type_as", "float", "double", "half", "bfloat16", "long", "int",
+    "short", "byte", "char", "bool", "contiguous", "flatten", "pin_memory", "astype", "conj",
+    "conj_physical", "dequantize", "positive", "resolve_conj", "resolve_neg", "to_dense",
+    "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_tensors", "cartesian_prod", "as_tensor",
+    "asarray",
+}
+"""Methods and ``torch.<name>`` functions that may return their (first) argument itself, as
+every in-place ``*_`` one does (found by calling each on a tensor, torch 2.13)."""
+SHAPE_METHODS = {
+    "view", "reshape", "expand", "repeat", "permute", "transpose", "unsqueeze", "squeeze", "narrow",
+    "flatten", "unflatten", "view_as", "expand_as", "reshape_as", "type_as", "type", "to", "cuda",
+    "cpu", "contiguous", "index_select", "gather", "select", "chunk", "split", "roll", "flip", "t",
+    "float", "double", "half", "bfloat16",
+}
+"""Methods (and ``torch.<name>`` functions, on their first argument) whose other arguments are
+sizes, dims, integer indices, a device or a tensor lending its shape or type: only the
+receiver's grad reaches the result."""
+NEVER_GRAD_METHODS = {
+    "detach", "long", "int", "short", "byte", "char", "bool", "size", "dim", "numel", "item",
+    "tolist", "numpy", "nonzero", "argmax", "argmin", "argsort", "eq", "ne", "lt", "le", "gt",
+    "ge", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "astype", "nelement",
+    "element_size", "data_ptr", "get_device", "is_contiguous", "stride", "storage",
+}
+"""Methods whose result never requires grad (an integer, a bool, a size, a detached tensor)."""
+INTEGER_TYPES = {"LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor"}
+BUILTIN_NEVER_GRAD = {"len", "int", "float", "bool", "str", "range", "isinstance", "hasattr", "repr", "round"}
+BUILTIN_PURE = {"abs", "min", "max", "sum", "list", "tuple", "sorted", "reversed", "zip", "enumerate", "iter"}
+CONSTANTS = {"None", "True", "False"}
+TORCH_TYPES = {
+    "float", "float16", "float32", "float64", "double", "half", "bfloat16", "long", "int", "int8",
+    "int16", "int32", "int64", "uint8", "bool", "short", "complex64", "complex128", "cfloat", "cdouble",
+    "dtype", "device", "Size", "strided",
+}
+MAX_DEPTH = 60
+
+
+class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvidence):
+    """Answers about the values of one module version (see the module docstring)."""
+
+    def __init__(self, module: cst.Module, qualified_names: QualifiedNames, bindings: Bindings) -> None:
+        """``qualified_names(node)`` and ``bindings(name, node)``: libcst's exact answers for any
+        node of ``module`` (not only the statement a codemod is visiting)."""
+        self.module = module
+        self.names = qualified_names
+        self.bindings = bindings
+        self._parents: dict[int, cst.CSTNode] | None = None
+        self._depth = 0
+
+    # -- the questions ----------------------------------------------------------------------------
+    def missing(self, expr: cst.BaseExpression) -> str | None:
+        """None when ``expr`` cannot be a tensor that requires grad; else the evidence missing."""
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                self.proof_cut_short()
+                return "its value is too far from where it is made"
+            return self._expr(expr)
+        finally:
+            self._depth -= 1
+
+    def fresh(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` makes a new object that nothing else refers to (so marking it changes nothing
+        else): a factory, ``x.data``, an operator's result, a method that always returns a new
+        tensor; not a name, a subscript (of a list, the element itself) or a self-returning
+        method of those."""
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value == "data"
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+            return True
+        if not isinstance(expr, cst.Call):
+            return False
+        if isinstance(expr.func, cst.Attribute) and not self._torch_names(expr.func):
+            method = expr.func.attr.value
+            if method in SELF_RETURNING or in_place(method):
+                return self.fresh(expr.func.value)
+            return True
+        torch_names = self._torch_names(expr.func)
+        if not torch_names:
+            return False
+        short = {q.rpartition(".")[2] for q in torch_names}
+        return not (short & (NOT_PURE_TORCH | SELF_RETURNING) or any(in_place(n) for n in short))
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        if self._parents is None:
+            found: dict[int, cst.CSTNode] = {}
+            order: dict[int, int] = {id(self.module): 0}
+            for above in traversal.walk(self.module):
+                for child in traversal.children(above):
+                    found[id(child)] = above
+                    order[id(child)] = len(order)
+            self._parents, self._order = found, order
+        return self._parents.get(id(node))
+
+    def source_order(self, node: cst.CSTNode) -> int:
+        """Where ``node`` comes in a walk of the module: binding sets arrive in the order of
+        memory addresses, and the proofs (the depth limit, which message comes first) must not
+        depend on that."""
+        self.parent(node)
+        return self._order.get(id(node), len(self._order))
+
+    # -- expressions ------------------------------------------------------------------------------
+    def _expr(self, expr: cst.BaseExpression) -> str | None:
+        if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Ellipsis)):
+            return None
+        if isinstance(expr, cst.Name):
+            return None if expr.value in CONSTANTS else self._name(expr)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.missing(expr.expression)
+        if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
+            return self.missing(expr.left) or self.missing(expr.right)
+        if isinstance(expr, cst.Comparison):
+            return self.missing(expr.left) or _first(self.missing(c.comparator) for c in expr.comparisons)
+        if isinstance(expr, cst.IfExp):
+            return self.missing(expr.body) or self.missing(expr.orelse)
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return _first(self.missing(e.value) for e in expr.elements)
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return self.missing(expr.elt)
+        if isinstance(expr, cst.Subscript):
+            if self.dataset_missing(expr.value) is None:
+                return None  # an item of a data set this file shows
+            return self.missing(expr.value)  # an index never gives grad to what it picks
+        if isinstance(expr, cst.Attribute):
+            return self._attribute(expr)
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        return f"`{_nodes.code_of(expr)}` is not a value this file shows"
+
+    def _attribute(self, expr: cst.Attribute) -> str | None:
+        attr = expr.attr.value
+        if self._module_path(expr):
+            return None if self._plain_module_value(expr) else f"`{_nodes.code_of(expr)}` is a module's value this file does not show"
+        if attr == "data" and may_be_packed(self, expr.value):
+            return f"`{_nodes.code_of(expr)}` may be a `PackedSequence`'s data, which can require grad (this file packs sequences)"
+        if attr in ("data", "shape", "dtype", "device", "is_cuda", "requires_grad", "ndim"):
+            return None
+        if attr in ("T", "mT", "real", "imag") and self.missing(expr.value) is None:
+            return None
+        if self.dataset_missing(expr.value) is None:
+            return None  # a torchvision data set's own tensors (``train_data.test_data``)
+        return self.parsed_value_missing(expr) if self.is_parsed(expr.value) else self.self_attribute_missing(expr)
+
+    def _call(self, call: cst.Call) -> str | None:
+        shown = f"`{_nodes.code_of(call.func)}(...)`"
+        requires = _nodes.keyword_arg(call, "requires_grad")
+        if requires is not None and not (isinstance(requires.value, cst.Name) and requires.value.value == "False"):
+            return f"{shown} is given `requires_grad=`"
+        if self._is_variable(call.func):
+            return self.missing(call.args[0].value) if call.args and not call.args[0].keyword else f"{shown} is not understood"
+        torch_names = self._torch_names(call.func) or self._legacy_alias(call.func)
+        if torch_names:
+            return self._torch_call(call, torch_names, shown)
+        qualified = self.names(call.func)
+        if any(q.startswith("numpy.") or q.startswith("math.") for q in qualified):
+            return None  # NumPy and math never make a torch tensor that requires grad
+        if isinstance(call.func, cst.Name) and qualified == {f"builtins.{call.func.value}"}:
+            if call.func.value in BUILTIN_NEVER_GRAD:
+                return None
+            if call.func.value == "next" and len(call.args) == 1:
+                return self.next_missing(call.args[0].value)
+            if call.func.value in BUILTIN_PURE:
+                return self.args_missing(call)
+        if isinstance(call.func, cst.Attribute) and not self._module_path(call.func):
+            return self._method(call, call.func.attr.value, call.func.value)
+        return f"{shown} is a call this file does not show to return a tensor without grad"
+
+    def _method(self, call: cst.Call, method: str, receiver: cst.BaseExpression) -> str | None:
+        if method in NEVER_GRAD_METHODS:
+            return None
+        if method == "requires_grad_":
+            return f"`.{method}()` makes it require grad"
+        if method == "type" and call.args:
+            qualified = self.names(call.args[0].value)
+            if any(q.startswith("torch.") and q.rpartition(".")[2] in INTEGER_TYPES for q in qualified):
+                return None
+        if method == "new":
+            positional = [a for a in call.args if a.keyword is None]
+            if not call.args or (len(positional) >= 2 and not any(a.star for a in call.args)):
+                return None  # sizes: a new, empty tensor
+            if len(call.args) == 1 and call.args[0].star == "*" and all(
+                isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) >= 2 for v in self._values_of(call.args[0].value)
+            ):
+                return None  # x.new(*size), size = (a, b): sizes too
+            return self.args_missing(call)
+        if method in SHAPE_METHODS or method in RANDOM_FILLS:
+            return self.missing(receiver)  # sizes, dims, indices, a tensor giving its shape or type, numbers
+        return self.missing(receiver) or self.args_missing(call)
+
+    def _torch_call(self, call: cst.Call, torch_names: set[str], shown: str) -> str | None:
+        last = {q.rpartition(".")[2] for q in torch_names}
+        legacy = torch_api.legacy_tensor_type(torch_names)
+        if legacy is not None or "Tensor" in last:
+            if last <= INTEGER_TYPES:
+                return None  # an integer tensor cannot require grad
+            return self.args_missing(call)  # given a tensor, a legacy constructor keeps its grad
+        if last & FACTORIES:
+            return None
+        if last & FROM_DATA and call.args and call.args[0].keyword is None and not call.args[0].star:
+            return self.missing(call.args[0].value)  # its grad is its first argument's
+        if last & NOT_PURE_TORCH:
+            return f"{shown} may return a tensor that requires grad"
+        if last & SHAPE_METHODS and call.args and call.args[0].keyword is None:
+            return self.missing(call.args[0].value)  # the rest: sizes, dims, indices
+        return self.args_missing(call)
+
+    def _legacy_alias(self, func: cst.BaseExpression) -> set[str]:
+        """``Tensor`` every binding of which is ``Tensor = torch.cuda.FloatTensor if c else
+        torch.FloatTensor`` (TFD008's alias): the legacy types it may be; empty otherwise."""
+        found: set[str] = set()
+        nodes = [getattr(b, "node", None) for b in self.bindings(func.value, func)] if isinstance(func, cst.Name) else []
+        for node in nodes:
+            owner = binding_owner(node, self.parent) if node is not None else None
+            statement = owner[0] if owner is not None else None
+            if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1 and statement.targets[0].target is node
+                    and isinstance(statement.value, cst.IfExp)):
+                return set()
+            for choice in (statement.value.body, statement.value.orelse):
+                names = self._torch_names(choice)
+                if torch_api.legacy_tensor_type(names) is None or len(names) != 1:
+                    return set()
+                found |= names
+        return found
+
+    def args_missing(self, call: cst.Call) -> str | None:
+        return _first(self.missing(a.value) for a in call.args if a.keyword is None or a.keyword.value != "out")
+
+    def _is_variable(self, func: cst.BaseExpression) -> bool:
+        names = self.names(func)
+        return bool(names) and names <= {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
+
+    def _torch_names(self, func: cst.BaseExpression) -> set[str]:
+        """The ``torch.<x>`` / ``torch.nn.functional.<x>`` / ``torch.cuda.<X>Tensor`` names of
+        ``func`` (a function of the torch module, not a method); empty otherwise."""
+        found = set()
+        for q in self.names(func):
+            parts = q.split(".")
+            if parts[0] != "torch":
+                continue
+            if len(parts) == 2 or parts[1:-1] in (["nn", "functional"], ["cuda"]):
+                found.add(q)
+        return found
+
+    # -- names ----------------------------------------------------------------------------------
+    def _name(self, read: cst.Name) -> str | None:
+        bindings = [b for b in self.bindings(read.value, read) if getattr(b, "node", None) is not None]
+        if not bindings:
+            return f"`{read.value}` is not bound in this file"
+        nodes = sorted((b.node for b in bindings), key=self.source_order)
+        where = scope_of(read, self.parent)
+        scopes = {id(scope_of(n, self.parent)) for n in nodes}
+        if len(scopes) != 1:
+            return f"`{read.value}` is bound in several scopes"
+        scope = scope_of(nodes[0], self.parent)
+        if isinstance(scope, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            reaching = nodes  # a comprehension's own target
+        elif scope is where or (isinstance(where, (cst.ListComp, cst.SetComp, cst.DictComp)) and scope_of(where, self.parent) is scope):
+            reaching = self._reaching(scope, read, nodes)
+            if reaching is None:
+                return f"where `{read.value}` was last bound cannot be told"
+            if not reaching:
+                return f"`{read.value}` may be unbound here"
+        elif isinstance(scope, cst.Module) and isinstance(where, cst.FunctionDef):
+            reaching = nodes  # a module-level name read in a function: any of its bindings
+        else:
+            return f"`{read.value}` comes from an enclosing scope"
+        return _first(self._binding(read.value, n) for n in reaching) or self._changes(read.value, scope, None if reaching is nodes else (read, reaching))
+
+    def _changes(self, name: str, scope: cst.CSTNode, flow: tuple[cst.Name, list[cst.CSTNode]] | None) -> str | None:
+        """A change in place of what ``name`` holds in ``scope`` at the read of ``flow`` (assumed
+        none while checked: an assumption the proof memory tracks like the others)."""
+        key = ("changes", id(scope), name, flow_key(self, flow))
+        return self.prove(key, lambda: changes_of(self, name, scope, flow if key[-1] is not None else None))
+
+    def _reaching(self, scope: cst.CSTNode, read: cst.Name, nodes: list[cst.CSTNode]) -> list[cst.CSTNode] | None:
+        if isinstance(scope, (cst.Module, cst.FunctionDef)):
+            return reaching_bindings(scope, read.value, nodes, read, self.parent)
+        return None
+
+    def _plain_module_value(self, expr: cst.BaseExpression) -> bool:
+        """``torch.float32``, ``torch.FloatTensor``, ``np.newaxis``, ``math.pi``: no tensor."""
+        for q in self.names(expr):
+            last = q.rpartition(".")[2]
+            if q.startswith(("numpy.", "math.")) or (q.startswith("torch.") and (last in TORCH_TYPES or last.endswith("Tensor"))):
+                continue
+            return False
+        return bool(self.names(expr))
+
+    def _module_path(self, expr: cst.BaseExpression) -> bool:
+        """``torch.utils.data``, ``np.random``: a dotted name rooted in an import."""
+        while isinstance(expr, cst.Attribute):
+            expr = expr.value
+        if not isinstance(expr, cst.Name):
+            return False
+        found = self.bindings(expr.value, expr)
+        return bool(found) and all(isinstance(getattr(b, "node", None), (cst.Import, cst.ImportFrom)) for b in found)
+
+    def _binding(self, name: str, node: cst.CSTNode) -> str | None:
+        """Why the value bound at ``node`` may require grad (None: it cannot)."""
+        if isinstance(node, cst.Param):
+            function = self._function_of(node)
+            return f"`{name}` is a parameter of `{function}`"
+        owner = binding_owner(node, self.parent)
+        if owner is None:
+            return f"`{name}` is bound where its value is not shown"
+        statement = owner[0]
+        return self.prove(("binding", id(node)), lambda: self._binding_value(name, node, statement))
+
+    def _binding_value(self, name: str, node: cst.CSTNode, statement: cst.CSTNode) -> str | None:
+        above = self.parent(node)
+        if isinstance(above, cst.NamedExpr) and above.target is node:
+            return self.missing(above.value)
+        comp = self._comp_for_of(node)
+        if comp is not None:
+            return self.elements_missing(comp.iter, name)
+        if isinstance(statement, cst.Assign):
+            for target in statement.targets:
+                value = _part_of(target.target, node, statement.value)
+                if value is not None:
+                    return self.missing(value)
+            return f"`{name}` is unpacked from a value this file does not show"
+        if isinstance(statement, cst.AnnAssign) and statement.value is not None:
+            return self.missing(statement.value)
+        if isinstance(statement, cst.AugAssign):
+            return self.missing(statement.value) or (self._name(node) if isinstance(node, cst.Name) else "?")
+        if isinstance(statement, cst.For):
+            return self.elements_missing(statement.iter, name)
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom)):
+            return f"`{name}` is not bound to a tensor here"
+        return f"`{name}` is bound by a `{type(statement).__name__}` statement"
+
+    def _comp_for_of(self, node: cst.CSTNode) -> cst.CompFor | None:
+        child, above = node, self.parent(node)
+        while above is not None and not isinstance(above, cst.BaseStatement):
+            if isinstance(above, cst.CompFor) and child is above.target:
+                return above
+            child, above = above, self.parent(above)
+        return None
+
+    def _function_of(self, node: cst.CSTNode) -> str:
+        above = self.parent(node)
+        while above is not None and not isinstance(above, cst.FunctionDef):
+            above = self.parent(above)
+        return above.name.value if isinstance(above, cst.FunctionDef) else "a lambda"
+
+    def _values_of(self, expr: cst.BaseExpression) -> Iterator[cst.BaseExpression | None]:
+        """What ``expr`` may be: itself, or for a name the values of the bindings reaching it
+        (None for a binding that is no plain assignment)."""
+        if not isinstance(expr, cst.Name):
+            yield expr
+            return
+        bindings = sorted((b.node for b in self.bindings(expr.value, expr) if getattr(b, "node", None) is not None), key=self.source_order)
+        scope = scope_of(expr, self.parent)
+        if not bindings:
+            yield None
+            return
+        homes = {id(scope_of(n, self.parent)) for n in bindings}
+        if homes == {id(scope)}:
+            reaching = self._reaching(scope, expr, bindings)
+        elif len(homes) == 1 and isinstance(scope_of(bindings[0], self.parent), cst.Module):
+            reaching = bindings
+        else:
+            reaching = None
+        if not reaching:
+            yield None
+            return
+        for node in reaching:
+            owner = binding_owner(node, self.parent)
+            statement = owner[0] if owner is not None else None
+            if isinstance(statement, cst.Assign) and len(statement.targets) == 1 and statement.targets[0].target is node:
+                yield statement.value
+            else:
+                yield None
+
+
+def scope_of(node: cst.CSTNode, parent) -> cst.CSTNode:  # noqa: ANN001
+    """The function, lambda, class, comprehension or module whose scope ``node`` is evaluated in
+    (a decorator, default or base counts for the scope around; so does a comprehension's first
+    iterable)."""
+    if isinstance(node, cst.Param):
+        above = parent(node)
+        while above is not None and not isinstance(above, (cst.FunctionDef, cst.Lambda)):
+            above = parent(above)
+        return above if above is not None else node
+    child, above = node, parent(node)
+    while above is not None:
+        if isinstance(above, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is above.body:
+            return above
+        if isinstance(above, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            first = above.for_in
+            if not (child is first and _is_first_iter(node, first, parent)):
+                return above
+        child, above = above, parent(above)
+    return child
+
+
+def _is_first_iter(node: cst.CSTNode, first: cst.CompFor, parent) -> bool:  # noqa: ANN001
+    while node is not None and node is not first:
+        if node is first.iter:
+            return True
+        node = parent(node)
+    return False
+
+
+def _part_of(target: cst.BaseExpression, node: cst.CSTNode, value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The part of ``value`` that ``node`` (inside assignment target ``target``) is bound to:
+    element-wise through tuple/list literals of the same length, else the whole value (its
+    parts are grad-free when it is). None when ``node`` is not in ``target``."""
+    if target is node:
+        return value
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for index, element in enumerate(target.elements):
+            inner = element.value
+            if isinstance(element, cst.StarredElement):
+                inner = element.value
+            same_shape = (
+                isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements)
+                and not any(isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements))
+            )
+            part = value.elements[index].value if same_shape else value
+            found = _part_of(inner, node, part)
+            if found is not None:
+                return found
+    return None
+
+
+def _first(found: Iterator[str | None] | Sequence[str | None]) -> str | None:
+    for item in found:
+        if item is not None:
+            return item
+    return None
+

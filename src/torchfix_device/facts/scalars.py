@@ -1,0 +1,380 @@
+"""Is an expression a scalar tensor? The evidence TFD006 rests on (issue 20 idiom 3, issue 21 item 7).
+
+The answer comes from what the code shows a value to be, never from its name:
+
+- a torch loss with a scalar reduction: ``F.cross_entropy(...)``, ``F.*_loss(...)``, the call of
+  an ``nn.*Loss`` instance resolved through its binding (``criterion = nn.MSELoss()`` in scope,
+  moved or not, or ``self.criterion`` set in this class's ``__init__`` and nowhere else to
+  anything else), ``nn.L1Loss()(a, b)``;
+- a full reduction: ``x.sum()``, ``x.mean()``, ... with no argument, ``torch.sum(x)``,
+  ``torch.max(x)`` with one argument, ``torch.dot(a, b)``;
+- arithmetic on such values and Python numbers (broadcasting never shrinks a tensor), methods
+  that keep the shape (``.exp()``, ``.float()``, ``.cpu()``, ``.detach()``...);
+- a name every binding of which is one of these (a value built from the name itself adds
+  nothing), a function or method of this file every ``return`` of which is one;
+- a name with one binding on which ``.backward()`` is called with no argument (which only a
+  one-element tensor allows), and a name with one binding that such a name is built from by
+  arithmetic (``loss = raw_loss + reg``; ``loss.backward()`` shows ``raw_loss`` has one element).
+
+:class:`Size` tells how strong the answer is: ``ZERO_DIM`` (0-dim on PyTorch >= 0.4, where
+``x.data[0]`` and ``x.data.numpy()[0]`` raise) or ``ONE`` (one element, maybe a 1-element
+vector on which they still work).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Iterator
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import Assignment, FunctionScope, GlobalScope
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.facts.losses import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
+
+if TYPE_CHECKING:
+    from torchfix_device.codemods.base import Codemod
+
+
+class Size(enum.IntEnum):
+    """How much is known of a value's size (the larger, the weaker for a rewrite)."""
+
+    NUMBER = 0
+    """A Python number (a literal, ``len(...)``): neutral in arithmetic with a tensor."""
+    ZERO_DIM = 1
+    """A 0-dim tensor on PyTorch >= 0.4."""
+    ONE = 2
+    """A tensor with exactly one element (0-dim, or a vector of one element)."""
+    LIKELY = 3
+    """A loss where the value comes through a parameter every call in this file passes a loss
+    module to: a caller in another file may pass anything (evidence for an unsafe fix only)."""
+
+
+def combine(a: Size | None, b: Size | None) -> Size | None:
+    """The size of ``a op b`` for an elementwise arithmetic ``op`` (None: unknown)."""
+    return None if a is None or b is None else max(a, b)
+
+
+METHOD_REDUCTIONS = frozenset({"sum", "mean", "prod", "norm", "std", "var", "max", "min", "all", "any", "median", "nansum", "nanmean"})
+"""``x.sum()`` & co. with no argument: a 0-dim tensor."""
+TORCH_REDUCTIONS = frozenset({"sum", "mean", "prod", "norm", "std", "var", "max", "min", "all", "any", "median", "nansum", "nanmean"})
+"""``torch.sum(x)`` & co. with one positional argument and no keyword: a 0-dim tensor."""
+ELEMENTWISE = frozenset({
+    "exp", "log", "log1p", "log2", "log10", "expm1", "abs", "sqrt", "rsqrt", "neg", "sigmoid", "tanh",
+    "sin", "cos", "square", "reciprocal", "floor", "ceil", "round", "trunc", "sign", "relu",
+})
+"""Functions and methods of one tensor that keep its shape."""
+SAME_SHAPE_METHODS = ELEMENTWISE | {"float", "double", "half", "cpu", "cuda", "to", "type", "type_as", "detach", "clone", "contiguous"}
+"""Methods returning a tensor of the receiver's shape whatever their arguments (``type`` only
+with one: ``x.type()`` is a string)."""
+BINARY = frozenset({"add", "sub", "mul", "div", "pow"})
+"""``x.add(y)``, ``torch.add(x, y)``: the broadcast of both."""
+NUMBER_BUILTINS = frozenset({"builtins.len", "builtins.float", "builtins.int"})
+ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+
+
+class ScalarEvidence(LossEvidence):
+    """Answers :meth:`size` for the expressions of the module ``codemod`` is visiting."""
+
+    def __init__(self, codemod: "Codemod", module: cst.Module) -> None:
+        super().__init__(codemod, module)
+        self._busy: set[tuple[int, str]] = set()
+        self._neutral = 0  # how often a value built from itself was taken as neutral
+        self._memo: dict[tuple[int, str], Size | None] = {}
+        self._in_functions: set[int] = set()
+
+    # -- expressions ------------------------------------------------------------------------
+    def size(self, node: cst.BaseExpression) -> Size | None:
+        """What ``node`` is shown to be (None: not shown to be a scalar or a number)."""
+        if isinstance(node, (cst.Integer, cst.Float)):
+            return Size.NUMBER
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+            return self.size(node.expression)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, ARITHMETIC):
+            return combine(self.size(node.left), self.size(node.right))
+        if isinstance(node, cst.IfExp):
+            return combine(self.size(node.body), self.size(node.orelse))
+        if isinstance(node, cst.Attribute) and node.attr.value == "data":
+            return _tensor(self.size(node.value))
+        if m.matches(node, m.Subscript(value=m.Attribute(attr=m.Name("shape")), slice=[m.SubscriptElement(m.Index(m.Integer()))])):
+            return Size.NUMBER  # `x.shape[1]`
+        if isinstance(node, cst.Subscript) and zero_index(node):
+            # `x.data[0]` / `x.data.numpy()[0]` of a scalar: the number (a later pass sees `x.item()`)
+            data = node.value if m.matches(node.value, m.Attribute(attr=m.Name("data"))) else None
+            subject = data.value if data is not None else numpy_subject(node)  # type: ignore[attr-defined]
+            return Size.NUMBER if subject is not None and _tensor(self.size(subject)) is not None else None
+        if isinstance(node, cst.Name):
+            return self.name_size(node)
+        if isinstance(node, cst.Call):
+            return self.call_size(node)
+        return None
+
+    def call_size(self, call: cst.Call) -> Size | None:
+        if nodes.has_star_args(call):
+            return None
+        func = call.func
+        positional = nodes.positional_args(call)
+        for qualified in self.codemod.qualified_names(func):
+            found = self._library_call(qualified, call, positional)
+            if found is not None:
+                return found
+        if isinstance(func, cst.Attribute):
+            return self._method_call(func, call, positional)
+        if isinstance(func, cst.Call):  # nn.MSELoss()(a, b)
+            return Size.ZERO_DIM if self.is_loss_constructor(func) else None
+        if isinstance(func, cst.Name):
+            return self._named_call(func, call, positional)
+        return None
+
+    def _library_call(self, qualified: str, call: cst.Call, positional: list[cst.Arg]) -> Size | None:
+        if qualified in NUMBER_BUILTINS:
+            return Size.NUMBER
+        package, _, last = qualified.rpartition(".")
+        only_positional = len(positional) == len(call.args)
+        if package == "torch.nn.functional":
+            if last in LOSS_FUNCTIONS:
+                return Size.ZERO_DIM if self.loss_call_reduces(last, call) else None
+            if last in ELEMENTWISE and only_positional and len(positional) == 1:
+                return _tensor(self.size(positional[0].value))
+            return None
+        if package != "torch" or not only_positional:
+            return None
+        if (last in TORCH_REDUCTIONS and len(positional) == 1) or (last == "norm" and len(positional) == 2):
+            return Size.ZERO_DIM
+        if last in ("dot", "vdot") and len(positional) == 2:
+            return Size.ZERO_DIM
+        if last in ELEMENTWISE and len(positional) == 1:
+            return _tensor(self.size(positional[0].value))
+        if last in BINARY and len(positional) == 2:
+            return _tensor(combine(self.size(positional[0].value), self.size(positional[1].value)))
+        return None
+
+    def _method_call(self, func: cst.Attribute, call: cst.Call, positional: list[cst.Arg]) -> Size | None:
+        name, receiver = func.attr.value, func.value
+        only_positional = len(positional) == len(call.args)
+        if name in METHOD_REDUCTIONS and not call.args:
+            return Size.ZERO_DIM
+        if name == "dot" and only_positional and len(positional) == 1:
+            return Size.ZERO_DIM
+        if (name in ("item", "numel", "nelement", "dim") and not call.args) or (name == "size" and len(positional) == 1 == len(call.args)):
+            return Size.NUMBER  # a Python number (`x.size(0)`, not `x.size()`)
+        if name == "squeeze" and not call.args:
+            return Size.ZERO_DIM if _tensor(self.size(receiver)) is not None else None
+        if name in SAME_SHAPE_METHODS and (name != "type" or call.args):
+            return _tensor(self.size(receiver))
+        if name in BINARY and only_positional and len(positional) == 1:
+            return _tensor(combine(_tensor(self.size(receiver)), self.size(positional[0].value)))
+        if self.is_own_loss_attribute(func):
+            return Size.ZERO_DIM
+        method = self._own_method(func)
+        return self._returns_size(method) if method is not None else None
+
+    def _named_call(self, func: cst.Name, call: cst.Call, positional: list[cst.Arg]) -> Size | None:
+        assignments = self.visible(func)
+        if not assignments:
+            return None
+        if len(assignments) == 1 and isinstance(assignments[0].node, cst.FunctionDef):
+            return self._returns_size(assignments[0].node)
+        if len(assignments) == 1 and isinstance(assignments[0].node, cst.Param):
+            return Size.LIKELY if self.passed_losses(assignments[0].node) else None
+        values = [self.value_of(a) for a in assignments]
+        if not all(isinstance(v, cst.BaseExpression) for v in values):
+            return None
+        kinds = [self.callable_kind(v, func.value) for v in values]  # type: ignore[arg-type]
+        if "other" in kinds or not any(kinds):
+            return None
+        functions = {k for k in kinds if k not in (None, "module")}
+        if not functions:
+            return Size.ZERO_DIM  # every binding is a loss module (or a move of one)
+        if "module" in kinds or len(functions) > 1:
+            return None
+        return Size.ZERO_DIM if self.loss_call_reduces(functions.pop(), call) else None
+
+    # -- names --------------------------------------------------------------------------------
+    def name_size(self, name: cst.Name) -> Size | None:
+        assignments = self.visible(name)
+        if not assignments:
+            return None
+        key = (id(assignments[0].scope), name.value)
+        if key in self._busy:
+            self._neutral += 1
+            return Size.NUMBER  # a value built from itself: the other bindings decide
+        if key in self._memo:
+            return self._memo[key]
+        self._busy.add(key)
+        neutral_before = self._neutral
+        try:
+            found = self._fold(assignments)
+        finally:
+            self._busy.discard(key)
+        if (_tensor(found) is None or found is Size.LIKELY) and self.one_element_by_backward(name):
+            found = Size.ONE
+        if self._neutral == neutral_before or not self._busy:
+            self._memo[key] = found
+        return found
+
+    def _fold(self, assignments: list[Assignment]) -> Size | None:
+        found: Size | None = Size.NUMBER
+        for assignment in assignments:
+            value = self.value_of(assignment)
+            if value is SHAPE_PART:
+                continue  # `_, c, h, w = x.size()`: a number
+            if not isinstance(value, cst.BaseExpression):
+                return None
+            found = combine(found, self.size(value))
+            if found is None:
+                return None
+        return found
+
+    # -- .backward() ------------------------------------------------------------------------
+    def one_element_by_backward(self, name: cst.Name) -> bool:
+        """``name`` has one binding, in a function or at module level, and ``.backward()`` is
+        called with no gradient on it, or on a name with one binding built from it by
+        arithmetic (see the module docstring)."""
+        assignment = self._single_binding(name)
+        if assignment is None:
+            return False
+        if _backward_on(assignment, self.codemod):
+            return True
+        for access in assignment.references:
+            built = self._built_into(access.node)
+            if built is not None and self._dominates(name.value, built, assignment.scope):
+                return True
+        return False
+
+    def _single_binding(self, name: cst.Name) -> Assignment | None:
+        assignments = self.visible(name)
+        if len(assignments) != 1 or not isinstance(assignments[0].scope, (FunctionScope, GlobalScope)):
+            return None
+        return assignments[0]
+
+    def _built_into(self, read: cst.CSTNode) -> cst.Name | None:
+        """The target of ``target = ... read ...`` where ``read`` is an operand of the value's
+        arithmetic (or the whole value)."""
+        node, parent = read, self.codemod.parent_of(read)
+        while isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, ARITHMETIC):
+            node, parent = parent, self.codemod.parent_of(parent)
+        if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1:
+            target = parent.targets[0].target
+            return target if isinstance(target, cst.Name) else None
+        return None
+
+    def _dominates(self, source: str, target: cst.Name, scope: object) -> bool:
+        """Every binding of ``target`` (in ``scope``) is ``source`` or arithmetic with
+        ``source`` or ``target`` among its operands, and ``target.backward()`` is called."""
+        assignments = list(scope.assignments[target.value])  # type: ignore[attr-defined]
+        if not assignments or not all(isinstance(a, Assignment) for a in assignments):
+            return False
+        for assignment in assignments:
+            value = self.value_of(assignment)
+            if not isinstance(value, cst.BaseExpression):
+                return False
+            if not any(isinstance(v, cst.Name) and v.value in (source, target.value) for v in _operands(value)):
+                return False
+        return any(_backward_on(a, self.codemod) for a in assignments)
+
+    # -- functions and methods of this file --------------------------------------------------
+    def _returns_size(self, function: cst.FunctionDef) -> Size | None:
+        """The size every ``return`` of ``function`` is shown to have (None: one is not)."""
+        if function.decorators or id(function) in self._in_functions:
+            return None
+        self._in_functions.add(id(function))
+        try:
+            found: Size | None = None
+            for ret in _returns(function):
+                if ret.value is None:
+                    return None
+                size = self.size(ret.value)
+                if size is None:
+                    return None
+                found = size if found is None else max(found, size)
+            return found
+        finally:
+            self._in_functions.discard(id(function))
+
+    def _own_method(self, func: cst.Attribute) -> cst.FunctionDef | None:
+        """``self.m`` where ``m`` is defined once in the class around, assigned nowhere."""
+        found = self.method_around(func)
+        if found is None or func.attr.value in self.assigned_to_attribute():
+            return None
+        cls, _ = found
+        defs = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value]
+        return defs[0] if len(defs) == 1 else None
+
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _tensor(size: Size | None) -> Size | None:
+    """``size`` where it is a tensor's (a Python number has no ``.data``, ``.exp()``...)."""
+    return size if size is not None and size is not Size.NUMBER else None
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+def _backward_on(assignment: Assignment, codemod: "Codemod") -> bool:
+    """``x.backward()``, with no argument, on a read of ``assignment``'s name."""
+    for access in assignment.references:
+        attribute = codemod.parent_of(access.node)
+        if isinstance(attribute, cst.Attribute) and attribute.value is access.node and attribute.attr.value == "backward":
+            call = codemod.parent_of(attribute)
+            if isinstance(call, cst.Call) and call.func is attribute and not call.args:
+                return True
+    return False
+
+
+def _operands(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The leaves of ``value``'s arithmetic (``value`` itself if it is none)."""
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, ARITHMETIC):
+        yield from _operands(value.left)
+        yield from _operands(value.right)
+    else:
+        yield value
+
+
+def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
+    """The ``return`` statements of ``function`` itself (not of functions or classes in it)."""
+    stack: list[cst.CSTNode] = list(traversal.statement_children(function.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            yield node
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        elif isinstance(node, traversal.STATEMENT_SCAFFOLD):
+            stack.extend(traversal.statement_children(node))
+
+
+def zero_index(node: cst.Subscript) -> bool:
+    if len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
+
+
+def numpy_subject(node: cst.Subscript) -> cst.BaseExpression | None:
+    """``x`` of ``x.data.numpy()[0]``, ``x.data.cpu().numpy()[0]``, ``x.cpu().data.numpy()[0]``."""
+    call = node.value
+    if not (isinstance(call, cst.Call) and not call.args and m.matches(call.func, m.Attribute(attr=m.Name("numpy")))):
+        return None
+    receiver, seen_data = cst.ensure_type(call.func, cst.Attribute).value, False
+    while True:
+        if isinstance(receiver, cst.Call) and not receiver.args and m.matches(receiver.func, m.Attribute(attr=m.Name("cpu"))):
+            receiver = cst.ensure_type(receiver.func, cst.Attribute).value
+        elif isinstance(receiver, cst.Attribute) and receiver.attr.value == "data" and not seen_data:
+            receiver, seen_data = receiver.value, True
+        else:
+            return receiver if seen_data else None

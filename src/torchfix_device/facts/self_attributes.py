@@ -1,0 +1,263 @@
+"""What an attribute of ``self`` holds, where its class shows every value it is given.
+
+``self.memory`` read in a method of class ``C`` (``self`` being the method's first parameter) is
+grad-free for :class:`~torchfix_device.facts.grad.GradEvidence` when every way this
+file gives ``memory`` a value is grad-free:
+
+- ``self.memory = v`` (``v`` judged where it stands), ``self.memory: T = v``,
+  ``self.memory += v``, ``self.memory[i] = v``, ``self.memory.fill_(v)`` in the methods of any
+  class of the file (a subclass or a base of ``C`` may write it too), ``memory = v`` in a class
+  body, ``self.register_buffer("memory", v)``;
+- an in-place change of an attribute of that name through any other receiver
+  (``model.memory[i] = v``, ``model.memory.add_(v)``, anywhere in the file) is a value too: the
+  receiver may be an instance of ``C``;
+- at least one such value is seen; nothing else in the file writes an attribute of that name
+  (``other.memory = ...``) or makes it require grad (``model.memory.requires_grad_()``,
+  ``model.memory.requires_grad = True``, ``.grad = ...``, through any receiver), registers a
+  parameter or module of that name (``register_parameter``, ``add_module``) on a receiver
+  that may be an instance of a class of the file (``self.seq.add_module(...)`` where every
+  value of ``seq`` is made by a ``torch.nn`` class, ``nn.Sequential()``, is none), and ``setattr``,
+  ``__setattr__``, ``__dict__`` and ``vars`` appear nowhere in it;
+- every base class of ``C`` is ``object``, ``torch.nn.Module`` or a class of this file with such
+  bases (a base from elsewhere may write the attribute).
+
+A subclass in another file, or code there writing the attribute, is not seen.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.facts.in_place import RANDOM_FILLS
+from torchfix_device.facts.proof_memo import ProofMemo
+
+
+REGISTERING = {"register_buffer", "register_parameter", "add_module", "register_module"}
+
+
+class SelfAttributeEvidence(ProofMemo):
+    """``self_attribute_missing`` of :class:`GradEvidence` (which supplies ``parent``,
+    ``module``, ``missing`` and ``args_missing``)."""
+
+    module: cst.Module
+
+    def names(self, node: cst.CSTNode) -> set[str]:  # pragma: no cover - supplied
+        raise NotImplementedError
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:  # pragma: no cover - supplied
+        raise NotImplementedError
+
+    def missing(self, expr: cst.BaseExpression) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def args_missing(self, call: cst.Call) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _values_of(self, expr: cst.BaseExpression) -> Iterator[cst.BaseExpression | None]:  # pragma: no cover
+        raise NotImplementedError
+
+    def self_attribute_missing(self, expr: cst.Attribute) -> str | None:
+        """None when ``expr`` (``self.<name>``) is grad-free; else the evidence missing."""
+        cls = self.class_of_self(expr.value)
+        if cls is None:
+            return f"`{nodes.code_of(expr)}` is an attribute whose value this file does not show"
+        attr = expr.attr.value
+
+        def values_missing() -> str | None:
+            values = self._attribute_values(cls, attr)
+            if not values:  # written some other way, or nowhere this file shows
+                return f"`{nodes.code_of(expr)}` is an attribute whose value this file does not show"
+            for value in values:
+                found = self.missing(value) if isinstance(value, cst.BaseExpression) else self.args_missing(value[1])
+                if found is not None:
+                    return f"`{nodes.code_of(expr)}` may be given a value that requires grad: {found}"
+            return None
+
+        # assumed grad-free while its values are checked (a greatest fixpoint), remembered
+        return self.prove(("attribute", id(cls), attr), values_missing)
+
+    def class_of_self(self, receiver: cst.BaseExpression) -> cst.ClassDef | None:
+        """The class whose method has ``receiver`` as its first parameter (not rebound)."""
+        if not isinstance(receiver, cst.Name):
+            return None
+        above = self.parent(receiver)
+        while above is not None and not isinstance(above, cst.FunctionDef):
+            if isinstance(above, (cst.Lambda, cst.ClassDef)):
+                return None
+            above = self.parent(above)
+        if above is None or not above.params.params or above.params.params[0].name.value != receiver.value:
+            return None
+        block = self.parent(above)
+        cls = self.parent(block) if block is not None else None
+        if not isinstance(cls, cst.ClassDef):
+            return None
+        rebinds: dict = self.__dict__.setdefault("_rebinds_self", {})
+        key = (id(above), receiver.value)
+        if key not in rebinds:  # one walk per method, not one per attribute read
+            rebinds[key] = any(_binds(node, receiver.value) for node in traversal.walk(above.body))
+        return None if rebinds[key] else cls
+
+    def _bases_shown(self, cls: cst.ClassDef, local: dict[str, cst.ClassDef], seen: set[int]) -> bool:
+        """Every base class of ``cls`` is ``object``, ``torch.nn.Module`` or a class of this
+        file whose own bases are (their methods are the file's, seen by the scan)."""
+        if id(cls) in seen:
+            return True
+        seen.add(id(cls))
+        for base in cls.bases:
+            if base.keyword is not None or base.star:
+                return False
+            names = self.names(base.value)
+            if names and names <= {"builtins.object", "torch.nn.Module", "torch.nn.modules.module.Module"}:
+                continue
+            inner = local.get(base.value.value) if isinstance(base.value, cst.Name) else None
+            if inner is None or not self._bases_shown(inner, local, seen):
+                return False
+        return True
+
+    def _attribute_values(self, cls: cst.ClassDef, attr: str) -> list[object] | None:
+        """Every value ``attr`` is given: expressions, and ``("call", call)`` for an in-place
+        method whose arguments are what it is changed by. None when something writes it
+        another way, or may. (Remembered: it depends on the module alone.)"""
+        found: dict = self.__dict__.setdefault("_attribute_values_of", {})
+        key = (id(cls), attr)
+        if key not in found:
+            found[key] = None  # while it is scanned: what leans on itself is not shown
+            found[key] = self._scan_attribute_values(cls, attr)
+        return found[key]
+
+    def made_by_torch(self, receiver: cst.BaseExpression) -> bool:
+        """``receiver`` (``self.seq``, a name) only ever holds objects that ``torch.nn``
+        classes made (``nn.Sequential()``): no instance of a class of this file."""
+        if isinstance(receiver, cst.Attribute):
+            cls = self.class_of_self(receiver.value)
+            values = self._attribute_values(cls, receiver.attr.value) if cls is not None else None
+        else:
+            values = list(self._values_of(receiver)) if isinstance(receiver, cst.Name) else None
+        return bool(values) and all(isinstance(v, cst.Call) and _torch_classes(self.names(v.func)) for v in values or ())
+
+    def attribute_index(self) -> "_AttributeIndex":
+        """The module's :class:`_AttributeIndex` (one walk, remembered)."""
+        return self.__dict__.get("_attribute_index") or self.__dict__.setdefault("_attribute_index", _AttributeIndex(self.module))
+
+    def _scan_attribute_values(self, cls: cst.ClassDef, attr: str) -> list[object] | None:
+        index = self.attribute_index()
+        classes = index.classes
+        if index.dynamic or not self._bases_shown(cls, {c.name.value: c for c in classes}, set()):
+            return None
+        values: list[object] = []
+        methods = [s for c in classes for s in _body(c) if isinstance(s, cst.FunctionDef)]
+        selves = {id(m): m.params.params[0].name.value for m in methods if m.params.params}
+        for statement in (s for c in classes for s in _body(c)):
+            for small in _small_statements(statement):
+                if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == attr for t in small.targets):
+                    values.append(small.value)
+        for node in index.attributes.get(attr, ()):
+            method = _method_of(node, methods, self.parent)
+            own = method is not None and isinstance(node.value, cst.Name) and node.value.value == selves.get(id(method))
+            above = self.parent(node)
+            if isinstance(above, cst.AssignTarget):
+                if not own:
+                    return None
+                assign = cst.ensure_type(self.parent(above), cst.Assign)
+                if above.target is not node:
+                    return None  # unpacked: not followed
+                values.append(assign.value)
+            elif isinstance(above, (cst.AugAssign, cst.AnnAssign)) and above.target is node:
+                if not own or above.value is None:
+                    return None
+                values.append(above.value)
+            elif isinstance(above, cst.Subscript) and above.value is node:  # any receiver: it may be `self`
+                grand = self.parent(above)
+                if isinstance(grand, cst.AssignTarget):
+                    values.append(cst.ensure_type(self.parent(grand), cst.Assign).value)
+                elif isinstance(grand, cst.AugAssign) and grand.target is above:
+                    values.append(grand.value)
+            elif isinstance(above, cst.Attribute) and above.value is node and above.attr.value.endswith("_"):
+                call = self.parent(above)
+                if above.attr.value == "requires_grad_" or not isinstance(call, cst.Call):
+                    return None
+                if above.attr.value not in RANDOM_FILLS:  # those take numbers only
+                    values.append(("call", call))
+            elif isinstance(above, cst.Attribute) and above.value is node and above.attr.value in ("requires_grad", "grad"):
+                if isinstance(self.parent(above), (cst.AssignTarget, cst.AugAssign)):
+                    return None
+        for node in index.registering:
+            if not (len(node.args) >= 2 and isinstance(node.args[0].value, cst.SimpleString)):
+                return None  # registered under a name not shown
+            if node.args[0].value.evaluated_value != attr:
+                continue
+            func = cst.ensure_type(node.func, cst.Attribute)
+            if func.attr.value != "register_buffer":
+                if self.made_by_torch(func.value):
+                    continue  # on a torch module, not on an instance of a class of this file
+                return None  # a parameter or a module of that name
+            values.append(node.args[1].value)
+        return values
+
+
+class _AttributeIndex:
+    """One walk of the module: its classes, every ``x.<attr>`` by attribute name, the
+    registering calls, and whether ``setattr``-like code may write any attribute."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.classes = [c for c in traversal.walk_statements(module) if isinstance(c, cst.ClassDef)]
+        self.attributes: dict[str, list[cst.Attribute]] = {}
+        self.registering: list[cst.Call] = []
+        self.dynamic = False
+        for node in traversal.walk(module):
+            if isinstance(node, cst.Attribute):
+                self.attributes.setdefault(node.attr.value, []).append(node)
+            elif isinstance(node, cst.Name) and node.value in ("setattr", "vars", "__dict__", "__setattr__"):
+                self.dynamic = True
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in REGISTERING:
+                self.registering.append(node)
+
+
+def _torch_classes(names: set[str]) -> bool:
+    """Every name is a class of ``torch.nn`` (``torch.nn.Sequential``), none a function."""
+    def one(q: str) -> bool:
+        parts = q.split(".")
+        return parts[:2] == ["torch", "nn"] and (len(parts) == 3 or parts[2] == "modules") and parts[-1][:1].isupper()
+    return bool(names) and all(one(q) for q in names)
+
+
+def _body(cls: cst.ClassDef) -> list[cst.BaseStatement]:
+    body = cls.body
+    return list(body.body) if isinstance(body, cst.IndentedBlock) else []
+
+
+def _small_statements(statement: cst.CSTNode) -> list[cst.BaseSmallStatement]:
+    return list(statement.body) if isinstance(statement, cst.SimpleStatementLine) else []
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    """``node`` rebinds ``name`` (an assignment, a loop or ``with`` target, a walrus)."""
+    if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+        return name in _bound_names(node.target)
+    if isinstance(node, cst.AsName):
+        return name in _bound_names(node.name)
+    return False
+
+
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    """The names a target binds: ``a, (b, *c)`` binds a, b, c; ``x.y``, ``x[i]`` bind none."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _bound_names(e.value)}
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()
+
+
+def _method_of(node: cst.CSTNode, methods: list[cst.FunctionDef], parent) -> cst.FunctionDef | None:  # noqa: ANN001
+    ids = {id(m) for m in methods}
+    above = parent(node)
+    while above is not None:
+        if id(above) in ids:
+            return above  # type: ignore[return-value]
+        above = parent(above)
+    return None

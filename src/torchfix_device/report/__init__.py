@@ -1,0 +1,5 @@
+"""What the user reads: findings, summaries, the patch, output formats, the migration report,
+progress, terminal output.
+
+Imports: :mod:`~torchfix_device.run` and the layers below it.
+"""

@@ -1,0 +1,226 @@
+"""A cache of transform results, so a second run over an unchanged tree parses nothing.
+
+An entry is keyed by the file's bytes, the tool (its version and a hash of its own source files,
+so an edited checkout never reads stale results), the selected codemods and the options that
+change results (``--unsafe-fixes``, the device expression). It holds the transform's result —
+the rewritten text when the file changes, the findings, the checkpoint notes, the findings
+``# noqa`` suppressed — so ``apply`` still writes a file whose
+cached result says it changes. Files that fail (syntax errors, internal errors) are not cached:
+they are analysed again and reported as before.
+
+Where the cache lives: ``.torchfix_device_cache/`` next to the nearest ``pyproject.toml`` above
+the first path given (the file the settings are read from), with a ``.gitignore`` holding ``*``
+inside it; without a ``pyproject.toml``, in ``$XDG_CACHE_HOME/torchfix-device`` (by default
+``~/.cache/torchfix-device``), so no folder appears in arbitrary directories. Every entry is one
+small JSON file written atomically (:func:`~torchfix_device.files.sources.atomic_write`), so parallel
+workers share the cache safely. A cache that cannot be read or written is silently skipped.
+
+The cache is not trusted: an entry carries the tool version, the key it was written for and a
+SHA-256 checksum of both and of its result, and every field is type-checked when it is read.
+An entry that does not validate (edited, torn, malformed, copied over another file's entry,
+written by another version) reads as a miss: the file is analysed again and the entry rewritten.
+A cached rewrite is compiled before it is used, like a fresh one (:mod:`torchfix_device.run.job`).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from dataclasses import asdict, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, Sequence
+
+from torchfix_device import __version__
+from torchfix_device.finding import Finding
+from torchfix_device.cli.config import find_pyproject
+from torchfix_device.files.selection import Marks
+from torchfix_device.files.sources import atomic_write
+
+if TYPE_CHECKING:
+    from torchfix_device.codemods.catalog import CodemodRef
+    from torchfix_device.codemods.base import Codemod
+
+CACHE_DIR_NAME = ".torchfix_device_cache"
+ENTRY_MODE = 0o600
+"""Entries are readable by their owner only."""
+
+
+class CachedResult(NamedTuple):
+    new_text: str | None
+    """The rewrite, or None when the file does not change."""
+    findings: list[Finding]
+    notes: list[str]
+    suppressed: tuple[Finding, ...]
+    marks: Marks
+    """The file's ``@generated``/skip-file comments: whether a run skips it needs no tokenizing."""
+
+
+FORMAT = "4"
+
+
+@lru_cache(maxsize=1)
+def tool_fingerprint() -> str:
+    """The version and a hash of this package's own ``.py`` files."""
+    digest = hashlib.sha256(f"{__version__}|{FORMAT}".encode())
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            pass
+    return digest.hexdigest()
+
+
+def default_cache_folder(paths: Sequence[Path]) -> Path:
+    """``.torchfix_device_cache`` next to the nearest ``pyproject.toml``, else the user cache."""
+    pyproject = find_pyproject(paths[0] if paths else Path.cwd())
+    if pyproject is not None:
+        return pyproject.parent / CACHE_DIR_NAME
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torchfix-device"
+
+
+class ResultCache:
+    """Transform results on disk, one JSON file per entry. Picklable: workers get a copy."""
+
+    def __init__(
+        self, folder: Path, codemods: Sequence["CodemodRef | type[Codemod]"], *, unsafe_fixes: bool, device_expression: str | None = None
+    ) -> None:
+        self.folder = folder
+        codes = ",".join(c.code for c in codemods)
+        settings = json.dumps({"unsafe": unsafe_fixes, "device_expression": device_expression})
+        self._salt = f"{tool_fingerprint()}|{codes}|{settings}|".encode()
+        self._usable = self._prepare()
+
+    def for_classes(self, own_move_classes: frozenset[str]) -> "ResultCache":
+        """This cache with entries keyed by the run's classes that move themselves too (a
+        class gaining a ``cuda()`` in one file changes what is safe in the others)."""
+        if not own_move_classes:
+            return self
+        salted = copy.copy(self)
+        salted._salt = self._salt + ",".join(sorted(own_move_classes)).encode() + b"|"
+        return salted
+
+    def for_stars(self, digest: str) -> "ResultCache":
+        """This cache with entries keyed by what a file's star imports bind too (a module it
+        star-imports changing its imports changes what is safe in the file)."""
+        salted = copy.copy(self)
+        salted._salt = self._salt + b"stars:" + digest.encode() + b"|"
+        return salted
+
+    def _prepare(self) -> bool:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            ignore = self.folder / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# created by torchfix-device: the cache is never committed\n*\n", encoding="utf-8")
+            return os.access(self.folder, os.W_OK)
+        except OSError:
+            return False
+
+    def key(self, raw: bytes) -> str:
+        return hashlib.sha256(self._salt + raw).hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key[2:]}.json"
+
+    def has(self, raw: bytes) -> bool:
+        """An entry exists for a file holding ``raw`` (cheaper than :meth:`get`)."""
+        return self._usable and self._entry(self.key(raw)).exists()
+
+    def get(self, raw: bytes) -> CachedResult | None:
+        """The cached result for a file holding ``raw``, if there is one that validates."""
+        if not self._usable:
+            return None
+        key = self.key(raw)
+        try:
+            data = json.loads(self._entry(key).read_bytes().decode("utf-8"))
+            return _validated(data, key)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def put(
+        self,
+        raw: bytes,
+        new_text: str | None,
+        findings: Sequence[Finding],
+        notes: Sequence[str],
+        suppressed: Sequence[Finding],
+        marks: Marks,
+    ) -> None:
+        """Keep a transform's result (``new_text`` None when unchanged) for a file holding
+        ``raw``, with the file's :class:`~torchfix_device.files.selection.Marks`."""
+        if not self._usable:
+            return
+        key = self.key(raw)
+        entry = self._entry(key)
+        result = {
+            "text": new_text,
+            "findings": [asdict(f) for f in findings],
+            "notes": list(notes),
+            "suppressed": [asdict(f) for f in suppressed],
+            "marks": [marks.generated_line, marks.skip_file],
+        }
+        data = {"format": FORMAT, "version": __version__, "key": key, "result": result, "checksum": _checksum(key, result)}
+        try:
+            entry.parent.mkdir(exist_ok=True)  # not the cache folder itself: deleted, it stays so
+            # not synced to disk: a cold run writes an entry per file, and an entry a crash
+            # loses or tears is only a miss (read errors are one)
+            atomic_write(entry, json.dumps(data).encode("utf-8"), ENTRY_MODE, durable=False)
+        except OSError:
+            pass
+
+
+def _checksum(key: str, result: dict) -> str:
+    body = json.dumps([FORMAT, __version__, key, result], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+class _Invalid(ValueError):
+    pass
+
+
+def _check(condition: bool) -> None:
+    if not condition:
+        raise _Invalid()
+
+
+def _finding(item: object) -> Finding:
+    """A finding from an entry, every field of the right type."""
+    _check(isinstance(item, dict) and set(item) == FINDING_FIELDS)
+    assert isinstance(item, dict)
+    _check(all(type(item[k]) is int and item[k] >= 0 for k in ("line", "column")))
+    _check(all(type(item[k]) is str for k in ("code", "message")))
+    _check(all(type(item[k]) is bool for k in ("fixed", "held_back")))
+    _check(item["cell"] is None or (type(item["cell"]) is int and item["cell"] > 0))
+    return Finding(**item)
+
+
+FINDING_FIELDS = frozenset(f.name for f in fields(Finding))
+
+
+def _validated(data: object, key: str) -> CachedResult:
+    """The result an entry holds; :class:`_Invalid` (a ``ValueError``) unless it is an entry of
+    this format and version, written for ``key``, with the checksum of what it holds and fields
+    of the right types."""
+    _check(isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == __version__)
+    assert isinstance(data, dict)
+    result = data["result"]
+    _check(data["key"] == key and isinstance(result, dict) and data["checksum"] == _checksum(key, result))
+    text, notes, marks = result["text"], result["notes"], result["marks"]
+    _check(text is None or isinstance(text, str))
+    _check(isinstance(notes, list) and all(isinstance(n, str) for n in notes))
+    _check(isinstance(marks, list) and len(marks) == 2 and type(marks[1]) is bool)
+    _check(marks[0] is None or (type(marks[0]) is int and marks[0] > 0))
+    _check(isinstance(result["findings"], list) and isinstance(result["suppressed"], list))
+    return CachedResult(
+        text,
+        [_finding(f) for f in result["findings"]],
+        list(notes),
+        tuple(_finding(f) for f in result["suppressed"]),
+        Marks(marks[0], marks[1]),
+    )

@@ -1,0 +1,76 @@
+"""The shapes of single libcst nodes: a call's arguments (find, add), a dotted name, a function's
+parameters and decorators, ``None``, a node's code."""
+
+from __future__ import annotations
+
+
+import libcst as cst
+
+def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    """The ``name=...`` argument of ``call``, if any."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+def positional_args(call: cst.Call) -> list[cst.Arg]:
+    """Plain positional arguments (no keyword, no ``*``/``**``)."""
+    return [a for a in call.args if a.keyword is None and a.star == ""]
+
+def has_star_args(call: cst.Call) -> bool:
+    """True when ``call`` passes ``*args`` or ``**kwargs`` (which may hide any argument)."""
+    return any(a.star for a in call.args)
+
+def add_keyword_arg(call: cst.Call, name: str, value: str | cst.BaseExpression) -> cst.Call:
+    """``f(a)`` → ``f(a, name=value)``, keeping a trailing comma and multi-line layout."""
+    expr = cst.parse_expression(value) if isinstance(value, str) else value
+    template = cst.ensure_type(cst.parse_expression(f"f({name}=x)"), cst.Call).args[0]
+    new_arg = template.with_changes(value=expr)
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new_arg])
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        # Multi-line call with a trailing comma: the new argument takes the old trailing comma
+        # (and so the line break before ``)``); the old last argument gets a separator shaped like
+        # the whitespace before the first argument.
+        separator = call.whitespace_before_args
+        if isinstance(separator, cst.SimpleWhitespace) and separator.value == "":
+            separator = cst.SimpleWhitespace(" ")
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=separator))
+        args.append(new_arg.with_changes(comma=last.comma))
+    else:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(new_arg)
+    return call.with_changes(args=args)
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+def is_none(node: cst.CSTNode | None) -> bool:
+    """Is ``node`` the literal ``None``?"""
+    return isinstance(node, cst.Name) and node.value == "None"
+
+def code_of(node: cst.CSTNode) -> str:
+    """Source text of a node, as libcst would print it."""
+    return cst.Module(body=[]).code_for_node(node)
+
+def decorator_names(func: cst.FunctionDef) -> set[str]:
+    return {dotted_name(d.decorator) or "" for d in func.decorators}
+
+def first_positional_param(func: cst.FunctionDef, skip_self: bool = True) -> cst.Param | None:
+    params = [*func.params.posonly_params, *func.params.params]
+    if skip_self:
+        params = params[1:]
+    return params[0] if params else None
+
+def all_params(func: cst.FunctionDef) -> list[cst.Param]:
+    p = func.params
+    extra = [s for s in (p.star_arg, p.star_kwarg) if isinstance(s, cst.Param)]
+    return [*p.posonly_params, *p.params, *p.kwonly_params, *extra]

@@ -1,0 +1,252 @@
+"""Walking libcst trees fast: children read off the node's fields and remembered, statements
+and module-level units, names read and counted, a module's code from rendered pieces."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable, Iterator, ParamSpec, Sequence, TypeVar
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+P = ParamSpec("P")
+
+R = TypeVar("R")
+
+_CHILDREN: dict[cst.CSTNode, Sequence[cst.CSTNode]] = {}
+
+def children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    """``node.children``, remembered until :func:`forget_children` (the codemods walk the same
+    classes and functions many times; nodes are immutable, so the answer never goes stale).
+    libcst computes ``children`` by rebuilding the node through a visitor, validation included;
+    here they are read from the node's fields, in the order libcst's visit goes through them
+    (learnt once per node class)."""
+    try:
+        return _CHILDREN[node]
+    except KeyError:
+        visited, others = _visited_fields(node)
+        if any(_holds_a_node(getattr(node, name)) for name in others):
+            found: Sequence[cst.CSTNode] = node.children  # a field visited only when set, set here
+        else:
+            found = []
+            for name in visited:
+                value = getattr(node, name)
+                kind = value.__class__
+                if kind is tuple or kind is list:
+                    found.extend(value)
+                elif value is not None and kind is not cst.MaybeSentinel:
+                    found.append(value)
+        _CHILDREN[node] = found
+        return found
+
+def _holds_a_node(value: object) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(isinstance(v, cst.CSTNode) for v in value)
+    return isinstance(value, cst.CSTNode)
+
+_VISITED_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+"""Node class → the fields its ``_visit_and_replace_children`` visited the first time (in
+that order), and its other fields (a field visited only when set, such as an f-string
+expression's ``format_spec``, is among them when the first node lacked it)."""
+
+class _FieldRecorder(cst.CSTVisitor):
+    """Notes the fields a node's ``_visit_and_replace_children`` visits, in order, without
+    going below them (libcst announces every field, empty or not, with
+    ``on_visit_attribute``)."""
+
+    def __init__(self) -> None:
+        self.fields: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.fields.append(attribute)
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+def _visited_fields(node: cst.CSTNode) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    kind = node.__class__
+    fields = _VISITED_FIELDS.get(kind)
+    if fields is None:
+        recorder = _FieldRecorder()
+        node._visit_and_replace_children(recorder)
+        visited = tuple(recorder.fields)
+        others = tuple(f.name for f in dataclasses.fields(node) if f.name not in visited)
+        fields = _VISITED_FIELDS[kind] = (visited, others)
+    return fields
+
+def forget_children() -> None:
+    """Drop what :func:`children` remembers."""
+    _CHILDREN.clear()
+
+def forgetting_children(func: Callable[P, R]) -> Callable[P, R]:
+    """``func``, forgetting what :func:`children` remembered once it returns (the runner's
+    transform of one file: its nodes are not needed afterwards)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        finally:
+            forget_children()
+
+    return wrapper
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under ``node`` (itself included), in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+STATEMENT_SCAFFOLD = (
+    cst.Module,
+    cst.SimpleStatementLine,
+    cst.SimpleStatementSuite,
+    cst.IndentedBlock,
+    cst.BaseCompoundStatement,
+    cst.Else,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+    cst.Finally,
+    cst.MatchCase,
+)
+
+"""Nodes whose children may be (or hold) statements."""
+
+def walk_statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The statements, small statements (``ClassDef``, ``If``, ``Assign``, ``ImportFrom``,
+    ``Global``...) and blocks under ``node``, itself included, in the order :func:`walk` gives
+    them, without visiting any expression (no statement is inside one). Children are read from
+    the fields that hold statements, not from libcst's ``children`` (which rebuilds the node)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, STATEMENT_SCAFFOLD):
+            stack.extend(reversed(statement_children(current)))
+
+def module_scope_statements(module: cst.Module) -> Iterator[cst.CSTNode]:
+    """What :func:`walk_statements` gives that is in the module's own scope: top-level
+    statements and those in the blocks of ``if``, ``try``, ``with``, loops and ``match`` there,
+    not in a function or class body (a function or class defined there is given, its body is
+    not)."""
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, STATEMENT_SCAFFOLD) and not isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+            stack.extend(reversed(statement_children(current)))
+
+STATEMENT_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+"""The fields of a compound statement or block part that hold statements, in source order."""
+
+def statement_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    if isinstance(node, (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine)):
+        return list(node.body)
+    found: list[cst.CSTNode] = []
+    for name in STATEMENT_FIELDS:
+        value = getattr(node, name, None)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(value)
+    return found
+
+def module_code(module: cst.Module, rendered: dict[int, tuple[cst.CSTNode, str]]) -> str:
+    """``module.code``, reusing the code of the top-level statements in ``rendered`` (``id`` →
+    the statement and its code), which it extends. Between the versions of one file's
+    transform most top-level statements are the same objects (a codemod returns those it left
+    untouched as they were), so a rewrite is rendered for the statements it changed alone.
+    The last statement is always rendered afresh: libcst drops the file's final newline token
+    from it when the file has none."""
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    for line in module.header:
+        line._codegen(state)
+    last = len(module.body) - 1
+    for index, statement in enumerate(module.body):
+        known = rendered.get(id(statement))
+        if known is not None and known[0] is statement and index != last:
+            state.tokens.append(known[1])
+            continue
+        start = len(state.tokens)
+        statement._codegen(state)
+        rendered[id(statement)] = (statement, "".join(state.tokens[start:]))
+    for line in module.footer:
+        line._codegen(state)
+    if module.has_trailing_newline:
+        if not state.tokens:
+            state.add_token(state.default_newline)
+    else:
+        state.pop_trailing_newline()
+    return "".join(state.tokens)
+
+def all_names(node: cst.CSTNode) -> set[str]:
+    """Every identifier spelt as a name under ``node`` (to pick a name that clashes with none,
+    or to tell that nothing there can bind a name)."""
+    return {n.value for n in walk(node) if isinstance(n, cst.Name)}
+
+def name_reads(module: cst.Module, name: str, callees: set[int] | None = None) -> list[cst.Name] | None:
+    """The ``Name`` nodes reading ``name`` in ``module`` outside import statements (attribute
+    names, ``x.name``, and keyword names, ``name=...``, are not reads), for a file that binds
+    ``name`` nowhere but in one import; None when a string literal holds ``name`` (a string
+    annotation may read it). ``callees`` gets the ``id`` of each read that is called without
+    ``*args`` (``name(...)``)."""
+    found: list[cst.Name] = []
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            if node.value == name:
+                found.append(node)
+        elif isinstance(node, cst.Call):
+            if callees is not None and isinstance(node.func, cst.Name) and node.func.value == name:
+                if not any(a.star for a in node.args):
+                    callees.add(id(node.func))
+            stack.extend(reversed(children(node)))
+        elif isinstance(node, cst.SimpleString):
+            if name in node.value:
+                return None
+        elif isinstance(node, (cst.Attribute, cst.Arg)):
+            stack.append(node.value)
+        elif not isinstance(node, (cst.Import, cst.ImportFrom)):
+            stack.extend(reversed(children(node)))
+    return found
+
+def count_name(node: cst.CSTNode, name: str, skip: set[int] | frozenset[int] = frozenset()) -> int:
+    """How often ``name`` is used as a name under ``node`` (``x.device`` and ``device=...`` do
+    not count), leaving out the subtrees whose ``id`` is in ``skip``."""
+    count = 0
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if id(current) in skip:
+            continue
+        if isinstance(current, cst.Name):
+            count += current.value == name
+        elif isinstance(current, (cst.Attribute, cst.Arg)):
+            stack.append(current.value)
+        else:
+            stack.extend(children(current))
+    return count
+
+def statement_units(module: cst.Module) -> Iterator[cst.CSTNode]:
+    """The top-level statements of ``module``, the statements of the bodies of the classes
+    among them, and of the classes among those: the parts a codemod returns as they were when
+    it changed nothing in them (``Codemod.on_leave``)."""
+    for statement in module.body:
+        yield statement
+        for member in _class_body(statement):
+            yield member
+            yield from _class_body(member)
+
+def _class_body(node: cst.CSTNode) -> Sequence[cst.BaseStatement]:
+    if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
+        return node.body.body
+    return ()
