@@ -1,14 +1,16 @@
-"""The shape of the package, read from its source with ``ast``: its modules import each other in
-layers (no cycle, counting the imports inside functions), none is over 500 lines, and one module
-writes files atomically.
+"""The shape of the package, read from its source with ``ast``: its packages are layers that
+import downward only (no cycle between modules either, counting every import), at most 12 modules
+sit directly in the package, no codemod helper lies loose in ``codemods/``, none is over 500
+lines, and one module writes files atomically.
 
 The import graph has an edge ``a -> b`` for every ``import b`` / ``from b import x`` in module
-``a`` that names a module of the package, wherever it stands: at module level or inside a
-function or class (an import deferred to keep libcst out of a warm run still ties the two
-modules together). ``from b import c`` where ``c`` is a submodule of ``b`` is an edge to
-``b.c``; relative imports are resolved. Imports under ``if TYPE_CHECKING:`` are left out: they
-never run. Importing ``b.c`` runs ``b/__init__.py`` first, but that is not counted as an edge
-to ``b``: a package's ``__init__`` importing its own submodules is not a cycle of the design.
+``a`` that names a module of the package, wherever it stands: at module level, inside a function
+or class (an import deferred to keep libcst out of a warm run still ties the two modules
+together), or under ``if TYPE_CHECKING:`` (a type named from a higher layer ties the layers as
+much as a call does). ``from b import c`` where ``c`` is a submodule of ``b`` is an edge to
+``b.c``; relative imports are resolved. Importing ``b.c`` runs ``b/__init__.py`` first, but that
+is not counted as an edge to ``b``: a package's ``__init__`` importing its own submodules is not a
+cycle of the design.
 """
 
 from __future__ import annotations
@@ -34,28 +36,9 @@ def module_files() -> dict[str, Path]:
     return modules
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement of ``tree`` except those under ``if TYPE_CHECKING:``."""
-    found: list[ast.Import | ast.ImportFrom] = []
-
-    def walk(node: ast.AST) -> None:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                walk(child)
-            return
-        for child in ast.iter_child_nodes(node):
-            walk(child)
-
-    walk(tree)
-    return found
+def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of ``tree``, wherever it stands (``TYPE_CHECKING`` blocks too)."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
@@ -69,7 +52,7 @@ def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str
         if target and target != name:
             out.add(target)
 
-    for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == PACKAGE or alias.name.startswith(PACKAGE + "."):
@@ -163,8 +146,8 @@ def _shortest_path(graph: dict[str, set[str]], start: str, goal: str, within: se
 
 
 def test_the_graph_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
-    """The reader counts imports inside functions and ``from package import submodule``, and
-    leaves out ``TYPE_CHECKING`` imports; a planted cycle is found and named."""
+    """The reader counts imports inside functions, under ``TYPE_CHECKING`` and ``from package
+    import submodule``; a planted cycle is found and named."""
     modules = {f"{PACKAGE}.{n}": tmp_path / f"{n}.py" for n in ("a", "b", "c", "d")}
     modules[PACKAGE] = tmp_path / "__init__.py"
     sources = {
@@ -180,10 +163,13 @@ def test_the_graph_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
     assert graph == {
         f"{PACKAGE}.a": {f"{PACKAGE}.b"},
         f"{PACKAGE}.b": {f"{PACKAGE}.c"},
-        f"{PACKAGE}.c": {f"{PACKAGE}.a"},
+        f"{PACKAGE}.c": {f"{PACKAGE}.a", f"{PACKAGE}.d"},
         f"{PACKAGE}.d": {f"{PACKAGE}.a"},
     }
-    assert cycles(graph) == [[f"{PACKAGE}.a", f"{PACKAGE}.b", f"{PACKAGE}.c", f"{PACKAGE}.a"]]
+    assert cycles(graph) == [
+        [f"{PACKAGE}.a", f"{PACKAGE}.b", f"{PACKAGE}.c", f"{PACKAGE}.a"],
+        [f"{PACKAGE}.c", f"{PACKAGE}.d", f"{PACKAGE}.a", f"{PACKAGE}.b", f"{PACKAGE}.c"],
+    ]
 
 
 def _format_cycles(found: list[list[str]]) -> str:
@@ -195,7 +181,73 @@ def test_the_package_imports_in_layers() -> None:
     graph = import_graph()
     assert sum(len(targets) for targets in graph.values()) > len(graph)  # the reader found imports
     found = cycles(graph)
-    assert not found, "import cycles (imports inside functions count):\n" + _format_cycles(found)
+    assert not found, "import cycles (imports inside functions and TYPE_CHECKING count):\n" + _format_cycles(found)
+
+
+LAYERS = (
+    ("", "finding", "source", "torch_api", "options", "results"),
+    ("syntax",),
+    ("files",),
+    ("prefilter",),
+    ("facts",),
+    ("devices",),
+    ("codemods",),
+    ("engine",),
+    ("report",),
+    ("run",),
+    ("verify",),
+    ("cli", "__main__"),
+)
+"""The packages (and top-level modules) from the bottom up: each imports only from its own layer
+and those below it. The first layer is the shared vocabulary (plain data and tables: a finding,
+a source file, torch's API as data, the run's options, results) and the root package (its
+version). docs/architecture.md draws the same picture."""
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else ""
+    for index, names in enumerate(LAYERS):
+        if top in names:
+            return index
+    raise AssertionError(f"{module}: in no layer of LAYERS (a new package? add it where it belongs)")
+
+
+def test_the_layers_import_downward_only() -> None:
+    graph = import_graph()
+    upward = sorted(
+        f"{a.removeprefix(PACKAGE + '.')} -> {b.removeprefix(PACKAGE + '.')}"
+        for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a)
+    )
+    assert sum(1 for a, targets in graph.items() for b in targets if layer_of(b) < layer_of(a)) > 100
+    assert not upward, "imports from a higher layer:\n" + "\n".join(upward)
+
+
+def test_the_layer_reader_sees_an_upward_import() -> None:
+    assert layer_of(f"{PACKAGE}.facts.grad") > layer_of(f"{PACKAGE}.syntax.scopes")
+    assert layer_of(f"{PACKAGE}.cli.app") == len(LAYERS) - 1 and layer_of(PACKAGE) == 0
+
+
+def test_at_most_twelve_modules_directly_in_the_package() -> None:
+    loose = sorted(p.name for p in SOURCE.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert 0 < len(loose) <= 12, loose
+    packages = sorted(p.name for p in SOURCE.iterdir() if (p / "__init__.py").is_file())
+    assert {p for names in LAYERS for p in names} >= {*packages, *(n.removesuffix(".py") for n in loose)}
+
+
+def test_no_helper_lies_loose_in_codemods() -> None:
+    """Directly in ``codemods/``: one module per rule, the base class, the registry and the
+    documentation sections; each folder is a rule's package (its class in ``rule.py``) or the
+    helpers several rules share (``common``)."""
+    from torchfix_device.codemods.catalog import NOT_RULES, RULE_MODULE, refs
+
+    folder = SOURCE / "codemods"
+    rule_modules = {ref.module.removeprefix(f"{PACKAGE}.codemods.").split(".")[0] for ref in refs()}
+    for path in folder.glob("*.py"):
+        assert path.stem in rule_modules or path.stem in NOT_RULES, f"codemods/{path.name} holds no rule"
+    for sub in (p for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        assert sub.name == "common" or (sub / f"{RULE_MODULE}.py").is_file() and sub.name in rule_modules, sub.name
+    assert len(rule_modules) == len(refs()) >= 16
 
 
 def test_no_module_is_over_500_lines() -> None:

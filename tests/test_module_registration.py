@@ -13,7 +13,7 @@ from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.codemods.unregistered_layer_container import rule as tfd004
-from torchfix_device.codemods.common.registration import DICT_CONTAINER_ATTRS, NN_MODULE_ATTRS
+from torchfix_device.torch_api import DICT_CONTAINER_ATTRS, NN_MODULE_ATTRS
 from torchfix_device.codemods.tensor_attribute_not_buffer import TensorAttributeNotBuffer
 from torchfix_device.codemods.unregistered_layer_container import UnregisteredLayerContainer
 from torchfix_device.engine import transform_source
@@ -261,7 +261,7 @@ def test_names_bound_by_agrees_with_binding_of() -> None:
     from pathlib import Path
 
     import libcst as cst
-    from torchfix_device.codemods.common.registration import binding_of, names_bound_by
+    from torchfix_device.syntax.bindings import binding_of, names_bound_by
 
     extra = (
         "a = b = f()\n(a, [b, *c]), d = x\ne: int\ng: int = 1\nh += 1\ni[0] = 1\nfor j, (k, l) in y: pass\n"

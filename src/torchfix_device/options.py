@@ -7,12 +7,13 @@ the command line and the codemods (and so that it can cross into worker processe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
-from torchfix_device.run.budget import DEFAULT_MEMORY, DEFAULT_SECONDS
 
-if TYPE_CHECKING:
-    from torchfix_device.facts.star_imports import RunStars
+DEFAULT_SECONDS = 120.0
+"""Processor seconds one file's transform may take by default (``file-time-limit``)."""
+DEFAULT_MEMORY = 2 * 1024**3
+"""Bytes one file's transform may add to the process by default (``file-memory-limit``)."""
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,10 @@ class RunOptions:
     own_move_classes: frozenset[str] = frozenset()
     """Classes of the run's files that define their own ``cuda()``/``to()``
     (:mod:`torchfix_device.facts.project_classes`), filled in by the runner."""
-    star_imports: "RunStars | None" = None
-    """What the star imports of the run's files bind (:mod:`torchfix_device.facts.star_imports`),
-    filled in by the runner."""
+    star_imports: Any = None
+    """What the star imports of the run's files bind: a ``RunStars`` of
+    :mod:`torchfix_device.facts.star_imports`, filled in by the runner (typed loosely: this module
+    sits below the facts layer and imports none of it)."""
 
 
 DEFAULT_OPTIONS = RunOptions()

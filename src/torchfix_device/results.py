@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from torchfix_device.files.sources import SourceFile
+from torchfix_device.source import SourceFile
 from torchfix_device.finding import Finding
 
 Status = Literal["changed", "unchanged", "failed", "skipped"]

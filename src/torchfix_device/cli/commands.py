@@ -154,7 +154,7 @@ def _results(args: Arguments, settings: Settings, out: Printer) -> tuple[list[Fi
     in_place = args.writes
     guard = None
     if in_place:
-        from torchfix_device.files import git_safety as gitsafety
+        from torchfix_device.run import git_safety as gitsafety
         from torchfix_device.files import run_lock
 
         try:
@@ -171,7 +171,7 @@ def _results(args: Arguments, settings: Settings, out: Printer) -> tuple[list[Fi
 
         return results, review_run(results, settings, guard, out)
     if guard is not None and guard.dirty:
-        from torchfix_device.files import git_safety as gitsafety
+        from torchfix_device.run import git_safety as gitsafety
 
         try:
             gitsafety.write_unless_dirty(results, guard)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from torchfix_device.run import budget
+from torchfix_device.files.pyproject import find_pyproject
 from torchfix_device.devices.expression import DeviceExpressionError, validate_device_expression
 
 if sys.version_info >= (3, 11):
@@ -49,17 +50,6 @@ class Config:
     """Processor seconds one file may take (None: no limit)."""
     file_memory_limit: int | None = budget.DEFAULT_MEMORY
     """Bytes of memory one file may add to the process (None: no limit)."""
-
-
-def find_pyproject(start: Path) -> Path | None:
-    folder = start.absolute()
-    if not folder.is_dir():
-        folder = folder.parent
-    for candidate in (folder, *folder.parents):
-        path = candidate / "pyproject.toml"
-        if path.is_file():
-            return path
-    return None
 
 
 def _read_toml(path: Path) -> dict:

@@ -30,7 +30,7 @@ from torchfix_device.run.job import write_result
 from torchfix_device.results import FileResult, InternalError, TransformOutput
 
 if TYPE_CHECKING:
-    from torchfix_device.files.git_safety import GitState
+    from torchfix_device.run.git_safety import GitState
     from torchfix_device.cli.settings import Settings
     from torchfix_device.report.termout import Printer
 
@@ -240,7 +240,7 @@ def review(results: list[FileResult], codemods: Sequence["CodemodRef | type[Code
 def review_run(results: list[FileResult], settings: "Settings", guard: "GitState | None", out: "Printer") -> bool:
     """``apply --interactive``: review the dry run's results on the terminal, then write. True
     when Ctrl-C ended the review."""
-    from torchfix_device.files import git_safety as gitsafety
+    from torchfix_device.run import git_safety as gitsafety
 
     asker = Console()
     return review(

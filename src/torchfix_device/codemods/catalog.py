@@ -19,12 +19,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Protocol, Sequence
 
 if TYPE_CHECKING:
     import ast
-
-    from torchfix_device.codemods.base import Codemod
 
 CODEMODS_PACKAGE = "torchfix_device.codemods"
 CODEMODS_FOLDER = Path(__file__).resolve().parent
@@ -40,6 +38,15 @@ def rule_slug(module: str) -> str:
     return module.removeprefix(CODEMODS_PACKAGE + ".").split(".")[0]
 
 
+class Rule(Protocol):
+    """A codemod (an instance of a :class:`~torchfix_device.codemods.base.Codemod` subclass), as the
+    registry sees its class: the base class imports this module to register itself, so this
+    module names it only through this protocol."""
+
+    code: str
+    name: str
+
+
 class UnknownRuleError(ValueError):
     pass
 
@@ -53,7 +60,7 @@ class CodemodRef:
     module: str
     class_name: str
 
-    def load(self) -> type["Codemod"]:
+    def load(self) -> type["Rule"]:
         """The codemod class (importing its module, and libcst, the first time)."""
         return getattr(importlib.import_module(self.module), self.class_name)
 
@@ -167,16 +174,16 @@ def select_refs(
     return [unique[code] for code in sorted(unique)]
 
 
-def load_codemods(codemods: Sequence["CodemodRef | type[Codemod]"]) -> list[type["Codemod"]]:
+def load_codemods(codemods: Sequence["CodemodRef | type[Rule]"]) -> list[type["Rule"]]:
     """The classes of ``codemods`` (references loaded, classes as they are)."""
     return [c.load() if isinstance(c, CodemodRef) else c for c in codemods]
 
 
-REGISTRY: dict[str, type["Codemod"]] = {}
+REGISTRY: dict[str, type["Rule"]] = {}
 """Code → every codemod class defined so far (by :meth:`Codemod.__init_subclass__`)."""
 
 
-def register(cls: type["Codemod"]) -> None:
+def register(cls: type["Rule"]) -> None:
     """Record a newly defined codemod class; its code and name must be its own."""
     for other in REGISTRY.values():
         if other.code == cls.code or other.name == cls.name:
@@ -185,16 +192,16 @@ def register(cls: type["Codemod"]) -> None:
     REGISTRY[cls.code] = cls
 
 
-def all_codemods() -> list[type["Codemod"]]:
+def all_codemods() -> list[type["Rule"]]:
     """Every codemod of the package, ordered by code (imported)."""
     return load_codemods(refs())
 
 
-def lookup(code_or_name: str) -> type["Codemod"]:
+def lookup(code_or_name: str) -> type["Rule"]:
     """The codemod class with this code or name (imported)."""
     return lookup_ref(code_or_name).load()
 
 
-def select_codemods(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[type["Codemod"]]:
+def select_codemods(select: Iterable[str] | None, ignore: Iterable[str] | None) -> list[type["Rule"]]:
     """The codemod classes that ``--select`` / ``--ignore`` leave, ordered by code (imported)."""
     return load_codemods(select_refs(select, ignore))

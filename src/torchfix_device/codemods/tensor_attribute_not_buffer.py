@@ -10,8 +10,8 @@ from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter import scan as ast_scan
 from torchfix_device.prefilter.candidates import FileFacts, is_self_attribute, module_class_possible, values_bound_to
 from torchfix_device.codemods.factory_without_device import is_factory_name
-from torchfix_device.codemods.common.registration import (
-    NN_MODULE_ATTRS,
+from torchfix_device.torch_api import NN_MODULE_ATTRS
+from torchfix_device.syntax.bindings import (
     binding_of,
     class_body_names,
     methods,

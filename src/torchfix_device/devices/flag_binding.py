@@ -26,7 +26,7 @@ from torchfix_device.devices.flag_scan import asks_cuda, flag_test, is_main_test
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.syntax.lookup import CodemodView
 
 CANDIDATES = ("device", "torch_device", "default_device", "device_")
 IS_AVAILABLE = frozenset({"is_available"})
@@ -42,7 +42,7 @@ class FlagAt(NamedTuple):
     """The site comes after the flag is final and the flag is usable: it takes the flag's device."""
 
 
-def analysis_of(module: cst.Module, codemod: "Codemod") -> FlagAnalysis:
+def analysis_of(module: cst.Module, codemod: "CodemodView") -> FlagAnalysis:
     if _LAST and _LAST[0][0] is module:
         return _LAST[0][1]
 
@@ -57,7 +57,7 @@ def analysis_of(module: cst.Module, codemod: "Codemod") -> FlagAnalysis:
 class FlagBindings:
     """The flag devices of one transform of one module."""
 
-    def __init__(self, codemod: "Codemod", module: cst.Module) -> None:
+    def __init__(self, codemod: "CodemodView", module: cst.Module) -> None:
         self.codemod = codemod
         self.module = module
         self._analysis: FlagAnalysis | None = None

@@ -11,7 +11,7 @@ during ``__init__``. Never a module-level global: the module may be moved elsewh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 import libcst.matchers as m
@@ -20,8 +20,7 @@ from torchfix_device.syntax import traversal
 from torchfix_device.devices.choice import DeviceExpr, NoDevice
 
 if TYPE_CHECKING:
-    from torchfix_device.codemods.base import Codemod
-    from torchfix_device.devices.source import DeviceSource
+    from torchfix_device.syntax.lookup import CodemodView
 
 PARAMETER_CLASSES = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 WEIGHT_LAYERS = {
@@ -40,10 +39,18 @@ class _ModuleClassInfo:
     has_parameters: bool = False
 
 
+
+class ModuleClasses(Protocol):
+    """What :class:`ModuleMethodDevice` asks of its :class:`~torchfix_device.devices.source.DeviceSource`."""
+
+    def enclosing_module_class(self) -> cst.ClassDef | None: ...
+
+    def module_class_names(self) -> set[str]: ...
+
 class ModuleMethodDevice:
     """The device of a site inside a method of one of the file's ``nn.Module`` classes."""
 
-    def __init__(self, codemod: "Codemod", source: "DeviceSource") -> None:
+    def __init__(self, codemod: "CodemodView", source: "ModuleClasses") -> None:
         self.codemod = codemod
         self.source = source
         self._class_info: dict[int, _ModuleClassInfo] = {}

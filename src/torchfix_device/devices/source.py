@@ -31,7 +31,7 @@ from torchfix_device.devices.module_device import ModuleMethodDevice
 from torchfix_device.torch_api import is_torch_module_class
 
 if TYPE_CHECKING:
-    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.syntax.lookup import CodemodView
 
 DEVICE_NAMES = ("device", "DEVICE")
 FREE_NAME_CANDIDATES = ("device", "torch_device", "default_device", "device_")
@@ -43,7 +43,7 @@ __all__ = ["DEVICE_NAME", "DeviceExpr", "DeviceSource", "NoDevice", "is_torch_mo
 class DeviceSource:
     """Chooses the device expression for one site; inserts the module-level binding if needed."""
 
-    def __init__(self, codemod: "Codemod", module: cst.Module) -> None:
+    def __init__(self, codemod: "CodemodView", module: cst.Module) -> None:
         self.codemod = codemod
         self.module = module
         self._module_classes: dict[int, cst.ClassDef] | None = None

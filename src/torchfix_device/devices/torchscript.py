@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.syntax.lookup import CodemodView
 
 SCRIPT_DECORATORS = frozenset({"torch.jit.script", "torch.jit.script_method", "torch.jit._script.script"})
 SCRIPT_BASES = frozenset({"torch.jit.ScriptModule", "torch.jit._script.ScriptModule"})
@@ -24,7 +24,7 @@ _LAST_PARTS = frozenset({"script", "script_method", "ScriptModule"})
 TENSOR_ANNOTATIONS = frozenset({"Tensor", "torch.Tensor"})
 
 
-def scripted_function(codemod: "Codemod") -> cst.FunctionDef | None:
+def scripted_function(codemod: "CodemodView") -> cst.FunctionDef | None:
     """The innermost function being visited when it is compiled by TorchScript, else None."""
     if not codemod.function_stack:
         return None
@@ -53,6 +53,6 @@ def tensor_argument(function: cst.FunctionDef) -> str | None:
     return None
 
 
-def _is_script(codemod: "Codemod", expr: cst.BaseExpression, names: frozenset[str]) -> bool:
+def _is_script(codemod: "CodemodView", expr: cst.BaseExpression, names: frozenset[str]) -> bool:
     target = expr.func if isinstance(expr, cst.Call) else expr
     return bool(codemod.qualified_names(target, ending_in=_LAST_PARTS) & names)

@@ -32,7 +32,7 @@ from torchfix_device.torch_api import is_torch_module_class
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.syntax.lookup import CodemodView
 
 FACTORIES = frozenset({
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
@@ -49,7 +49,7 @@ TENSOR_KEYWORDS = frozenset({"device", "weight", "pos_weight", "_weight", "bias"
 MOVING_WORDS = frozenset({"cuda", "to", "device", "load", "set_default_tensor_type", "set_default_device", "_apply", "type"})
 
 
-def not_on_cpu(codemod: "Codemod", name: cst.Name, statement: cst.BaseStatement, skip: cst.CSTNode | None = None) -> str | None:
+def not_on_cpu(codemod: "CodemodView", name: cst.Name, statement: cst.BaseStatement, skip: cst.CSTNode | None = None) -> str | None:
     """None when ``name`` (read in ``statement``, outside ``skip``) is shown to be on the CPU
     right before ``statement``; else why it is not (for the message)."""
     shown = name.value
@@ -103,7 +103,7 @@ def _calls_any(node: cst.CSTNode, functions: set[str]) -> bool:
     )
 
 
-def _functions_naming(codemod: "Codemod", name: str) -> set[str]:
+def _functions_naming(codemod: "CodemodView", name: str) -> set[str]:
     """Functions and classes of the file whose code names ``name`` (they may move a global)."""
     module = codemod.visited_module
     return {
@@ -112,12 +112,12 @@ def _functions_naming(codemod: "Codemod", name: str) -> set[str]:
     }
 
 
-def _changes_defaults(codemod: "Codemod") -> bool:
+def _changes_defaults(codemod: "CodemodView") -> bool:
     names = traversal.all_names(codemod.visited_module)
     return bool(names & {"set_default_tensor_type", "set_default_device", "set_default_dtype"})
 
 
-def _made_on_cpu(codemod: "Codemod", value: cst.BaseExpression) -> bool:
+def _made_on_cpu(codemod: "CodemodView", value: cst.BaseExpression) -> bool:
     if not isinstance(value, cst.Call):
         return False
     func = value.func
@@ -144,7 +144,7 @@ def _made_on_cpu(codemod: "Codemod", value: cst.BaseExpression) -> bool:
     return False
 
 
-def _qualified(codemod: "Codemod", func: cst.BaseExpression) -> set[str]:
+def _qualified(codemod: "CodemodView", func: cst.BaseExpression) -> set[str]:
     return codemod.qualified_names(func)
 
 
@@ -178,7 +178,7 @@ def _settings_only(call: cst.Call) -> bool:
     return all(a.star == "" and _setting(a.value) and (a.keyword is None or a.keyword.value not in TENSOR_KEYWORDS) for a in call.args)
 
 
-def _layer_on_cpu(codemod: "Codemod", layer: str, call: cst.Call) -> bool:
+def _layer_on_cpu(codemod: "CodemodView", layer: str, call: cst.Call) -> bool:
     if layer in CONTAINERS:
         items = [a.value for a in call.args]
         if len(items) == 1 and isinstance(items[0], (cst.List, cst.Tuple)):
@@ -189,7 +189,7 @@ def _layer_on_cpu(codemod: "Codemod", layer: str, call: cst.Call) -> bool:
     return all(not a.star and (a.keyword is None or a.keyword.value not in TENSOR_KEYWORDS) for a in call.args)
 
 
-def _class_on_cpu(codemod: "Codemod", cls: cst.ClassDef, seen: frozenset[str]) -> bool:
+def _class_on_cpu(codemod: "CodemodView", cls: cst.ClassDef, seen: frozenset[str]) -> bool:
     """An ``nn.Module`` class of this file whose code does not move, load or name a device,
     does not call the file's functions, and whose bases of this file are the same."""
     words = traversal.all_names(cls)

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 import libcst as cst
 import libcst.matchers as m
-from torchfix_device.codemods.common.registration import (
+from torchfix_device.syntax.bindings import (
     binding_of,
     methods,
     names_bound_by,

@@ -19,7 +19,7 @@ from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 
 if TYPE_CHECKING:
-    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.syntax.lookup import CodemodView
 
 LOSS_FUNCTIONS = frozenset({
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -51,7 +51,7 @@ MODULE_MOVES = frozenset({"cuda", "to", "cpu", "float", "double", "half", "train
 class LossEvidence:
     """Loss questions about the module ``codemod`` is visiting."""
 
-    def __init__(self, codemod: "Codemod", module: cst.Module) -> None:
+    def __init__(self, codemod: "CodemodView", module: cst.Module) -> None:
         self.codemod = codemod
         self.module = module
         self._attribute_values: dict[str, list[tuple[cst.Attribute, cst.BaseExpression | None]]] | None = None

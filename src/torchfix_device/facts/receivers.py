@@ -24,7 +24,7 @@ from torchfix_device.syntax import traversal
 from torchfix_device.facts.project_classes import TEXT_MARKERS, classes_in
 
 if TYPE_CHECKING:
-    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.syntax.lookup import CodemodView
 
 OWN = "own"
 UNKNOWN = "unknown"
@@ -33,7 +33,7 @@ SAME_KIND_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "
 """Methods of tensors and modules returning an object of the same kind (a move of it)."""
 
 
-def moves_itself(codemod: "Codemod", receiver: cst.BaseExpression) -> tuple[str, str] | None:
+def moves_itself(codemod: "CodemodView", receiver: cst.BaseExpression) -> tuple[str, str] | None:
     """(:data:`OWN` or :data:`UNKNOWN`, the classes concerned) for a move on ``receiver``, or
     None when it is not in doubt (see the module docstring)."""
     classes = codemod.own_move_classes | _local_classes(codemod)
@@ -47,7 +47,7 @@ def moves_itself(codemod: "Codemod", receiver: cst.BaseExpression) -> tuple[str,
     return None
 
 
-def _local_classes(codemod: "Codemod") -> frozenset[str]:
+def _local_classes(codemod: "CodemodView") -> frozenset[str]:
     module = codemod.visited_module
     known = getattr(codemod, "_own_move_local", None)
     if known is None or known[0] is not module:
@@ -58,7 +58,7 @@ def _local_classes(codemod: "Codemod") -> frozenset[str]:
     return known[1]
 
 
-def _kind(codemod: "Codemod", expr: cst.BaseExpression, classes: frozenset[str], seen: frozenset[str]) -> tuple[str, str]:
+def _kind(codemod: "CodemodView", expr: cst.BaseExpression, classes: frozenset[str], seen: frozenset[str]) -> tuple[str, str]:
     if isinstance(expr, cst.Call):
         return _call_kind(codemod, expr, classes, seen)
     if isinstance(expr, cst.Name):
@@ -79,7 +79,7 @@ def _kind(codemod: "Codemod", expr: cst.BaseExpression, classes: frozenset[str],
     return UNKNOWN, ""
 
 
-def _call_kind(codemod: "Codemod", call: cst.Call, classes: frozenset[str], seen: frozenset[str]) -> tuple[str, str]:
+def _call_kind(codemod: "CodemodView", call: cst.Call, classes: frozenset[str], seen: frozenset[str]) -> tuple[str, str]:
     spelt = nodes.dotted_name(call.func) or ""
     last = spelt.rpartition(".")[2]
     if last in classes:
@@ -93,7 +93,7 @@ def _call_kind(codemod: "Codemod", call: cst.Call, classes: frozenset[str], seen
     return UNKNOWN, ""
 
 
-def _local_class_names(codemod: "Codemod") -> frozenset[str]:
+def _local_class_names(codemod: "CodemodView") -> frozenset[str]:
     module = codemod.visited_module
     known = getattr(codemod, "_class_names", None)
     if known is None or known[0] is not module:
@@ -111,7 +111,7 @@ def _combine(kinds: list[tuple[str, str]]) -> tuple[str, str]:
 
 
 def bound_values(
-    codemod: "Codemod", name: cst.Name, assigned: dict[int, cst.BaseExpression] | None = None
+    codemod: "CodemodView", name: cst.Name, assigned: dict[int, cst.BaseExpression] | None = None
 ) -> list[cst.BaseExpression] | None:
     """The values assigned to the bindings of ``name`` visible where it is read; None when one
     of them is not a plain assignment (a parameter, a loop target, an import). ``assigned``:
@@ -130,7 +130,7 @@ def bound_values(
     return values
 
 
-def _self_attribute_values(codemod: "Codemod", attr: str) -> list[cst.BaseExpression]:
+def _self_attribute_values(codemod: "CodemodView", attr: str) -> list[cst.BaseExpression]:
     """The values assigned to ``self.<attr>`` in the class being visited."""
     if not codemod.class_stack:
         return []

@@ -34,7 +34,7 @@ from torchfix_device.syntax import traversal
 from torchfix_device.facts.losses import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
 
 if TYPE_CHECKING:
-    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.syntax.lookup import CodemodView
 
 
 class Size(enum.IntEnum):
@@ -77,7 +77,7 @@ ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, 
 class ScalarEvidence(LossEvidence):
     """Answers :meth:`size` for the expressions of the module ``codemod`` is visiting."""
 
-    def __init__(self, codemod: "Codemod", module: cst.Module) -> None:
+    def __init__(self, codemod: "CodemodView", module: cst.Module) -> None:
         super().__init__(codemod, module)
         self._busy: set[tuple[int, str]] = set()
         self._neutral = 0  # how often a value built from itself was taken as neutral
@@ -325,7 +325,7 @@ def _tensor(size: Size | None) -> Size | None:
 
 
 
-def _backward_on(assignment: Assignment, codemod: "Codemod") -> bool:
+def _backward_on(assignment: Assignment, codemod: "CodemodView") -> bool:
     """``x.backward()``, with no argument, on a read of ``assignment``'s name."""
     for access in assignment.references:
         attribute = codemod.parent_of(access.node)

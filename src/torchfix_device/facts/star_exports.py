@@ -25,10 +25,8 @@ to anything. A module of the standard library binds names none of which is a tor
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator, NamedTuple
-
-if TYPE_CHECKING:
-    from torchfix_device.facts.star_imports import Resolver
+from pathlib import Path
+from typing import Iterator, NamedTuple, Protocol
 
 IMPORT, OTHER, DOUBT = "import", "other", "doubt"
 STDLIB = "stdlib"
@@ -36,6 +34,19 @@ STDLIB = "stdlib"
 
 _DYNAMIC = frozenset({"globals", "vars", "locals", "exec", "eval"})
 
+
+
+class Resolver(Protocol):
+    """What following imports needs (:class:`torchfix_device.facts.star_imports.Resolver` gives it):
+    the modules an import names, found, parsed and followed once."""
+
+    def star_namespace(self, spelt: str, level: int, importer: Path, stack: tuple[Path, ...]) -> "Namespace": ...
+
+    def imported(self, spelt: str, level: int, name: str, importer: Path, stack: tuple[Path, ...]) -> "Bound": ...
+
+    def submodules(self, init: Path) -> frozenset[str]: ...
+
+    def has_submodule(self, init: Path, name: str) -> bool: ...
 
 class Bound(NamedTuple):
     kind: str

@@ -26,14 +26,14 @@ seen: a packed sequence made in another file and passed into one that packs none
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import libcst as cst
 from torchfix_device.syntax import traversal
-from torchfix_device.codemods.common.registration import names_bound_by
+from torchfix_device.syntax.bindings import names_bound_by
 
-if TYPE_CHECKING:
-    from torchfix_device.facts.grad import GradEvidence
+GradEvidence = Any
+"""A :class:`torchfix_device.facts.grad.GradEvidence` (that module imports this one)."""
 
 TENSOR_CLASSES = frozenset({
     "torch.Tensor", "torch.autograd.Variable", "torch.autograd.variable.Variable",

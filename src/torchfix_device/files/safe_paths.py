@@ -22,6 +22,8 @@ import stat
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
+from torchfix_device.source import FolderId
+
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -38,11 +40,6 @@ class FolderReplaced(OSError):
 
 class NotRegularFile(OSError):
     """A FIFO, a device, a socket or a symbolic link where a regular file was expected."""
-
-
-class FolderId(NamedTuple):
-    dev: int
-    ino: int
 
 
 def kind_of(mode: int) -> str:

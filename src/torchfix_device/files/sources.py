@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
+from torchfix_device.source import BOM, SourceFile
 from torchfix_device.files.safe_paths import (
     DIR_FD, O_CLOEXEC, O_NOFOLLOW, FolderId, FolderReplaced, NotRegularFile, folder_id, open_folder, open_regular,
     process_alive, read_regular,
 )
 
-BOM = b"\xef\xbb\xbf"
 TEMP_SUFFIX = ".torchfix-device.tmp"
 NOT_WRITABLE = "not writable: left unchanged"
 REPLACED_BY_SPECIAL = "file was replaced by a symbolic link or a special file during the run; not written through"
@@ -42,24 +42,6 @@ class SourceError(Exception):
         self.line = line
         self.skip_kind = skip_kind
         """Set when the file is to be skipped (a FIFO, a device), not reported as failed."""
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    path: Path
-    raw: bytes
-    text: str
-    """Decoded text without the BOM; line endings as in the file."""
-    encoding: str
-    bom: bool
-    root: Path | None = None
-    """The folder named on the command line the file was found under (None: named itself)."""
-    folder: FolderId | None = None
-    """The identity of the file's folder when it was read: the writer writes there or nowhere."""
-
-    def encode(self, text: str) -> bytes:
-        """``text`` as bytes in this file's encoding, with its BOM if it had one."""
-        return (BOM if self.bom else b"") + text.encode(self.encoding)
 
 
 def decode_source(path: Path, raw: bytes) -> SourceFile:

@@ -25,8 +25,8 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-DEFAULT_SECONDS = 120.0
-DEFAULT_MEMORY = 2 * 1024**3
+from torchfix_device.options import DEFAULT_MEMORY, DEFAULT_SECONDS  # noqa: F401 - the budget's defaults, kept with the options
+
 TICK = 0.05
 _UNITS = {"": 1024**2, "K": 1024, "KB": 1024, "M": 1024**2, "MB": 1024**2, "G": 1024**3, "GB": 1024**3}
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from torchfix_device import __version__
 from torchfix_device.finding import Finding
-from torchfix_device.cli.config import find_pyproject
+from torchfix_device.files.pyproject import find_pyproject
 from torchfix_device.files.selection import Marks
 from torchfix_device.files.sources import atomic_write
 

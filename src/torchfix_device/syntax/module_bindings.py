@@ -1,6 +1,6 @@
 """The module-level bindings of every name, read off the module's own statements.
 
-:class:`~torchfix_device.facts.any_node_names.AnyNodeNames` needs, for a name read at module
+:class:`~torchfix_device.codemods.variable_wrapper.any_node_names.AnyNodeNames` needs, for a name read at module
 level or resolving there, the nodes that bind it in the module's scope: what libcst's
 ``GlobalScope.assignments[name]`` holds. Its scope analysis of the module's skeleton costs as
 much as the whole file's for a script or a notebook (all module-level code), once per rewrite

@@ -16,12 +16,12 @@ from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 
 if TYPE_CHECKING:
-    from torchfix_device.codemods.base import Codemod
+    from torchfix_device.syntax.lookup import CodemodView
 
 BROAD = frozenset({"Exception", "BaseException"})
 
 
-def telling_handler(codemod: "Codemod", node: cst.CSTNode, before: set[str], after: set[str]) -> str | None:
+def telling_handler(codemod: "CodemodView", node: cst.CSTNode, before: set[str], after: set[str]) -> str | None:
     """The code of the type of a handler around ``node`` that names one of ``before`` (the
     exceptions the original raises) and none of ``after`` (those of the rewrite) nor a broad
     class (``except*`` too); None where there is none. A bare ``except:`` catches both alike."""

@@ -28,7 +28,7 @@ from torchfix_device.facts.layers import (
 )
 from torchfix_device.syntax import nodes as _nodes
 from torchfix_device.syntax import traversal
-from torchfix_device.codemods.common.registration import binding_of, self_attr, walk_class, walk_function
+from torchfix_device.syntax.bindings import binding_of, self_attr, walk_class, walk_function
 
 _BINDING_OR_FILLING = (
     cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.WithItem, cst.Global, cst.Nonlocal,

@@ -30,7 +30,8 @@ from torchfix_device.facts.layers import (  # re-exported: the tests check these
     NON_LAYER_MODULES as NON_LAYER_MODULES,
     TORCH_MAY_BE_MODULE as TORCH_MAY_BE_MODULE,
 )
-from torchfix_device.codemods.common.registration import DICT_CONTAINER_ATTRS, NN_MODULE_ATTRS, from_import_of
+from torchfix_device.syntax.bindings import from_import_of
+from torchfix_device.torch_api import DICT_CONTAINER_ATTRS, NN_MODULE_ATTRS
 
 # The container classes, by element kind and container kind.
 CONTAINER = {(LAYER, "list"): "ModuleList", (LAYER, "dict"): "ModuleDict",

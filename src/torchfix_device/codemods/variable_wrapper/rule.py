@@ -9,7 +9,7 @@ from torchfix_device.syntax import imports
 from torchfix_device.syntax import nodes
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.codemods.base import Codemod
-from torchfix_device.facts.any_node_names import AnyNodeNames
+from torchfix_device.codemods.variable_wrapper.any_node_names import AnyNodeNames
 from torchfix_device.codemods.variable_wrapper.exact_detach import unwrapped_without_evidence
 from torchfix_device.facts.grad_changes import changed_in_place, refill_line
 from torchfix_device.facts.grad import GradEvidence

@@ -1,8 +1,5 @@
-"""Helpers shared by the codemods that register state on an ``nn.Module`` (TFD004, TFD007).
-
-Kept here (a private module, not loaded as a codemod) rather than in ``_cst.py`` so that the two
-codemods can evolve together without touching the shared core.
-"""
+"""What statements bind, and where: the names a target binds, ``self.x`` attributes, a class's
+methods, body names and registered names, the value a name is bound to in a block."""
 
 from __future__ import annotations
 
@@ -12,42 +9,6 @@ import libcst as cst
 import libcst.matchers as m
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
-
-# Attributes every ``nn.Module`` instance has (torch 2.x, dunders left out): a buffer or a
-# ``ModuleDict``/``ParameterDict`` key with one of these names is refused by ``register_buffer`` /
-# ``add_module`` ("attribute 'x' already exists"). Checked against the installed torch by the tests.
-NN_MODULE_ATTRS = frozenset(
-    {
-        "T_destination", "_apply", "_backward_hooks", "_backward_pre_hooks", "_buffers",
-        "_call_impl", "_compiled_call_impl", "_forward_hooks", "_forward_hooks_always_called",
-        "_forward_hooks_with_kwargs", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
-        "_get_backward_hooks", "_get_backward_pre_hooks", "_get_name", "_is_full_backward_hook",
-        "_load_from_state_dict", "_load_state_dict_post_hooks", "_load_state_dict_pre_hooks",
-        "_maybe_warn_non_full_backward_hook", "_modules", "_named_members",
-        "_non_persistent_buffers_set", "_parameters", "_register_load_state_dict_pre_hook",
-        "_register_state_dict_hook", "_replicate_for_data_parallel", "_save_to_state_dict",
-        "_slow_forward", "_state_dict_hooks", "_state_dict_pre_hooks", "_version",
-        "_wrapped_call_impl", "add_module", "apply", "bfloat16", "buffers", "call_super_init",
-        "children", "compile", "cpu", "cuda", "double", "dump_patches", "eval", "extra_repr",
-        "float", "forward", "get_buffer", "get_extra_state", "get_parameter", "get_submodule",
-        "half", "ipu", "load_state_dict", "modules", "mtia", "named_buffers", "named_children",
-        "named_modules", "named_parameters", "parameters", "register_backward_hook",
-        "register_buffer", "register_forward_hook", "register_forward_pre_hook",
-        "register_full_backward_hook", "register_full_backward_pre_hook",
-        "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook",
-        "register_module", "register_parameter", "register_state_dict_post_hook",
-        "register_state_dict_pre_hook", "requires_grad_", "set_extra_state", "set_submodule",
-        "share_memory", "state_dict", "to", "to_empty", "train", "training", "type", "xpu",
-        "zero_grad",
-    }
-)
-# Extra attributes of ``ModuleDict`` / ``ParameterDict`` (keys with these names are refused too).
-DICT_CONTAINER_ATTRS = frozenset(
-    {
-        "_key_to_attr", "_keys", "clear", "copy", "fromkeys", "get", "items", "keys", "pop",
-        "popitem", "setdefault", "update", "values",
-    }
-)
 
 REGISTERING_METHODS = {"add_module", "register_module", "register_parameter", "register_buffer"}
 
