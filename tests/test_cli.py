@@ -106,10 +106,25 @@ def test_python_dash_m_is_the_same_program() -> None:
 
 
 def test_bad_usage_exits_2_without_traceback(project: Path) -> None:
-    for args in ((), ("apply",), ("bogus",), ("check", "--frobnicate", ".")):
+    for args in ((), ("bogus",), ("check", "--frobnicate", ".")):
         out = run_cli(*args, cwd=project)
         assert out.returncode == 2, args
         _no_traceback(out)
+
+
+def test_apply_without_a_path_works_on_the_current_folder_as_check_does(project: Path) -> None:
+    """Issue 33, item 8: ``apply`` with no PATH takes ``.`` (it said "Missing argument 'paths'")."""
+    before = {p.name: p.read_bytes() for p in project.glob("*.py")}
+    listed = run_cli("check", cwd=project)
+    assert listed.returncode == 1 and listed.stdout
+    diff = run_cli("apply", "--diff", cwd=project)
+    assert diff.returncode == 1 and diff.stdout.startswith(b"--- a/")
+    assert {p.name: p.read_bytes() for p in project.glob("*.py")} == before
+    out = run_cli("apply", "--allow-dirty", cwd=project)
+    assert out.returncode == 0, out.stderr.decode()
+    after = {p.name: p.read_bytes() for p in project.glob("*.py")}
+    assert after != before and after == {**before, **{n: b for n, b in after.items() if b != before[n]}}
+    assert run_cli("apply", "--diff", cwd=project).stdout == b""  # everything the first run could fix
 
 
 # -- rules and explain -------------------------------------------------------------------------

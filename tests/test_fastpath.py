@@ -16,6 +16,7 @@ import typer.main
 
 from conftest import run_cli
 from torchfix_device.cli import fast_parser as fastpath
+from torchfix_device.cli import flags
 from torchfix_device.cli.app import app
 
 LEGACY = 'import torch\n\nstate = torch.load("ckpt.pt")\nx = torch.zeros(2).cuda(dev)\n'
@@ -42,7 +43,7 @@ def test_the_fast_path_knows_the_typer_options_with_their_meaning(command: str) 
         name, is_flag, multiple = typer_options[option]
         assert field == name, option
         assert is_flag == (kind in (fastpath.TRUE, fastpath.FALSE)), option
-        assert multiple == (kind == fastpath.LIST), option
+        assert multiple == (kind == flags.LIST), option
 
 
 @pytest.mark.parametrize(
@@ -50,7 +51,7 @@ def test_the_fast_path_knows_the_typer_options_with_their_meaning(command: str) 
     [
         ["check", "--help"], ["check", "-h"], ["apply", "-i", "."], ["check", "--frobnicate", "."], ["check", "--jobs", "0"],
         ["check", "--jobs", "two"], ["check", "--output-format", "xml"], ["check", "--select"], ["check", "--select", "--diff"],
-        ["check", "--diff=yes"], ["check", "-qv"], ["check", "--", "x.py"], ["apply"], ["rules"], ["--version"], [],
+        ["check", "--diff=yes"], ["check", "-qv"], ["check", "--", "x.py"], ["rules"], ["--version"], [],
     ],
 )
 def test_the_typer_app_answers_what_the_fast_path_does_not_read(argv: list[str]) -> None:
@@ -63,6 +64,21 @@ def test_the_fast_path_reads_values_as_typer_does() -> None:
     assert [str(p) for p in args.paths] == ["a.py", "-"]
     assert args.select == ["TFD001", "TFD005"] and args.jobs == 2 and args.output_format == "json" and args.quiet
     assert fastpath.parse(["apply", "--no-unsafe-fixes", "x.py"]).unsafe_fixes is False
+    assert fastpath.parse(["apply"]).paths == []  # the current folder, as for check
+
+
+def test_every_option_of_the_table_reaches_both_parsers() -> None:
+    """One table (cli/flags.py) makes both: each spelling of each flag is an option of the typer
+    command, and the fast parser reads it unless the flag says otherwise."""
+    for command in flags.BOTH:
+        typer_options = _typer_options(command)
+        spellings = 0
+        for flag in flags.flags_of(command):
+            for name in (*flag.names, *([flag.negative] if flag.negative else [])):
+                assert typer_options[name][0] == flag.field, name
+                assert (name in fastpath.OPTIONS[command]) == flag.fast, name
+                spellings += 1
+        assert spellings == len(typer_options)
 
 
 CASES = [
@@ -77,6 +93,7 @@ CASES = [
     ("check", "--config", "selekt = 1", "."),
     ("check", "--isolated", "--exclude", "m.py", "."),
     ("apply", "--diff", "."),
+    ("apply", "--diff"),
     ("apply", "--diff", "--output-dir", "out", "."),
     ("check", "--fix", "--show-fixes", "."),
     ("apply", "--unsafe-fixes", "--exit-non-zero-on-fix", "."),

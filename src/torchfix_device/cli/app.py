@@ -9,16 +9,17 @@ option's name.
 
 from __future__ import annotations
 
+import inspect
+from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+import typer.core
 
 from torchfix_device import __version__
-
-from torchfix_device.cli import commands
+from torchfix_device.cli import commands, flags
 from torchfix_device.cli.arguments import Arguments
-from torchfix_device.report.formats import OutputFormat
 
 app = typer.Typer(
     add_completion=False,
@@ -30,121 +31,70 @@ app = typer.Typer(
 )
 
 EXIT_OK, EXIT_USAGE = commands.EXIT_OK, commands.EXIT_USAGE
-PATHS_HELP = "Files or folders (folders are searched for *.py and *.ipynb); - reads stdin."
-
-SelectOpt = typer.Option(None, "--select", help="Only these codemods: codes, names, code prefixes (TFD00) or ALL; comma-separated or repeated.")
-ExtendSelectOpt = typer.Option(None, "--extend-select", help="Add these codemods to the selection (as --select).")
-IgnoreOpt = typer.Option(None, "--ignore", help="Skip these codemods (as --select).")
-UnsafeOpt = typer.Option(None, "--unsafe-fixes/--no-unsafe-fixes", help="Also apply fixes marked unsafe.")
-DeviceExpressionOpt = typer.Option(None, "--device-expression", metavar="EXPR", help="Value of an inserted device binding (default: torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")).")
-ExcludeOpt = typer.Option(None, "--exclude", metavar="PATTERN", help="Leave out these files and folders (replaces `exclude` of the configuration).")
-ExtendExcludeOpt = typer.Option(None, "--extend-exclude", metavar="PATTERN", help="Leave out these too (added to `exclude`).")
-ForceExcludeOpt = typer.Option(None, "--force-exclude/--no-force-exclude", help="Apply the exclusions to files named on the command line too (for pre-commit).")
-IncludeGeneratedOpt = typer.Option(False, "--include-generated", help="Also process files marked @generated in a comment.")
-GitignoreOpt = typer.Option(True, "--respect-gitignore/--no-respect-gitignore", help="Inside a git work tree, leave out files .gitignore ignores.")
-StdinFilenameOpt = typer.Option(None, "--stdin-filename", metavar="NAME", help="With PATH -: the file's name for messages and configuration.")
-MaxFileSizeOpt = typer.Option(None, "--max-file-size", metavar="SIZE", help="Skip files larger than this (default 1MB; e.g. 5MB, 2000000).")
-ConfigOpt = typer.Option(None, "--config", metavar="FILE|KEY=VALUE", help="Read the settings from FILE instead of the nearest pyproject.toml, or override one setting (`unsafe-fixes = true`).")
-IsolatedOpt = typer.Option(False, "--isolated", help="Read no configuration file.")
-AllowDirtyOpt = typer.Option(False, "--allow-dirty", help="In a git work tree, also rewrite files with uncommitted changes.")
-OutputFileOpt = typer.Option(None, "--output-file", "-o", metavar="FILE", help="Write what would go to stdout (findings, statistics, the patch) to FILE.")
-ShowFixesOpt = typer.Option(False, "--show-fixes", help="List the fixes made (or, in a dry run, to be made) per file and code.")
-ExitZeroOpt = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings or pending changes (errors still exit 2).")
-ExitNonZeroOnFixOpt = typer.Option(False, "--exit-non-zero-on-fix", help="Exit 1 when files were fixed, even if nothing remains.")
-QuietOpt = typer.Option(False, "--quiet", "-q", help="Print findings and errors only: no summary.")
-VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also print the configuration, cache and each file's status.")
-JobsOpt = typer.Option(None, "--jobs", "-j", min=1, help="Processes to use (default: the number of cores).", show_default=False)
-NoCacheOpt = typer.Option(False, "--no-cache", help="Neither read nor write the result cache.")
-CacheDirOpt = typer.Option(None, "--cache-dir", metavar="DIR", help="Keep the result cache in DIR (default: next to the nearest pyproject.toml).")
-ShardOpt = typer.Option(None, "--shard", metavar="I/N", help="Only this deterministic share of the files (1/4 ... 4/4), for CI matrices.")
 
 
-@app.command()
-def apply(
-    paths: List[Path] = typer.Argument(..., help=PATHS_HELP, show_default=False),
-    diff: bool = typer.Option(False, "--diff", help="Dry run: print a patch on stdout (git apply takes it), write nothing; exit 1 if it is not empty."),
-    select: Optional[List[str]] = SelectOpt,
-    extend_select: Optional[List[str]] = ExtendSelectOpt,
-    ignore: Optional[List[str]] = IgnoreOpt,
-    unsafe_fixes: Optional[bool] = UnsafeOpt,
-    report_file: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help="Write a migration report: Markdown, or JSON when FILE ends in .json."),
-    output_dir: Optional[Path] = typer.Option(None, "--output-dir", metavar="DIR", help="Write rewritten copies of the files under DIR; leave the input untouched."),
-    device_expression: Optional[str] = DeviceExpressionOpt,
-    exclude: Optional[List[str]] = ExcludeOpt,
-    extend_exclude: Optional[List[str]] = ExtendExcludeOpt,
-    force_exclude: Optional[bool] = ForceExcludeOpt,
-    include_generated: bool = IncludeGeneratedOpt,
-    respect_gitignore: bool = GitignoreOpt,
-    stdin_filename: Optional[str] = StdinFilenameOpt,
-    max_file_size: Optional[str] = MaxFileSizeOpt,
-    config: Optional[List[str]] = ConfigOpt,
-    isolated: bool = IsolatedOpt,
-    allow_dirty: bool = AllowDirtyOpt,
-    interactive: bool = typer.Option(False, "--interactive", "-i", help="Review each rewrite (with what it needs) and choose which to apply."),
-    output_file: Optional[Path] = OutputFileOpt,
-    show_fixes: bool = ShowFixesOpt,
-    exit_zero: bool = ExitZeroOpt,
-    exit_non_zero_on_fix: bool = ExitNonZeroOnFixOpt,
-    quiet: bool = QuietOpt,
-    verbose: bool = VerboseOpt,
-    jobs: Optional[int] = JobsOpt,
-    no_cache: bool = NoCacheOpt,
-    cache_dir: Optional[Path] = CacheDirOpt,
-    shard: Optional[str] = ShardOpt,
-) -> None:
-    """Rewrite files in place (or show the patch with --diff). Summary on stderr."""
-    values = dict(locals())
-    raise typer.Exit(commands.main(_arguments("apply", values)))
+def _quiet_argument_type(display_type):  # noqa: ANN001, ANN202 - typer's method
+    """Recent typer writes an argument's Python type beside its name in the help
+    (``PATH <list[Path]>``); the help reads ``PATH``, as the usage line does."""
+
+    def display_type_rich(self, ctx):  # noqa: ANN001, ANN202
+        return None if self.metavar == "PATH" else display_type(self, ctx)
+
+    return display_type_rich
 
 
-@app.command()
-def check(
-    paths: Optional[List[Path]] = typer.Argument(None, help=PATHS_HELP + " Default: the current folder.", show_default=False),
-    fix: bool = typer.Option(False, "--fix/--no-fix", help="Apply the fixes (as `apply`), then report what remains."),
-    diff: bool = typer.Option(False, "--diff", help="Print the patch of the fixes instead of the findings (as `apply --diff`)."),
-    select: Optional[List[str]] = SelectOpt,
-    extend_select: Optional[List[str]] = ExtendSelectOpt,
-    ignore: Optional[List[str]] = IgnoreOpt,
-    unsafe_fixes: Optional[bool] = UnsafeOpt,
-    output_format: OutputFormat = typer.Option(OutputFormat.text, "--output-format", help="Findings as text, json, github (workflow annotations) or sarif (2.1.0).", case_sensitive=False),
-    output_file: Optional[Path] = OutputFileOpt,
-    show_unused: bool = typer.Option(False, "--show-unused-suppressions", help="Also list `# noqa: TFD...` and skip-file comments that suppress nothing (exit 1 if any)."),
-    show_fixes: bool = ShowFixesOpt,
-    statistics: bool = typer.Option(False, "--statistics", help="Count the findings per code instead of listing them."),
-    add_noqa: bool = typer.Option(False, "--add-noqa", help="Add `# noqa: TFD...` comments that suppress every finding."),
-    exit_zero: bool = ExitZeroOpt,
-    exit_non_zero_on_fix: bool = ExitNonZeroOnFixOpt,
-    quiet: bool = QuietOpt,
-    verbose: bool = VerboseOpt,
-    device_expression: Optional[str] = DeviceExpressionOpt,
-    exclude: Optional[List[str]] = ExcludeOpt,
-    extend_exclude: Optional[List[str]] = ExtendExcludeOpt,
-    force_exclude: Optional[bool] = ForceExcludeOpt,
-    include_generated: bool = IncludeGeneratedOpt,
-    respect_gitignore: bool = GitignoreOpt,
-    stdin_filename: Optional[str] = StdinFilenameOpt,
-    max_file_size: Optional[str] = MaxFileSizeOpt,
-    config: Optional[List[str]] = ConfigOpt,
-    isolated: bool = IsolatedOpt,
-    allow_dirty: bool = AllowDirtyOpt,
-    jobs: Optional[int] = JobsOpt,
-    no_cache: bool = NoCacheOpt,
-    cache_dir: Optional[Path] = CacheDirOpt,
-    shard: Optional[str] = ShardOpt,
-) -> None:
-    """Report findings as `path:line:col CODE message` without writing; exit 1 if any."""
-    values = dict(locals())
-    values["output_format"] = values["output_format"].value
-    raise typer.Exit(commands.main(_arguments("check", values)))
+if hasattr(typer.core.TyperArgument, "display_type_rich"):
+    typer.core.TyperArgument.display_type_rich = _quiet_argument_type(typer.core.TyperArgument.display_type_rich)
+
+
+def _option(flag: flags.Flag) -> tuple[object, object]:
+    """(annotation, typer default) of one option of :data:`flags.FLAGS`."""
+    if flag.kind == flags.SWITCH:
+        names = (f"{flag.names[0]}/{flag.negative}", *flag.names[1:]) if flag.negative else flag.names
+        return (Optional[bool] if flag.negative else bool), typer.Option(flag.default, *names, help=flag.help)
+    if flag.kind == flags.CHOICE:
+        choice = Enum(flag.field, {c: c for c in flag.choices}, type=str)  # typer lists the choices
+        return choice, typer.Option(choice(flag.default), *flag.names, help=flag.help, case_sensitive=False, metavar=flag.metavar)
+    annotation = {flags.LIST: Optional[List[str]], flags.PATH: Optional[Path], flags.INT: Optional[int]}.get(flag.kind, Optional[str])
+    extra = {"min": 1} if flag.kind == flags.INT else {}
+    return annotation, typer.Option(None, *flag.names, help=flag.help, metavar=flag.metavar, show_default=False, **extra)
+
+
+def _add_command(command: str) -> None:
+    """``check`` or ``apply``: PATH... and every option :data:`flags.FLAGS` gives the command; the
+    values go to :mod:`torchfix_device.cli.commands` as :class:`Arguments`."""
+    parameters = [
+        inspect.Parameter(
+            "paths", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[List[Path]],
+            default=typer.Argument(None, help=flags.PATHS_HELP + " Default: the current folder.", show_default=False, metavar="PATH"),
+        )
+    ]
+    for flag in flags.flags_of(command):
+        annotation, default = _option(flag)
+        parameters.append(inspect.Parameter(flag.field, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default))
+
+    def run(**values: object) -> None:
+        raise typer.Exit(commands.main(_arguments(command, values)))
+
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    run.__doc__ = flags.COMMAND_HELP[command]
+    app.command(name=command)(run)
 
 
 def _arguments(command: str, values: dict) -> Arguments:
-    """Typer's values (None for an absent list) as :class:`Arguments`."""
-    for name in ("paths", "select", "extend_select", "ignore", "extend_exclude", "config"):
-        values[name] = list(values.get(name) or [])
-    if values.get("exclude") is not None:
-        values["exclude"] = list(values["exclude"])
-    return Arguments(command=command, **values)
+    """Typer's values as :class:`Arguments`: an option not given (None) keeps the field's default
+    (``--exclude`` absent: the configuration's), a choice gives its text."""
+    fields: dict[str, object] = {"paths": list(values.get("paths") or [])}
+    for flag in flags.flags_of(command):
+        value = values.get(flag.field)
+        if value is not None:
+            fields[flag.field] = list(value) if flag.kind == flags.LIST else value.value if isinstance(value, Enum) else value
+    return Arguments(command=command, **fields)
+
+
+_add_command(flags.APPLY)
+_add_command(flags.CHECK)
 
 
 @app.command()

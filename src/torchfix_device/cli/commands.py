@@ -95,8 +95,8 @@ def _check_destinations(args: Arguments, settings: Settings) -> None:
 
 
 def _main(args: Arguments, out: Printer, started: float) -> int:
-    if args.command == "check" and not args.paths:
-        args.paths = [Path(".")]  # ruff's default
+    if not args.paths:
+        args.paths = [Path(".")]  # ruff's default, for check and apply alike
     _check_combinations(args)
     settings = resolve(args)
     _check_destinations(args, settings)

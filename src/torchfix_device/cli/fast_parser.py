@@ -4,10 +4,10 @@ Importing typer (and, through it, click, rich and pydantic) takes longer than an
 run from the cache, so :func:`parse` reads the command lines made only of the options below and
 hands them to :mod:`torchfix_device.cli.commands`, as the typer app would. Anything else (``--help``,
 an unknown or malformed option, ``--interactive``, a value that typer would refuse) returns
-None, and the typer app parses the command line and answers, errors included. The options here
-have the typer app's names and meanings (``tests/test_fastpath.py`` compares the two: same
-options, same output and exit code for the same command line). ``TORCHFIX_DEVICE_NO_FAST_PATH=1``
-turns it off.
+None, and the typer app parses the command line and answers, errors included. Both read the
+options from one table (:mod:`torchfix_device.cli.flags`); ``tests/test_fastpath.py`` checks that
+they give the same output and exit code for the same command line.
+``TORCHFIX_DEVICE_NO_FAST_PATH=1`` turns it off.
 """
 
 from __future__ import annotations
@@ -16,64 +16,30 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+from torchfix_device.cli import flags
 from torchfix_device.cli.arguments import Arguments
 
-TRUE, FALSE, VALUE, LIST, PATH, INT, FORMAT = "true", "false", "value", "list", "path", "int", "format"
-OUTPUT_FORMATS = ("text", "json", "github", "sarif")
+TRUE, FALSE = "true", "false"
 DISABLE_ENV = "TORCHFIX_DEVICE_NO_FAST_PATH"
 
-COMMON: dict[str, tuple[str, str]] = {
-    "--diff": ("diff", TRUE),
-    "--select": ("select", LIST),
-    "--extend-select": ("extend_select", LIST),
-    "--ignore": ("ignore", LIST),
-    "--unsafe-fixes": ("unsafe_fixes", TRUE),
-    "--no-unsafe-fixes": ("unsafe_fixes", FALSE),
-    "--device-expression": ("device_expression", VALUE),
-    "--exclude": ("exclude", LIST),
-    "--extend-exclude": ("extend_exclude", LIST),
-    "--force-exclude": ("force_exclude", TRUE),
-    "--no-force-exclude": ("force_exclude", FALSE),
-    "--include-generated": ("include_generated", TRUE),
-    "--respect-gitignore": ("respect_gitignore", TRUE),
-    "--no-respect-gitignore": ("respect_gitignore", FALSE),
-    "--stdin-filename": ("stdin_filename", VALUE),
-    "--max-file-size": ("max_file_size", VALUE),
-    "--config": ("config", LIST),
-    "--isolated": ("isolated", TRUE),
-    "--allow-dirty": ("allow_dirty", TRUE),
-    "--output-file": ("output_file", PATH),
-    "-o": ("output_file", PATH),
-    "--show-fixes": ("show_fixes", TRUE),
-    "--exit-zero": ("exit_zero", TRUE),
-    "--exit-non-zero-on-fix": ("exit_non_zero_on_fix", TRUE),
-    "--quiet": ("quiet", TRUE),
-    "-q": ("quiet", TRUE),
-    "--verbose": ("verbose", TRUE),
-    "-v": ("verbose", TRUE),
-    "--jobs": ("jobs", INT),
-    "-j": ("jobs", INT),
-    "--no-cache": ("no_cache", TRUE),
-    "--cache-dir": ("cache_dir", PATH),
-    "--shard": ("shard", VALUE),
-}
-OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
-    "check": {
-        **COMMON,
-        "--fix": ("fix", TRUE),
-        "--no-fix": ("fix", FALSE),
-        "--output-format": ("output_format", FORMAT),
-        "--show-unused-suppressions": ("show_unused", TRUE),
-        "--statistics": ("statistics", TRUE),
-        "--add-noqa": ("add_noqa", TRUE),
-    },
-    "apply": {
-        **COMMON,
-        "--report": ("report_file", PATH),
-        "--output-dir": ("output_dir", PATH),
-    },
-}
-"""Per command: option → (field of :class:`Arguments`, kind)."""
+
+def _table(command: str) -> dict[str, tuple[str, str]]:
+    """Option spelling → (field of :class:`Arguments`, kind): a switch's two spellings as TRUE and
+    FALSE, the other kinds as :mod:`.flags` names them."""
+    table: dict[str, tuple[str, str]] = {}
+    for flag in flags.flags_of(command):
+        if not flag.fast:
+            continue
+        for name in flag.names:
+            table[name] = (flag.field, TRUE if flag.kind == flags.SWITCH else flag.kind)
+        if flag.negative:
+            table[flag.negative] = (flag.field, FALSE)
+    return table
+
+
+OPTIONS: dict[str, dict[str, tuple[str, str]]] = {command: _table(command) for command in flags.BOTH}
+"""Per command: option → (field of :class:`Arguments`, kind), built from :data:`flags.FLAGS`."""
+CHOICES = {flag.field: flag.choices for flag in flags.FLAGS if flag.kind == flags.CHOICE}
 
 
 class _Fallback(Exception):
@@ -112,18 +78,16 @@ def _parse(command: str, rest: list[str]) -> Arguments:
                 raise _Fallback
             attached = rest.pop(0)
         _store(args, field, kind, attached)
-    if command == "apply" and not args.paths:
-        raise _Fallback  # typer's "missing argument"
     return args
 
 
 def _store(args: Arguments, field: str, kind: str, value: str) -> None:
-    if kind == LIST:
+    if kind == flags.LIST:
         current = getattr(args, field)
         setattr(args, field, (current or []) + [value])
-    elif kind == PATH:
+    elif kind == flags.PATH:
         setattr(args, field, Path(value))
-    elif kind == INT:
+    elif kind == flags.INT:
         try:
             number = int(value)
         except ValueError:
@@ -131,8 +95,8 @@ def _store(args: Arguments, field: str, kind: str, value: str) -> None:
         if number < 1:
             raise _Fallback
         setattr(args, field, number)
-    elif kind == FORMAT:
-        if value.lower() not in OUTPUT_FORMATS:
+    elif kind == flags.CHOICE:
+        if value.lower() not in CHOICES[field]:
             raise _Fallback
         setattr(args, field, value.lower())
     else:
