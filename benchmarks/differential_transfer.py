@@ -40,8 +40,8 @@ out = {{}}
 for i in range({part}, {examples}, {parts}):
     text = generated.build_script(examples[i])
     try:
-        r = transform_source(text, codemods, unsafe_fixes=False, filename="example.py")
-        second = transform_source(r.text, codemods, unsafe_fixes=False, filename="example.py").text == r.text if {second_run} else None
+        r = transform_source(text, codemods, filename="example.py")
+        second = transform_source(r.text, codemods, filename="example.py").text == r.text if {second_run} else None
         out[i] = [hashlib.sha256((r.text + repr(sorted(r.findings))).encode()).hexdigest(), second]
     except Exception as exc:
         out[i] = ["error " + type(exc).__name__, None]

@@ -5,7 +5,7 @@
 
 Each corpus (a folder, or a PyPI release fetched at run time with ``pip download`` into a
 temporary folder and unpacked there; nothing is kept) is copied to a temporary folder, and the
-engine (``torchfix_device.run.runner.run(..., write=True)``) rewrites the COPY; the original is never
+engine (``torchfix_device.run.runner.run(..., options=RunOptions(write=True))``) rewrites the COPY; the original is never
 touched. Then, for every Python file:
 
 - no crash: the run returns one result per file; a file it cannot handle is a ``failed`` result
@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.results import FileResult
 from torchfix_device.run.runner import run
@@ -205,14 +206,14 @@ def check_tree(source: Path, name: str | None = None, *, unsafe_fixes: bool = Fa
         with working_directory(root):
             started = time.perf_counter()
             try:
-                results = run([Path(".")], codemods, write=True, unsafe_fixes=unsafe_fixes)
+                results = run([Path(".")], codemods, options=RunOptions(write=True, unsafe_fixes=unsafe_fixes))
             except Exception as exc:  # the runner promises never to raise
                 report.violations.append(f"{source}: crash: the run raised {type(exc).__name__}: {exc}")
                 return report
             report.seconds = time.perf_counter() - started
             changed = _check_results(results, root, originals, report)
             if changed:  # a second run over the rewritten files changes nothing
-                for again in run(changed, codemods, write=False, unsafe_fixes=unsafe_fixes):
+                for again in run(changed, codemods, options=RunOptions(unsafe_fixes=unsafe_fixes)):
                     if again.status != "unchanged":
                         detail = again.error or _first_difference(again)
                         report.violations.append(f"{again.display}: second run: {again.status}: {detail}")

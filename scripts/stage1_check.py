@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from torchfix_device.options import RunOptions
 from torchfix_device.prefilter.candidates import candidate_codemods, parse_facts
 from torchfix_device.codemods.catalog import select_codemods
 from torchfix_device.files.sources import SourceError, read_source
@@ -37,7 +38,7 @@ def left_out_but_acting(text: str, codemods) -> list[str]:
         if codemod in kept:
             continue
         try:
-            out = transform_unfiltered(text, [codemod], unsafe_fixes=True)
+            out = transform_unfiltered(text, [codemod], options=RunOptions(unsafe_fixes=True))
         except Exception as exc:  # a failure the filtered run would not show
             missed.append(f"{codemod.code} (raised {type(exc).__name__})")
             continue

@@ -56,7 +56,7 @@ def rewrite(text: str, filename: str = "<generated>") -> str:
     from torchfix_device.codemods.catalog import all_codemods
     from torchfix_device.engine import transform_source
 
-    return transform_source(text, all_codemods(), unsafe_fixes=False, filename=filename).text
+    return transform_source(text, all_codemods(), filename=filename).text
 
 
 def run_sources(jobs: list[dict], timeout: float = 600) -> list[dict]:

@@ -297,7 +297,7 @@ def transform(text: str):
     from torchfix_device.codemods.catalog import all_codemods
     from torchfix_device.engine import transform_source
 
-    return transform_source(text, all_codemods(), unsafe_fixes=False, filename="example.py")
+    return transform_source(text, all_codemods(), filename="example.py")
 
 
 def changed_lines(before: str, after: str) -> set[int]:

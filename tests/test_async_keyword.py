@@ -15,6 +15,7 @@ import libcst as cst
 import pytest
 
 from conftest import FIXTURES, run_cli
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.catalog import all_codemods, lookup
 from torchfix_device.codemods.async_keyword_argument import AsyncKeywordArgument
 from torchfix_device.engine import parse_error_message, transform_source, transform_unfiltered
@@ -75,11 +76,11 @@ def test_the_token_pass_keeps_every_other_byte(tmp_path: Path, variant: str) -> 
         source = cookie + source.decode("utf-8").encode("latin-1")
         expected = cookie + expected.decode("utf-8").encode("latin-1")
     path = _write(tmp_path, "legacy.py", source)
-    result = process_file(path, [TFD016], write=True)
+    result = process_file(path, [TFD016], options=RunOptions(write=True))
     assert result.status == "changed", result.error
     assert path.read_bytes() == expected
     assert [(f.line, f.code, f.fixed) for f in result.findings] == [(5 + (variant == "latin-1 cookie"), "TFD016", True)]
-    again = process_file(path, [TFD016], write=True)  # a second run changes nothing
+    again = process_file(path, [TFD016], options=RunOptions(write=True))  # a second run changes nothing
     assert again.status == "unchanged" and path.read_bytes() == expected
 
 
@@ -106,7 +107,7 @@ def test_async_that_is_not_a_keyword_argument_is_never_renamed(name: str) -> Non
     text, line = NOT_A_KEYWORD[name]
     assert list(AsyncKeywordArgument.token_fixes(text)) == []
     with pytest.raises(cst.ParserSyntaxError) as raised:
-        transform_source(text, all_codemods(), unsafe_fixes=True)
+        transform_source(text, all_codemods(), options=RunOptions(unsafe_fixes=True))
     message = parse_error_message(raised.value, text)
     assert message.startswith(f"line {line}:") and "`async`" in message and "reserved word since Python 3.7" in message
 
@@ -187,9 +188,9 @@ def test_interactive_review_makes_the_token_fix_with_any_accepted_fix() -> None:
     rename too; accepting only the rename makes only it."""
     fixes = [f for f in transform_source(LOOP, all_codemods()).findings if f.fixed]
     key = {f.code: (f.code, f.line, f.column) for f in fixes}
-    only_load = rewrite_with(LOOP, all_codemods(), fixes, {key["TFD005"]}, unsafe_fixes=False, filename="loop.py")
+    only_load = rewrite_with(LOOP, all_codemods(), fixes, {key["TFD005"]}, filename="loop.py")
     assert "non_blocking=True), inputs.cuda()" in only_load and "map_location=device" in only_load
-    only_rename = rewrite_with(LOOP, all_codemods(), fixes, {key["TFD016"]}, unsafe_fixes=False, filename="loop.py")
+    only_rename = rewrite_with(LOOP, all_codemods(), fixes, {key["TFD016"]}, filename="loop.py")
     assert only_rename == LOOP.replace("async=", "non_blocking=")
 
 

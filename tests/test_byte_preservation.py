@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from torchfix_device.options import RunOptions
 from torchfix_device import engine
 from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.files.sources import TEMP_SUFFIX, WriteError, atomic_replace, read_source
@@ -328,7 +329,7 @@ def test_file_edited_during_the_run_is_kept(tmp_path: Path, monkeypatch: pytest.
         return output
 
     monkeypatch.setattr(engine, "transform_source", transform_while_user_saves)
-    result = process_file(path, all_codemods(), write=True)
+    result = process_file(path, all_codemods(), options=RunOptions(write=True))
     assert result.status == "failed"
     assert "changed on disk" in (result.error or "")
     assert path.read_text() == users_version

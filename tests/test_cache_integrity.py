@@ -96,7 +96,7 @@ def test_an_entry_that_does_not_validate_is_ignored_and_recomputed(project: Path
         sources[kind] = path
     assert run_cli("check", "--jobs", "1", ".", cwd=project).returncode == 1
     assert len(_entries(project)) == len(BAD_ENTRIES)
-    cache = ResultCache(project / CACHE_DIR_NAME, all_codemods(), unsafe_fixes=False)
+    cache = ResultCache(project / CACHE_DIR_NAME, all_codemods())
     for kind, spoil in BAD_ENTRIES.items():
         entry = cache._entry(cache.key(sources[kind].read_bytes()))
         assert entry.is_file(), kind
@@ -124,7 +124,7 @@ def test_a_cached_rewrite_that_does_not_compile_is_not_written(project: Path) ->
     """An entry that validates but whose rewrite does not compile (a bug of the version that
     wrote it) is compiled before it is used, like a fresh rewrite, and recomputed."""
     raw = (project / "m.py").read_bytes()
-    cache = ResultCache(project / CACHE_DIR_NAME, all_codemods(), unsafe_fixes=False)
+    cache = ResultCache(project / CACHE_DIR_NAME, all_codemods())
     cache.put(raw, "import torch\nstate = torch.load(\n", [], [], [], read_marks(LEGACY))
     assert cache.get(raw) is not None  # it was stored and reads back
     _apply(project)
@@ -135,6 +135,6 @@ def test_a_valid_entry_is_still_used(project: Path, monkeypatch: pytest.MonkeyPa
     """The checks do not turn every entry into a miss: a warm run answers from the cache."""
     _warm(project)
     raw = (project / "m.py").read_bytes()
-    cache = ResultCache(project / CACHE_DIR_NAME, all_codemods(), unsafe_fixes=False)
+    cache = ResultCache(project / CACHE_DIR_NAME, all_codemods())
     hit = cache.get(raw)
     assert hit is not None and hit.new_text == FIXED and hit.findings

@@ -13,6 +13,7 @@ import libcst
 import pytest
 
 from conftest import FIXTURES, ROOT
+from torchfix_device.options import RunOptions
 from torchfix_device import engine
 from torchfix_device.prefilter.candidates import candidate_codemods, parse_facts
 from torchfix_device.codemods.catalog import all_codemods
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.xdist_group("candidates-corpus")
 
 def _outcome(fn, text: str, unsafe: bool):
     try:
-        out = fn(text, all_codemods(), unsafe_fixes=unsafe, filename="x.py")
+        out = fn(text, all_codemods(), filename="x.py", options=RunOptions(unsafe_fixes=unsafe))
     except Exception as exc:  # the same failure is part of the same result
         return ("raised", type(exc).__name__)
     return (out.text, out.findings, out.notes)
@@ -171,7 +172,7 @@ TRICKY = [
 
 def _codemod_acts(codemod, text: str) -> bool:
     try:
-        out = transform_unfiltered(text, [codemod], unsafe_fixes=True, filename="x.py")
+        out = transform_unfiltered(text, [codemod], filename="x.py", options=RunOptions(unsafe_fixes=True))
     except Exception:
         return True  # a failure must surface the same way with stage 1
     return bool(out.findings) or out.text != text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from contextlib import contextmanager
 
+from torchfix_device.options import RunOptions
 from torchfix_device.syntax import traversal
 from torchfix_device.codemods.catalog import all_codemods, lookup, select_codemods
 from torchfix_device.engine import active_codemods, transform_source, transform_unfiltered
@@ -134,7 +135,7 @@ def test_unsafe_fix_is_held_back_without_the_flag() -> None:
         held = transform_source("spam = 1\n", [rename_spam])
         assert held.text == "spam = 1\n"
         assert [(f.fixed, f.held_back) for f in held.findings] == [(False, True)]
-        applied = transform_source("spam = 1\n", [rename_spam], unsafe_fixes=True)
+        applied = transform_source("spam = 1\n", [rename_spam], options=RunOptions(unsafe_fixes=True))
         assert applied.text == "eggs = 1\n"
         assert [(f.fixed, f.held_back) for f in applied.findings] == [(True, False)]
 
@@ -284,7 +285,7 @@ def test_a_codemod_that_can_only_report_runs_on_the_original_tree_alone(monkeypa
     assert sorted(f.code for f in out.findings) == ["TFD005", "TFD015"]
     assert ("TFD015", True) not in seen and seen.count(("TFD015", False)) == 1
     seen.clear()
-    unsafe = transform_unfiltered(source, codemods, unsafe_fixes=True)
+    unsafe = transform_unfiltered(source, codemods, options=RunOptions(unsafe_fixes=True))
     assert "weights_only=False" in unsafe.text and ("TFD015", True) in seen
 
 
@@ -292,7 +293,7 @@ def test_an_unsafe_codemod_cannot_mark_a_finding_safe() -> None:
     import pytest
 
     with _unsafe_spam_renamer(mark_safe=True) as sneaky:
-        assert not sneaky.may_change(False) and sneaky.may_change(True)
+        assert not sneaky.may_change(RunOptions()) and sneaky.may_change(RunOptions(unsafe_fixes=True))
         with pytest.raises(Exception, match="marks no finding safe"):
             transform_unfiltered("spam = 1\n", [sneaky])
 

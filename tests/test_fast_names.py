@@ -8,6 +8,10 @@ every answer the codemods get.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
@@ -225,11 +229,21 @@ def test_a_plain_factory_site_needs_no_scope_analysis(resolved) -> None:
     assert ScopeProvider not in resolved and QualifiedNameProvider not in resolved
 
 
-def test_check_mode_flag_is_read_from_the_environment() -> None:
-    import torchfix_device.syntax.qualified_names as codemod
+@pytest.mark.parametrize(("value", "expected"), [("1", "True"), ("0", "False"), ("", "False"), (None, "False")])
+def test_check_mode_flag_is_read_from_the_environment(value: str | None, expected: str) -> None:
+    """``TORCHFIX_DEVICE_CHECK_NAMES=1`` (and only ``1``) turns the checking mode on, in a fresh
+    interpreter that reads it at import."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCHFIX_DEVICE_CHECK_NAMES"}
+    if value is not None:
+        env["TORCHFIX_DEVICE_CHECK_NAMES"] = value
+    probe = "import torchfix_device.syntax.qualified_names as q; print(q.CHECK_FAST_NAMES)"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected
 
-    assert isinstance(codemod.CHECK_FAST_NAMES, bool)
-    assert fast_names.BUILTIN_NAMES >= {"len", "super", "None"}
+
+def test_builtin_names_are_python_s_own() -> None:
+    assert fast_names.BUILTIN_NAMES >= {"len", "super", "None", "print"} and "torch" not in fast_names.BUILTIN_NAMES
 
 
 def test_names_spelt_by_imports_have_no_qualified_name() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.base import DOC_SECTIONS
 
 from torchfix_device.codemods.catalog import all_codemods, rule_slug
@@ -32,7 +33,7 @@ def _cases(kind: str):
 
 def _rewrite(codemod, path: Path, text: str | None = None, unsafe: bool = False) -> str:
     source = path.read_text(encoding="utf-8") if text is None else text
-    return transform_source(source, [codemod], unsafe_fixes=unsafe, filename=str(path)).text
+    return transform_source(source, [codemod], filename=str(path), options=RunOptions(unsafe_fixes=unsafe)).text
 
 
 def _unsafe(path: Path) -> bool:

@@ -298,7 +298,7 @@ def test_a_load_reported_for_review_is_left_as_it_was() -> None:
     an earlier codemod had rewritten lost the kept guard, read the flag as final, and rewrote
     the load it had reported.)"""
     source = textwrap.dedent(SOURCES["load_beside_default_device"])
-    output = transform_source(source, all_codemods(), unsafe_fixes=False, filename="x.py")
+    output = transform_source(source, all_codemods(), filename="x.py")
     assert 'early = torch.load("early.pt")\n' in output.text
     assert 'late = torch.load("late.pt", map_location=device)' in output.text
     loads = sorted((f.line, f.fixed) for f in output.findings if f.code == "TFD005")

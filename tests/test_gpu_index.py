@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from differential import compare, rewrite, run_sources
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
 
@@ -88,7 +89,7 @@ CASES = {
 def _after(source: str, unsafe: bool) -> str:
     if not unsafe:
         return rewrite(source)
-    return transform_source(source, all_codemods(), unsafe_fixes=True).text
+    return transform_source(source, all_codemods(), options=RunOptions(unsafe_fixes=True)).text
 
 
 @lru_cache(maxsize=1)
@@ -105,7 +106,7 @@ def _results() -> dict:
     for side, text in (("before", NEGATIVE), ("after", rewrite(NEGATIVE))):
         jobs.append({"source": text, "leg": "bare"})
         keys.append(("negative", "bare", "", side))
-    caught_after = transform_source(CAUGHT, all_codemods(), unsafe_fixes=True).text
+    caught_after = transform_source(CAUGHT, all_codemods(), options=RunOptions(unsafe_fixes=True)).text
     for side, text in (("before", CAUGHT), ("after", caught_after)):
         jobs.append({"source": text, "leg": "bare"})
         keys.append(("caught", "bare", "", side))
@@ -182,7 +183,7 @@ def test_a_move_in_a_try_catching_runtime_error_waits_for_unsafe_fixes() -> None
     out = transform_source(CAUGHT, all_codemods())
     assert out.text == CAUGHT
     assert any(f.code == "TFD001" and not f.fixed and "`except RuntimeError` around it" in f.message for f in out.findings)
-    assert DEVICE in transform_source(CAUGHT, all_codemods(), unsafe_fixes=True).text
+    assert DEVICE in transform_source(CAUGHT, all_codemods(), options=RunOptions(unsafe_fixes=True)).text
     sides = _results()["caught"][("bare", "")]
     assert sides["before"]["error"] is None and "no gpu here" in sides["before"]["stdout"]
     assert sides["after"]["error"] == "AssertionError"
@@ -191,7 +192,7 @@ def test_a_move_in_a_try_catching_runtime_error_waits_for_unsafe_fixes() -> None
 def test_a_device_string_is_left_alone_because_the_index_form_would_raise() -> None:
     """Why an index that may be a string stays for manual review: ``.cuda("cuda:0")`` moves,
     ``torch.device("cuda", "cuda:0")`` raises ``TypeError``."""
-    out = transform_source(STRING, all_codemods(), unsafe_fixes=True)
+    out = transform_source(STRING, all_codemods(), options=RunOptions(unsafe_fixes=True))
     assert out.text == STRING
     assert any(f.code == "TFD001" and not f.fixed and "is a string, not an int GPU index" in f.message for f in out.findings)
     sides = _results()["string"][("gpu", "")]
@@ -202,7 +203,7 @@ def test_a_device_string_is_left_alone_because_the_index_form_would_raise() -> N
 @pytest.mark.parametrize("name", ["presumed", "flag_gpu_index"])
 def test_an_index_only_presumed_an_int_waits_for_unsafe_fixes(name: str) -> None:
     source = CASES[name][0]
-    out = transform_source(source, all_codemods(), unsafe_fixes=False)
+    out = transform_source(source, all_codemods())
     assert out.text == source  # the safe run leaves it as it was (and the guard)
     held = [f for f in out.findings if f.code == "TFD001"]
     assert held and all(not f.fixed and "nothing shows it is an int, not a `torch.device` or a string" in f.message for f in held)
@@ -229,6 +230,6 @@ def test_a_module_name_rebound_through_global_is_no_int() -> None:
     a binding of its scope is a string, so the call is left for review (a trap kept out of the
     fixtures: ``test_scopes`` checks its shortcuts on every fixture without ``global``)."""
     for unsafe in (False, True):
-        out = transform_source(GLOBAL_REBOUND, all_codemods(), unsafe_fixes=unsafe)
+        out = transform_source(GLOBAL_REBOUND, all_codemods(), options=RunOptions(unsafe_fixes=unsafe))
         assert out.text == GLOBAL_REBOUND
         assert any(f.code == "TFD001" and not f.fixed and "bound to a non-int on some path" in f.message for f in out.findings)

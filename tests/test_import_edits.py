@@ -9,6 +9,7 @@ import pytest
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
 from torchfix_device.engine import transform_source, transform_unfiltered
 from torchfix_device.syntax.imports import _AliasRemover, remove_import_aliases
@@ -66,10 +67,10 @@ _AGREEING = {
 @pytest.mark.parametrize("name", sorted(_AGREEING))
 def test_removal_matches_libcst(name: str, unsafe: bool) -> None:
     source = _AGREEING[name]
-    ours = transform_unfiltered(source, [VariableWrapper], unsafe_fixes=unsafe).text
-    libcst_way = transform_unfiltered(source, [_LibcstRemoval], unsafe_fixes=unsafe).text
+    ours = transform_unfiltered(source, [VariableWrapper], options=RunOptions(unsafe_fixes=unsafe)).text
+    libcst_way = transform_unfiltered(source, [_LibcstRemoval], options=RunOptions(unsafe_fixes=unsafe)).text
     assert ours == libcst_way
-    assert transform_source(source, [VariableWrapper], unsafe_fixes=unsafe).text == ours
+    assert transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=unsafe)).text == ours
     compile(ours, name, "exec")
 
 

@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.legacy_loss_reduction_args import LegacyLossReductionArgs, legacy_reduction
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
 from torchfix_device.engine import transform_source
@@ -52,7 +53,7 @@ def test_variable_unsafe_unwrap_held_back_by_default() -> None:
     output = transform_source(source, [VariableWrapper])
     assert output.text == "import torch\n\ny = x.detach().cuda()\nz = torch.zeros(2)\n"
     assert sorted(f.kind for f in output.findings) == ["fix", "fix"]
-    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True)
+    unsafe = transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=True))
     assert unsafe.text == "import torch\n\ny = x.cuda()\nz = torch.zeros(2)\n"
     assert "(unsafe: `Variable` also detached it" in unsafe.findings[0].message
 
@@ -100,7 +101,7 @@ def test_whole_model_load_fails_before_and_runs_after_the_unsafe_fix(tmp_path) -
     held_back = transform_source(WHOLE_MODEL_LOADER, [TorchLoadOfWholeModel])
     assert held_back.text == WHOLE_MODEL_LOADER
     assert [f.kind for f in held_back.findings] == ["unsafe-fix"]
-    rewritten = transform_source(WHOLE_MODEL_LOADER, [TorchLoadOfWholeModel], unsafe_fixes=True).text
+    rewritten = transform_source(WHOLE_MODEL_LOADER, [TorchLoadOfWholeModel], options=RunOptions(unsafe_fixes=True)).text
     assert 'torch.load("model.pt", map_location="cpu", weights_only=False)' in rewritten
 
     def run(text: str) -> subprocess.CompletedProcess:

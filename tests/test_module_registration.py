@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from torchfix_device.options import RunOptions
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.codemods.catalog import all_codemods
@@ -144,7 +145,7 @@ def test_held_back_fix_adds_no_note() -> None:
     )
     held = transform_source(source, [UnregisteredLayerContainer])
     assert held.text == source and held.notes == [] and [f.kind for f in held.findings] == ["unsafe-fix"]
-    applied = transform_source(source, [UnregisteredLayerContainer], unsafe_fixes=True)
+    applied = transform_source(source, [UnregisteredLayerContainer], options=RunOptions(unsafe_fixes=True))
     assert "nn.ModuleDict({name: nn.Linear(2, 2) for name in names})" in applied.text
     assert len(applied.notes) == 1
 

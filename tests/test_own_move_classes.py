@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
 from torchfix_device.facts.project_classes import classes_with_own_moves
@@ -118,7 +119,7 @@ def test_a_class_gaining_its_own_cuda_changes_the_cached_answer_for_the_other_fi
 @pytest.mark.parametrize("unsafe", [False, True])
 def test_a_receiver_nothing_shows_is_moved_only_as_an_unsafe_fix(unsafe: bool) -> None:
     code = STORAGE + "\n\ndef place(thing):\n    thing.cuda()\n    return thing\n"
-    out = transform_source(code, all_codemods(), unsafe_fixes=unsafe)
+    out = transform_source(code, all_codemods(), options=RunOptions(unsafe_fixes=unsafe))
     moved = "thing = thing.to(device)" in out.text
     assert moved is unsafe
     messages = [f.message for f in out.findings if f.line == 14]

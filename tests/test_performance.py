@@ -17,6 +17,7 @@ from torchfix_device.files import selection as file_selection
 from torchfix_device.syntax import suppressions
 from torchfix_device.run.cache import CACHE_DIR_NAME, ResultCache, default_cache_folder
 from torchfix_device.codemods.catalog import all_codemods, select_codemods
+from torchfix_device.options import RunOptions
 from torchfix_device.run.runner import run
 from torchfix_device.run.shard import Shard, ShardError
 
@@ -49,8 +50,8 @@ def corpus(tmp_path_factory) -> Path:
 # -- --jobs ----------------------------------------------------------------------------------
 def test_jobs_give_the_same_results_in_the_same_order(corpus: Path, monkeypatch) -> None:
     monkeypatch.chdir(corpus)
-    one = run([Path(".")], all_codemods(), write=False, jobs=1)
-    two = run([Path(".")], all_codemods(), write=False, jobs=2)
+    one = run([Path(".")], all_codemods(), jobs=1)
+    two = run([Path(".")], all_codemods(), jobs=2)
     assert len(one) > 15 and any(r.status == "changed" for r in one) and any(r.status == "failed" for r in one)
     assert _summary(two) == _summary(one)
 
@@ -115,11 +116,11 @@ def no_parsing(monkeypatch):
 
 def test_second_run_over_an_unchanged_tree_parses_nothing(corpus: Path, tmp_path: Path, monkeypatch, no_parsing) -> None:
     monkeypatch.chdir(corpus)
-    cache = ResultCache(tmp_path / "cache", all_codemods(), unsafe_fixes=False)
-    cold = run([Path(".")], all_codemods(), write=False, cache=cache)
+    cache = ResultCache(tmp_path / "cache", all_codemods())
+    cold = run([Path(".")], all_codemods(), cache=cache)
     no_parsing()
     ok = [r for r in cold if r.status != "failed"]
-    warm = run([p.path for p in ok], all_codemods(), write=False, cache=cache)
+    warm = run([p.path for p in ok], all_codemods(), cache=cache)
     assert _summary(warm) == _summary(ok)
     assert (tmp_path / "cache" / ".gitignore").read_text().splitlines()[-1] == "*"
 
@@ -127,27 +128,27 @@ def test_second_run_over_an_unchanged_tree_parses_nothing(corpus: Path, tmp_path
 def test_apply_writes_a_file_whose_cached_result_changes_it(tmp_path: Path, no_parsing) -> None:
     path = tmp_path / "m.py"
     path.write_text('import torch\nstate = torch.load("ckpt.pt")\n')
-    cache = ResultCache(tmp_path / "cache", all_codemods(), unsafe_fixes=False)
-    [checked] = run([path], all_codemods(), write=False, cache=cache)
+    cache = ResultCache(tmp_path / "cache", all_codemods())
+    [checked] = run([path], all_codemods(), cache=cache)
     assert checked.status == "changed"
     no_parsing()
-    [applied] = run([path], all_codemods(), write=True, cache=cache)
+    [applied] = run([path], all_codemods(), cache=cache, options=RunOptions(write=True))
     assert applied.status == "changed" and applied.findings == checked.findings
     assert path.read_text() == checked.new_text and "map_location=device" in checked.new_text
 
 
 def test_cache_key_covers_content_codemods_and_options(tmp_path: Path) -> None:
-    base = ResultCache(tmp_path, all_codemods(), unsafe_fixes=False)
-    assert base.key(b"x = 1\n") == ResultCache(tmp_path, all_codemods(), unsafe_fixes=False).key(b"x = 1\n")
+    base = ResultCache(tmp_path, all_codemods())
+    assert base.key(b"x = 1\n") == ResultCache(tmp_path, all_codemods()).key(b"x = 1\n")
     assert base.key(b"x = 1\n") != base.key(b"x = 2\n")
-    assert base.key(b"x = 1\n") != ResultCache(tmp_path, all_codemods(), unsafe_fixes=True).key(b"x = 1\n")
+    assert base.key(b"x = 1\n") != ResultCache(tmp_path, all_codemods(), options=RunOptions(unsafe_fixes=True)).key(b"x = 1\n")
     fewer = select_codemods(["TFD001"], None)
-    assert base.key(b"x = 1\n") != ResultCache(tmp_path, fewer, unsafe_fixes=False).key(b"x = 1\n")
+    assert base.key(b"x = 1\n") != ResultCache(tmp_path, fewer).key(b"x = 1\n")
 
 
 def test_cache_key_covers_the_device_expression(tmp_path: Path) -> None:
-    default = ResultCache(tmp_path, all_codemods(), unsafe_fixes=False)
-    chosen = ResultCache(tmp_path, all_codemods(), unsafe_fixes=False, device_expression='torch.device("cuda:1")')
+    default = ResultCache(tmp_path, all_codemods())
+    chosen = ResultCache(tmp_path, all_codemods(), options=RunOptions(device_expression='torch.device("cuda:1")'))
     assert default.key(b"x = 1\n") != chosen.key(b"x = 1\n")
 
 
@@ -163,11 +164,11 @@ def test_device_expression_on_the_command_line_is_not_served_a_stale_rewrite(tmp
 def test_cached_results_keep_suppressed_findings(tmp_path: Path, no_parsing) -> None:
     path = tmp_path / "m.py"
     path.write_text('import torch\nstate = torch.load("ckpt.pt")  # noqa: TFD005\n')
-    cache = ResultCache(tmp_path / "cache", all_codemods(), unsafe_fixes=False)
-    [cold] = run([path], all_codemods(), write=False, cache=cache)
+    cache = ResultCache(tmp_path / "cache", all_codemods())
+    [cold] = run([path], all_codemods(), cache=cache)
     assert [f.code for f in cold.suppressed] == ["TFD005"] and not cold.findings
     no_parsing()
-    [warm] = run([path], all_codemods(), write=False, cache=cache)
+    [warm] = run([path], all_codemods(), cache=cache)
     assert warm.suppressed == cold.suppressed and warm.status == "unchanged"
 
 
@@ -175,9 +176,9 @@ def test_a_file_with_another_selection_is_analysed_again(tmp_path: Path, monkeyp
     path = tmp_path / "m.py"
     path.write_text('import torch\nx = torch.load("p").cuda()\n')
     folder = tmp_path / "cache"
-    run([path], all_codemods(), write=False, cache=ResultCache(folder, all_codemods(), unsafe_fixes=False))
+    run([path], all_codemods(), cache=ResultCache(folder, all_codemods()))
     only = select_codemods(["TFD005"], None)
-    [result] = run([path], only, write=False, cache=ResultCache(folder, only, unsafe_fixes=False))
+    [result] = run([path], only, cache=ResultCache(folder, only))
     assert [f.code for f in result.findings] == ["TFD005"]
 
 
@@ -241,20 +242,20 @@ def test_warm_run_with_jobs_starts_no_pool_and_keeps_the_order(corpus: Path, tmp
     import torchfix_device.run.parallel as parallel
 
     monkeypatch.chdir(corpus)
-    cache = ResultCache(tmp_path / "cache", all_codemods(), unsafe_fixes=False)
-    reference = run([Path(".")], all_codemods(), write=False, jobs=1)
+    cache = ResultCache(tmp_path / "cache", all_codemods())
+    reference = run([Path(".")], all_codemods(), jobs=1)
     # half the files cached: the other half goes to the pool, the order stays that of the files
     cached = [r.path for r in reference if r.status != "failed"][::2]
-    run(cached, all_codemods(), write=False, cache=cache, jobs=1)
-    mixed = run([Path(".")], all_codemods(), write=False, cache=cache, jobs=2)
+    run(cached, all_codemods(), cache=cache, jobs=1)
+    mixed = run([Path(".")], all_codemods(), cache=cache, jobs=2)
     assert _summary(mixed) == _summary(reference)
 
     def no_pool(*args, **kwargs):
         raise AssertionError("a pool was started although every result is cached")
 
-    run([Path(".")], all_codemods(), write=False, cache=cache, jobs=1)  # fill the cache
+    run([Path(".")], all_codemods(), cache=cache, jobs=1)  # fill the cache
     monkeypatch.setattr(parallel, "ProcessPoolExecutor", no_pool)
-    warm = run([r.path for r in reference if r.status != "failed"], all_codemods(), write=False, cache=cache, jobs=2)
+    warm = run([r.path for r in reference if r.status != "failed"], all_codemods(), cache=cache, jobs=2)
     assert _summary(warm) == _summary([r for r in reference if r.status != "failed"])
 
 
@@ -265,13 +266,13 @@ def test_a_warm_run_reads_the_skip_marks_from_the_cache(tmp_path: Path, no_parsi
 
     (tmp_path / "noqa.py").write_text("import os  # noqa: F401\nimport torch\nm = torch.load('m')\n")
     (tmp_path / "gen.py").write_text("# @generated by a tool\nimport torch\nm = torch.load('m')\n")
-    cache = ResultCache(tmp_path / "cache", all_codemods(), unsafe_fixes=False)
+    cache = ResultCache(tmp_path / "cache", all_codemods())
     with_generated = RunOptions(include_generated=True)
-    cold = run([tmp_path / "gen.py", tmp_path / "noqa.py"], all_codemods(), write=False, cache=cache, options=with_generated)
+    cold = run([tmp_path / "gen.py", tmp_path / "noqa.py"], all_codemods(), cache=cache, options=with_generated)
     assert [r.status for r in cold] == ["changed", "changed"]
     no_parsing()
-    default = run([tmp_path / "gen.py", tmp_path / "noqa.py"], all_codemods(), write=False, cache=cache, options=DEFAULT_OPTIONS)
+    default = run([tmp_path / "gen.py", tmp_path / "noqa.py"], all_codemods(), cache=cache, options=DEFAULT_OPTIONS)
     assert [(r.status, r.skip_kind) for r in default] == [("skipped", "@generated"), ("changed", None)]
     assert default[0].error.startswith("line 1: marked @generated") and default[1].findings == cold[1].findings
-    again = run([tmp_path / "gen.py", tmp_path / "noqa.py"], all_codemods(), write=False, cache=cache, options=with_generated)
+    again = run([tmp_path / "gen.py", tmp_path / "noqa.py"], all_codemods(), cache=cache, options=with_generated)
     assert _summary(again) == _summary(cold)

@@ -98,7 +98,7 @@ def test_progress_follows_the_files_as_they_finish_with_jobs(tmp_path: Path, mon
         (tmp_path / f"a{index:02d}.py").write_text(LEGACY)
     monkeypatch.setattr(parallel, "process_file", _slow_first)
     recorder = _Recorder()
-    results = run([tmp_path], catalog.refs(), write=False, jobs=2, progress=recorder)
+    results = run([tmp_path], catalog.refs(), jobs=2, progress=recorder)
     names = [f"a{index:02d}.py" for index in range(6)]
     assert [r.path.name for r in results] == names
     assert recorder.total == 6 and sorted(recorder.done) == names

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from conftest import console_script, run_cli
+from torchfix_device.options import RunOptions
 from torchfix_device import engine
 from torchfix_device.report import console as report
 from torchfix_device.codemods.base import Codemod
@@ -156,7 +157,7 @@ def test_unreadable_folder_reported_simulated(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(os, "scandir", refusing_scandir)
     monkeypatch.chdir(tmp_path)
-    results = run([Path(".")], all_codemods(), write=True)
+    results = run([Path(".")], all_codemods(), options=RunOptions(write=True))
     by_name = {r.display: r for r in results}
     assert by_name["locked"].status == "failed"
     assert by_name["locked"].error == "cannot read folder: Permission denied"
@@ -207,7 +208,7 @@ def test_file_changed_while_the_run_works_on_it_keeps_the_newer_version(
 
     monkeypatch.setattr(engine, "transform_source", transform_then_user_saves)
     monkeypatch.chdir(tmp_path)
-    [result] = run([Path("m.py")], all_codemods(), write=True)
+    [result] = run([Path("m.py")], all_codemods(), options=RunOptions(write=True))
     assert result.status == "failed"
     assert result.error == "file changed on disk during the run; the newer version was kept"
     assert "failed: m.py: file changed on disk during the run; the newer version was kept" in _problem_lines([result])
@@ -371,7 +372,7 @@ def test_a_broken_codemod_leaves_the_file_untouched(
     path.write_bytes(content)
     monkeypatch.chdir(tmp_path)
     try:
-        [result] = run([Path("victim.py")], [BrokenCodemod], write=True)
+        [result] = run([Path("victim.py")], [BrokenCodemod], options=RunOptions(write=True))
     finally:
         REGISTRY.pop("TFD990", None)
     assert "TFD990" not in REGISTRY

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from torchfix_device.options import RunOptions
 from torchfix_device import engine
 from torchfix_device.run import runner
 from torchfix_device.codemods.catalog import all_codemods
@@ -86,7 +87,7 @@ def test_a_folder_swapped_for_a_symlink_after_the_read_cannot_redirect_the_write
 
     monkeypatch.setattr(engine, "transform_source", transform_then_swap)
     monkeypatch.chdir(tree)
-    [result] = run([Path(".")], all_codemods(), write=True)
+    [result] = run([Path(".")], all_codemods(), options=RunOptions(write=True))
     assert (outside / "m.py").read_text() == LEGACY
     assert result.status == "failed"
     assert "pkg" in result.error and "not written" in result.error, result.error
@@ -106,7 +107,7 @@ def test_a_folder_swapped_for_a_symlink_before_the_read_is_not_followed(
 
     monkeypatch.setattr(runner, "find_files", find_then_swap)
     monkeypatch.chdir(tree)
-    [result] = run([Path(".")], all_codemods(), write=True)
+    [result] = run([Path(".")], all_codemods(), options=RunOptions(write=True))
     assert (outside / "m.py").read_text() == LEGACY
     assert result.status == "failed"
     assert result.error.startswith("folder pkg is no longer a folder"), result.error
@@ -126,7 +127,7 @@ def test_a_file_swapped_for_a_symlink_before_the_write_is_not_written_through(
 
     monkeypatch.setattr(engine, "transform_source", transform_then_swap)
     monkeypatch.chdir(tree)
-    [result] = run([Path("pkg/m.py")], all_codemods(), write=True)
+    [result] = run([Path("pkg/m.py")], all_codemods(), options=RunOptions(write=True))
     assert (outside / "m.py").read_text() == LEGACY
     assert (tree / "pkg" / "m.py").is_symlink()
     assert result.status == "failed" and "symbolic link" in result.error, result.error
@@ -207,7 +208,7 @@ def test_a_folder_that_cannot_be_entered_is_reported_and_the_rest_processed(
         monkeypatch.setattr(os, name, refusing(getattr(os, name)))
     monkeypatch.setattr(os, "access", lambda path, mode, **kw: not (Path(os.fspath(path)).name == "locked" and mode & os.X_OK) and True)
     monkeypatch.chdir(tmp_path)
-    results = run([Path(".")], all_codemods(), write=True)
+    results = run([Path(".")], all_codemods(), options=RunOptions(write=True))
     by_name = {r.display: r for r in results}
     assert by_name["locked"].status == "failed", by_name
     assert by_name["locked"].error == "cannot enter folder: Permission denied"

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import console_script, run_cli
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.files.sources import TEMP_SUFFIX, atomic_write
 from torchfix_device.run.runner import run
@@ -101,7 +102,7 @@ def test_a_file_the_runner_may_not_write_is_left_unchanged(tmp_path: Path, monke
 
     monkeypatch.setattr(os, "access", access)
     monkeypatch.chdir(tmp_path)
-    results = {r.display: r for r in run([Path(".")], all_codemods(), write=True)}
+    results = {r.display: r for r in run([Path(".")], all_codemods(), options=RunOptions(write=True))}
     assert asked
     assert results["theirs.py"].status == "failed"
     assert results["theirs.py"].error == "not writable: left unchanged"

@@ -13,6 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.catalog import all_codemods  # noqa: E402
 from torchfix_device.engine import transform_source  # noqa: E402
 
@@ -20,7 +21,7 @@ CODEMODS = {c.code: c for c in all_codemods()}
 
 
 def _rewrite(source: str, *codes: str, unsafe: bool = False):
-    return transform_source(source, [CODEMODS[c] for c in codes], unsafe_fixes=unsafe, filename="x.py")
+    return transform_source(source, [CODEMODS[c] for c in codes], filename="x.py", options=RunOptions(unsafe_fixes=unsafe))
 
 
 def _observe(source: str, **env):

@@ -13,6 +13,7 @@ import pytest
 from differential import python3
 from generated import review_sites_changed
 
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
 
@@ -44,16 +45,16 @@ def test_every_fix_a_summary_counts_is_in_the_output(path: Path, unsafe: bool) -
     first = [c for c in codemods if any(True for _ in c.token_fixes(text))] if not python3(text) else []
     if first and not unsafe and not all(f.safe for c in first for f in c.token_fixes(text)):
         with pytest.raises(libcst.ParserSyntaxError):  # the safe run leaves it unparseable: refused
-            transform_source(text, codemods, unsafe_fixes=unsafe)
+            transform_source(text, codemods, options=RunOptions(unsafe_fixes=unsafe))
         return
-    out = transform_source(text, codemods, unsafe_fixes=unsafe)
-    base = transform_source(text, first, unsafe_fixes=unsafe).text if first else text
+    out = transform_source(text, codemods, options=RunOptions(unsafe_fixes=unsafe))
+    base = transform_source(text, first, options=RunOptions(unsafe_fixes=unsafe)).text if first else text
     fixed = sorted({f.code for f in out.findings if f.fixed})
     checked = 0
     for codemod in codemods:
         if codemod.code not in fixed:
             continue
-        alone = transform_source(text, [*first, codemod] if codemod not in first else first, unsafe_fixes=unsafe).text
+        alone = transform_source(text, [*first, codemod] if codemod not in first else first, options=RunOptions(unsafe_fixes=unsafe)).text
         assert alone != (base if codemod not in first else text), f"{codemod.code} counts a fix it does not make alone"
         checked += 1
         missing = _new_words(base if codemod not in first else text, alone) - set(re.findall(r"\w+", out.text))
@@ -64,7 +65,7 @@ def test_every_fix_a_summary_counts_is_in_the_output(path: Path, unsafe: bool) -
 
 
 def test_a_loaded_model_moved_and_reassigned_keeps_every_counted_fix() -> None:
-    out = transform_source(COMBINED, all_codemods(), unsafe_fixes=True)
+    out = transform_source(COMBINED, all_codemods(), options=RunOptions(unsafe_fixes=True))
     assert {f.code for f in out.findings if f.fixed} >= {"TFD001", "TFD002", "TFD005", "TFD015"}
     assert 'torch.load("model.pt", map_location=device, weights_only=False)' in out.text
     assert "model = model.to(device)" in out.text

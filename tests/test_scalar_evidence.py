@@ -19,6 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 np = pytest.importorskip("numpy")
 
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.catalog import all_codemods  # noqa: E402
 from torchfix_device.engine import transform_source  # noqa: E402
 
@@ -26,7 +27,7 @@ TFD006 = [c for c in all_codemods() if c.code == "TFD006"]
 
 
 def _rewrite(source: str, unsafe: bool = False):
-    return transform_source(source, TFD006, unsafe_fixes=unsafe, filename="x.py")
+    return transform_source(source, TFD006, filename="x.py", options=RunOptions(unsafe_fixes=unsafe))
 
 
 @contextmanager

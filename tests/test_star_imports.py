@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from differential import compare, run_sources
+from torchfix_device.options import RunOptions
 from torchfix_device.run.cache import ResultCache
 from torchfix_device.prefilter.candidates import parse_facts
 from torchfix_device.codemods.catalog import all_codemods
@@ -128,7 +129,7 @@ def test_apply_fixes_what_the_star_imports_prove_and_the_program_behaves_the_sam
     after = tmp_path / "after"
     shutil.copytree(before, after)
     monkeypatch.chdir(after)
-    results = _by_name(run([Path(".")], all_codemods(), write=True))
+    results = _by_name(run([Path(".")], all_codemods(), options=RunOptions(write=True)))
     assert results["agents/learner.py"].status == "changed"
     assert (after / "agents/learner.py").read_text(encoding="utf-8") == LEARNER_FIXED
     helpers = (after / "nets/helpers.py").read_text(encoding="utf-8")
@@ -178,10 +179,10 @@ def test_traps_stay_unchanged_and_unproven_ones_are_reported_for_review(tmp_path
 def test_one_file_named_from_the_project_folder_is_resolved_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _write(tmp_path / "p", PROJECT)
     monkeypatch.chdir(root)
-    (result,) = run([Path("agents/learner.py")], all_codemods(), write=False)
+    (result,) = run([Path("agents/learner.py")], all_codemods())
     assert result.new_text == LEARNER_FIXED
     monkeypatch.chdir(root / "agents")  # `nets` cannot be found from here: reported, not guessed
-    (result,) = run([Path("learner.py")], all_codemods(), write=False)
+    (result,) = run([Path("learner.py")], all_codemods())
     assert result.status == "unchanged"
     reviews = [f for f in result.findings if "could not be resolved" in f.message]
     assert {f.line for f in reviews} == {5, 7, 8, 10} and all(not f.fixed for f in reviews)
@@ -192,12 +193,12 @@ def test_a_star_imported_module_changing_changes_the_cached_answer(tmp_path: Pat
     root = _write(tmp_path / "p", PROJECT)
     monkeypatch.chdir(root)
     codemods = all_codemods()
-    cache = ResultCache(tmp_path / "cache", codemods, unsafe_fixes=False)
-    first = _by_name(run([Path(".")], codemods, write=False, cache=cache))["agents/learner.py"]
+    cache = ResultCache(tmp_path / "cache", codemods)
+    first = _by_name(run([Path(".")], codemods, cache=cache))["agents/learner.py"]
     assert first.new_text == LEARNER_FIXED
     helpers = root / "nets/helpers.py"  # learner.py itself is unchanged
     helpers.write_text(helpers.read_text(encoding="utf-8") + "Variable = lambda x: x\n", encoding="utf-8")
-    second = _by_name(run([Path(".")], codemods, write=False, cache=cache))["agents/learner.py"]
+    second = _by_name(run([Path(".")], codemods, cache=cache))["agents/learner.py"]
     assert not second.cached and second.status == "unchanged"
     line = len(helpers.read_text(encoding="utf-8").splitlines())
     assert any(f"assigned at nets/helpers.py:{line}" in f.message for f in second.findings)
@@ -249,7 +250,7 @@ def test_a_file_that_never_spells_variable_gets_it_fixed_under_another_name(tmp_
     files = {"lib.py": "import torch\nfrom torch.autograd import Variable as V\n", "main.py": "from lib import *\n\nx = V(torch.zeros(2))\n"}
     root = _write(tmp_path / "p", files)
     monkeypatch.chdir(root)
-    (_, main) = sorted(run([Path(".")], all_codemods(), write=False), key=lambda r: str(r.path))
+    (_, main) = sorted(run([Path(".")], all_codemods()), key=lambda r: str(r.path))
     assert main.new_text == "from lib import *\n\nx = torch.zeros(2)\n"
 
 
@@ -262,7 +263,7 @@ def test_a_file_that_never_spells_torch_gets_its_module_fixed_and_behaves_the_sa
     after = tmp_path / "after"
     shutil.copytree(before, after)
     monkeypatch.chdir(after)
-    (_, result) = sorted(run([Path(".")], all_codemods(), write=True), key=lambda r: str(r.path))
+    (_, result) = sorted(run([Path(".")], all_codemods(), options=RunOptions(write=True)), key=lambda r: str(r.path))
     assert result.new_text == net.replace("zeros(3)", "zeros(3, device=x.device)")
     driver = "import sys\nsys.path.insert(0, {root!r})\nimport torch\nfrom net import Net\nout = Net()(torch.ones(3))\nprint(out.device.type)\n"
     records = run_sources([{"source": driver.format(root=str(folder)), "leg": leg} for folder in (before, after) for leg in ("cpu", "gpu")])
@@ -291,7 +292,7 @@ def test_a_notebook_cell_star_importing_a_module_of_the_project_is_resolved(tmp_
     after = tmp_path / "after"
     shutil.copytree(before, after)
     monkeypatch.chdir(after)
-    results = _by_name(run([Path(".")], all_codemods(), write=True))
+    results = _by_name(run([Path(".")], all_codemods(), options=RunOptions(write=True)))
     assert results["explore.ipynb"].status == "changed"
     new_cells = ["".join(c["source"]) for c in json.loads((after / "explore.ipynb").read_text(encoding="utf-8"))["cells"]]
     assert new_cells == [cells[0], cells[1].replace("Variable(torch.zeros(3))", "torch.zeros(3)")]

@@ -18,6 +18,7 @@ import pytest
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from conftest import run_cli
+from torchfix_device.options import RunOptions
 from torchfix_device.syntax import traversal
 from torchfix_device.facts.name_flow import reaching_bindings
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
@@ -112,7 +113,7 @@ def _tensors(namespace: dict) -> dict[str, tuple]:
 
 def _before_after(stem: str, unsafe: bool = False) -> tuple[tuple[dict, str], tuple[dict, str]]:
     before = (FIXTURES / f"{stem}.in.py").read_text(encoding="utf-8")
-    after = transform_source(before, [VariableWrapper], unsafe_fixes=unsafe).text
+    after = transform_source(before, [VariableWrapper], options=RunOptions(unsafe_fixes=unsafe)).text
     if not unsafe:
         assert after == (FIXTURES / f"{stem}.out.py").read_text(encoding="utf-8")
     return _run(before, f"{stem}_before"), _run(after, f"{stem}_after")
@@ -122,7 +123,7 @@ def _messages(stem: str, unsafe: bool = False) -> dict[int, str]:
     """Line → the messages of the findings on it (joined)."""
     source = (FIXTURES / f"{stem}.in.py").read_text(encoding="utf-8")
     found: dict[int, str] = {}
-    for finding in transform_source(source, [VariableWrapper], unsafe_fixes=unsafe).findings:
+    for finding in transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=unsafe)).findings:
         found[finding.line] = f"{found[finding.line]}\n{finding.message}" if finding.line in found else finding.message
     return found
 
@@ -261,7 +262,7 @@ def test_the_traps_are_real() -> None:
     source = (FIXTURES / "data_loader.in.py").read_text(encoding="utf-8").replace(
         "collate_fn=lambda batch: batch", "collate_fn=lambda batch: [[leaf * 2]]"
     ).replace("custom = DataLoader", "leaf = torch.ones(2, requires_grad=True)\ncustom = DataLoader")
-    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    unsafe = transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=True)).text
     assert "item = batch[0][0]" in unsafe
     old, new = _run(source, "collate_before")[0], _run(unsafe, "collate_after")[0]
     assert not old["item"].requires_grad and new["item"].requires_grad
@@ -276,7 +277,7 @@ def test_attribute_and_as_tensor_traps_are_real() -> None:
     printed = {}
     for stem in ("refilled_attribute", "as_tensor"):
         source = (FIXTURES / f"{stem}.in.py").read_text(encoding="utf-8")
-        unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+        unsafe = transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=True)).text
         assert "Variable(" not in unsafe.replace("from torch.autograd import Variable", "")
         printed[stem] = _run(source, f"{stem}_before")[1].splitlines(), _run(unsafe, f"{stem}_unsafe")[1].splitlines()
     before, after = printed["refilled_attribute"]
@@ -291,7 +292,7 @@ def test_a_packed_sequences_data_is_no_evidence() -> None:
     """A `PackedSequence`'s `.data` can require grad: `Variable(ps.data * 2)` unwrapped keeps
     the grad that `Variable` cut, so in a file that packs sequences it stays unsafe."""
     source = (FIXTURES / "data_of_any_object.in.py").read_text(encoding="utf-8")
-    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    unsafe = transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=True)).text
     assert "return ps.data * 2" in unsafe
     old, new = _run(source, "packed_before")[0], _run(unsafe, "packed_unsafe")[0]
     assert not old["scaled"].requires_grad and new["scaled"].requires_grad
@@ -305,7 +306,7 @@ def test_command_line_values_are_no_tensors_unless_made_so() -> None:
     source = (FIXTURES / "command_line.in.py").read_text(encoding="utf-8")
     safe = transform_source(source, [VariableWrapper]).text
     assert "    real_imgs = imgs\n" in safe and "noise = torch.ones(2, opt.img_size)" in safe
-    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    unsafe = transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=True)).text
     assert "shifted = torch.zeros(2) + opt.shift" in unsafe and "gained = torch.ones(2) * opt.gain" in unsafe
     (old, printed_old), (new, printed_new) = _run(source, "command_line_before"), _run(unsafe, "command_line_unsafe")
     assert printed_old.splitlines()[-1] == "False False" and printed_new.splitlines()[-1] == "True True"
@@ -387,7 +388,7 @@ def test_a_change_in_place_counts_where_it_reaches_the_object_read() -> None:
     source = (FIXTURES / "earlier_binding.in.py").read_text(encoding="utf-8")
     safe = transform_source(source, [VariableWrapper]).text
     assert "    return image\n" in safe and "    return x\n" in safe and "outs.append(x)\n" in safe
-    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    unsafe = transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=True)).text
     old, new = _run(source, "earlier_before")[0], _run(unsafe, "earlier_unsafe")[0]
     assert not old["later"].requires_grad and new["later"].requires_grad
     assert not old["looped"][0].requires_grad and new["looped"][0].requires_grad
@@ -425,7 +426,7 @@ def test_a_change_that_may_reach_the_object_read_stays_unsafe(body: str) -> None
     result = transform_source(source, [VariableWrapper])
     assert "return x.detach()" in result.text or "out = x.detach()" in result.text
     assert "Variable(" not in result.text and "nothing shows it cannot require grad" in result.findings[-1].message
-    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    unsafe = transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=True)).text
     assert "Variable(x)" not in unsafe and ".detach()" not in unsafe
     before, safe, unwrapped = (_run(text, f"reaching_{i}")[0]["result"] for i, text in enumerate((source, result.text, unsafe)))
     assert not before.requires_grad and not safe.requires_grad and torch.equal(before, safe)
@@ -440,7 +441,7 @@ def test_a_registration_hides_a_buffer_only_where_it_may_be_on_the_class() -> No
     `self.inner`, which holds a `Grid`, does reach `Grid.grid`: unwrapped, it requires grad."""
     source = (FIXTURES / "registered_elsewhere.in.py").read_text(encoding="utf-8")
     assert "return x + self.table[: x.size(0)]\n" in transform_source(source, [VariableWrapper]).text
-    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    unsafe = transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=True)).text
     old, new = _run(source, "registered_before")[0], _run(unsafe, "registered_unsafe")[0]
     assert not old["grid"].requires_grad and new["grid"].requires_grad
 
@@ -494,7 +495,7 @@ def test_random_fills_take_numbers_only() -> None:
             getattr(torch.zeros(3), method)(*args)
     source = (FIXTURES / "random_fills.in.py").read_text(encoding="utf-8")
     assert "noise = x.data.new(x.size()).normal_(0, sigma ** 2)\n" in transform_source(source, [VariableWrapper]).text
-    unsafe = transform_source(source, [VariableWrapper], unsafe_fixes=True).text
+    unsafe = transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=True)).text
     old, new = _run(source, "fills_before")[0], _run(unsafe, "fills_unsafe")[0]
     assert not old["mask"].requires_grad and new["mask"].requires_grad
 
@@ -598,7 +599,7 @@ def test_what_reaches_the_unwrapped_object_through_another_name_stays_unsafe() -
     assert "`f` is changed in place (`f.add_(...)` with a value that may require grad)" in messages[15]
     assert "`h.tag` is set" in messages[18]
     assert "(unsafe" not in messages[21] and "fine = ok.view(3)" in result.text
-    unsafe = transform_source(SHARED_OBJECT, [VariableWrapper], unsafe_fixes=True).text
+    unsafe = transform_source(SHARED_OBJECT, [VariableWrapper], options=RunOptions(unsafe_fixes=True)).text
     before, safe, after = (_run(text, name)[1] for text, name in ((SHARED_OBJECT, "shared_before"), (result.text, "shared_safe"), (unsafe, "shared_unsafe")))
     assert before == safe == "torch.Size([3]) torch.Size([2, 3]) False False False torch.Size([3])\n"
     assert after == "torch.Size([1, 3]) torch.Size([3, 2]) True True True torch.Size([3])\n"

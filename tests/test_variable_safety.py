@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from torchfix_device.options import RunOptions
 
 torch = pytest.importorskip("torch")
 
@@ -170,7 +171,7 @@ def test_detach_is_not_the_fix_where_it_would_differ() -> None:
         (finding,) = result.findings
         assert finding.held_back and "`.detach()` is not exact either" in finding.message
     for unsafe in (False, True):
-        result = transform_source(nothing, [VariableWrapper], unsafe_fixes=unsafe)
+        result = transform_source(nothing, [VariableWrapper], options=RunOptions(unsafe_fixes=unsafe))
         assert result.text == nothing
         (finding,) = result.findings
         assert not finding.fixed and "of `None` (an empty tensor" in finding.message

@@ -18,6 +18,10 @@ DEFAULT_MEMORY = 2 * 1024**3
 
 @dataclass(frozen=True)
 class RunOptions:
+    unsafe_fixes: bool = False
+    """Apply fixes marked unsafe too (``--unsafe-fixes``); ask :meth:`applies`, not this field."""
+    write: bool = False
+    """Rewrite files in place (``apply``, ``check --fix``); False for a dry run or a check."""
     device_expression: str | None = None
     """The value of an inserted device binding (``[tool.torchfix-device] device-expression``);
     None for ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``."""
@@ -42,6 +46,10 @@ class RunOptions:
     """What the star imports of the run's files bind: a ``RunStars`` of
     :mod:`torchfix_device.facts.star_imports`, filled in by the runner (typed loosely: this module
     sits below the facts layer and imports none of it)."""
+
+    def applies(self, safe: bool) -> bool:
+        """Whether a fix of this safety is applied in this run."""
+        return safe or self.unsafe_fixes
 
 
 DEFAULT_OPTIONS = RunOptions()

@@ -145,7 +145,7 @@ def _results(args: Arguments, settings: Settings, out: Printer) -> tuple[list[Fi
         from torchfix_device.run.stdin import output_bytes, process_stdin
 
         result, raw = process_stdin(
-            settings.codemods, unsafe_fixes=settings.unsafe, options=settings.options, stdin_filename=args.stdin_filename
+            settings.codemods, options=settings.options, stdin_filename=args.stdin_filename
         )
         if args.writes:
             sys.stdout.buffer.write(output_bytes(result, raw))
@@ -182,14 +182,15 @@ def _results(args: Arguments, settings: Settings, out: Printer) -> tuple[list[Fi
 
 
 def _run_files(settings: Settings, *, write: bool, tidy: bool = False) -> list[FileResult]:
-    """``tidy`` (in place): first remove temp files that killed runs left next to the files."""
+    """``write``: now (not later, after git safety or review); ``tidy`` (in place): first remove
+    temp files that killed runs left next to the files."""
     from torchfix_device.report.progress import file_progress
     from torchfix_device.run.runner import run
 
     with file_progress() as bar:
         return run(
-            settings.paths, settings.codemods, write=write, unsafe_fixes=settings.unsafe, exclude=settings.exclude,
-            options=settings.options, progress=bar, jobs=settings.jobs, cache=settings.cache, shard=settings.shard,
+            settings.paths, settings.codemods, exclude=settings.exclude,
+            options=dataclasses.replace(settings.options, write=write), progress=bar, jobs=settings.jobs, cache=settings.cache, shard=settings.shard,
             tidy=tidy,
         )
 

@@ -110,18 +110,18 @@ class _Chosen:
 
 
 def rewrite_with(text: str, codemods: Sequence["CodemodRef | type[Codemod]"], fixes: Sequence[Finding], accepted: set[Key],
-                 *, unsafe_fixes: bool, filename: str, options: RunOptions | None = None) -> str:
+                 *, filename: str, options: RunOptions | None = None) -> str:
     """``text`` with only the ``accepted`` fixes applied (compiled by the runner)."""
-    return transform_with(text, codemods, fixes, accepted, unsafe_fixes=unsafe_fixes, filename=filename, options=options).text
+    return transform_with(text, codemods, fixes, accepted, filename=filename, options=options).text
 
 
 def transform_with(text: str, codemods: Sequence["CodemodRef | type[Codemod]"], fixes: Sequence[Finding], accepted: set[Key],
-                   *, unsafe_fixes: bool, filename: str, options: RunOptions | None = None) -> TransformOutput:
+                   *, filename: str, options: RunOptions | None = None) -> TransformOutput:
     """The transform of ``text`` with only the ``accepted`` fixes applied: its text, and the
     checkpoint notes of those fixes alone."""
     token = FIX_FILTER.set(_Chosen(text, fixes, accepted))
     try:
-        return transform_source(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+        return transform_source(text, codemods, filename=filename, options=options)
     finally:
         FIX_FILTER.reset(token)
 
@@ -151,7 +151,7 @@ def _show(result: FileResult, finding: Finding, number: int, total: int, new_tex
         console.print(text, markup=False, highlight=False, end="")
 
 
-def review_file(result: FileResult, codemods: Sequence["CodemodRef | type[Codemod]"], *, unsafe_fixes: bool, console: Console,
+def review_file(result: FileResult, codemods: Sequence["CodemodRef | type[Codemod]"], *, console: Console,
                 ask: Callable[[str], str], options: RunOptions | None = None) -> Review:
     """Ask about each fixed finding of one changed file."""
     assert result.source is not None
@@ -159,7 +159,7 @@ def review_file(result: FileResult, codemods: Sequence["CodemodRef | type[Codemo
     decision = Review(set())
     for number, finding in enumerate(fixes, start=1):
         alone = rewrite_with(result.source.text, codemods, fixes, {_key(finding)},
-                             unsafe_fixes=unsafe_fixes, filename=str(result.path), options=options)
+                             filename=str(result.path), options=options)
         _show(result, finding, number, len(fixes), alone, console)
         while True:
             try:
@@ -186,7 +186,7 @@ def review_file(result: FileResult, codemods: Sequence["CodemodRef | type[Codemo
     return decision
 
 
-def apply_decision(result: FileResult, codemods: Sequence["CodemodRef | type[Codemod]"], decision: Review, *, unsafe_fixes: bool,
+def apply_decision(result: FileResult, codemods: Sequence["CodemodRef | type[Codemod]"], decision: Review, *,
                    options: RunOptions | None = None) -> None:
     """Rewrite the file with the accepted fixes (or leave it), and update ``result`` to match."""
     assert result.source is not None and result.new_text is not None
@@ -198,7 +198,7 @@ def apply_decision(result: FileResult, codemods: Sequence["CodemodRef | type[Cod
     if len(decision.accepted) < len(fixes):
         try:
             output = transform_with(result.source.text, codemods, fixes, decision.accepted,
-                                    unsafe_fixes=unsafe_fixes, filename=str(result.path), options=options)
+                                    filename=str(result.path), options=options)
         except InternalError as exc:
             result.status, result.error = "failed", f"internal error: {exc}"
             return
@@ -213,7 +213,7 @@ def _declined(finding: Finding) -> Finding:
     return replace(finding, fixed=False, declined=True)
 
 
-def review(results: list[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, unsafe_fixes: bool, console: Console,
+def review(results: list[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, console: Console,
            ask: Callable[[str], str], refuse: Callable[[FileResult], bool], options: RunOptions | None = None) -> bool:
     """Review every changed file of a dry run in turn; write the accepted rewrites. True when
     the review was interrupted (Ctrl-C at a prompt)."""
@@ -231,8 +231,8 @@ def review(results: list[FileResult], codemods: Sequence["CodemodRef | type[Code
             result.status, result.new_text = "skipped", None
             result.error = "notebooks are not reviewed interactively; use --diff, then apply"
             continue
-        decision = review_file(result, codemods, unsafe_fixes=unsafe_fixes, console=console, ask=ask, options=options)
-        apply_decision(result, codemods, decision, unsafe_fixes=unsafe_fixes, options=options)
+        decision = review_file(result, codemods, console=console, ask=ask, options=options)
+        apply_decision(result, codemods, decision, options=options)
         quitting, interrupted = decision.quit, decision.interrupted
     return interrupted
 
@@ -244,6 +244,6 @@ def review_run(results: list[FileResult], settings: "Settings", guard: "GitState
 
     asker = Console()
     return review(
-        results, settings.codemods, unsafe_fixes=settings.unsafe, console=asker, ask=lambda text: asker.input(text, markup=False),
+        results, settings.codemods, console=asker, ask=lambda text: asker.input(text, markup=False),
         refuse=lambda result: gitsafety.refuse_if_dirty(result, guard), options=settings.options,
     )

@@ -26,7 +26,6 @@ class Settings:
     paths: list[Path]
     config: Config
     codemods: list[CodemodRef]
-    unsafe: bool
     exclude: list[str]
     options: RunOptions
     missing: list[Path]
@@ -89,7 +88,6 @@ def resolve(args: Arguments) -> Settings:
         paths=[p for p in args.paths if p not in missing],
         config=config,
         codemods=codemods,
-        unsafe=config.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes,
         exclude=exclude,
         options=_run_options(args, config),
         missing=missing,
@@ -101,9 +99,7 @@ def resolve(args: Arguments) -> Settings:
         except ShardError as exc:
             raise UsageError(str(exc)) from None
         settings.jobs = args.jobs or default_jobs()
-        settings.cache = None if folder is None else ResultCache(
-            folder, codemods, unsafe_fixes=settings.unsafe, device_expression=settings.options.device_expression
-        )
+        settings.cache = None if folder is None else ResultCache(folder, codemods, settings.options)
     return settings
 
 
@@ -119,6 +115,8 @@ def _run_options(args: Arguments, config: Config) -> RunOptions:
     except ValueError as exc:
         raise UsageError(f"--max-file-size: {exc}") from None
     return RunOptions(
+        unsafe_fixes=config.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes,
+        write=args.writes,
         device_expression=expression,
         include_generated=args.include_generated,
         respect_gitignore=args.respect_gitignore,

@@ -44,6 +44,7 @@ from torchfix_device.syntax import scopes
 from torchfix_device.facts import star_names
 from torchfix_device.devices.source import DeviceSource
 from torchfix_device.finding import Finding
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.docs import DOC_SECTIONS, REPORT_ONLY, SAFE_FIX, UNSAFE_FIX  # noqa: F401 - the author API
 from torchfix_device.syntax.suppressions import Suppressions
 from torchfix_device.syntax.token_fixes import TokenFix
@@ -113,9 +114,11 @@ class Codemod(VisitorBasedCodemodCommand):
     def add_args(arg_parser: argparse.ArgumentParser) -> None:  # `python -m libcst.tool codemod`
         arg_parser.add_argument("--unsafe-fixes", action="store_true", default=False, help="Also apply fixes marked unsafe.")
 
-    def __init__(self, context: CodemodContext, unsafe_fixes: bool = False) -> None:
+    def __init__(self, context: CodemodContext, options: RunOptions | None = None, *, unsafe_fixes: bool = False) -> None:
+        """``options``: the run's (the engine passes them); ``unsafe_fixes`` is how libcst's own
+        tool passes its ``--unsafe-fixes`` (:meth:`add_args`)."""
         self._init_libcst(context)
-        self.unsafe_fixes = unsafe_fixes
+        self.options = options if options is not None else RunOptions(unsafe_fixes=unsafe_fixes)
         self.findings: list[Finding] = []
         self.suppressed_findings: list[Finding] = []
         self.checkpoint_notes: list[str] = []  # for the run's output: state_dict keys a rewrite adds
@@ -127,8 +130,8 @@ class Codemod(VisitorBasedCodemodCommand):
         super().__init__(context)
 
     @classmethod
-    def may_change(cls, unsafe_fixes: bool) -> bool:  # False: every fix unsafe and not applied
-        return cls.safe or unsafe_fixes
+    def may_change(cls, options: RunOptions) -> bool:  # False: every fix unsafe and not applied
+        return options.applies(cls.safe)
 
     # -- stage 1: where this codemod can act, decided with the stdlib ``ast`` ---------------
     @classmethod
@@ -212,7 +215,7 @@ class Codemod(VisitorBasedCodemodCommand):
         """
         if safe and not self.safe:
             raise ValueError(f"{self.code}: a codemod with safe = False marks no finding safe (see may_change)")
-        apply = fixable and ((self.safe if safe is None else safe) or self.unsafe_fixes)
+        apply = fixable and self.options.applies(self.safe if safe is None else safe)
         chosen = FIX_FILTER.get()
         if not (self.keeps_findings or self._has_noqa() or (apply and chosen is not None)):
             return apply  # nothing to record, nothing that depends on where the node is

@@ -178,7 +178,7 @@ class CudaAmp(Codemod):
     def _device_type(self, call: cst.Call) -> cst.BaseExpression:
         """``"cuda"``; with ``--unsafe-fixes``, ``<device>.type`` of a device the code already has
         at the call (an existing binding, the module's or the input's device)."""
-        if self.unsafe_fixes:
+        if self.options.applies(safe=False):
             device = self.device_source.for_site(call)
             inserted = {self.device_source.inserted_name, *self.device_source.flags.requested_names()}
             if isinstance(device, DeviceExpr) and device.code not in inserted:

@@ -77,7 +77,6 @@ def transform_source(
     text: str,
     codemods: Sequence[CodemodRef | type[Codemod]],
     *,
-    unsafe_fixes: bool = False,
     filename: str | None = None,
     options: RunOptions | None = None,
     check_syntax: bool = True,
@@ -111,7 +110,7 @@ def transform_source(
             rewrites: list[str] = []
             try:
                 output = transform_unfiltered(
-                    text, running, unsafe_fixes=unsafe_fixes, filename=filename, options=options, rewrites=rewrites,
+                    text, running, filename=filename, options=options, rewrites=rewrites,
                     stage1=stage1,
                 )
             except Exception:
@@ -121,7 +120,7 @@ def transform_source(
             if not woken:
                 return output
             running = [c for c in triggered if c in running or c in woken]
-    return transform_unfiltered(text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, stage1=stage1)
+    return transform_unfiltered(text, codemods, filename=filename, options=options, stage1=stage1)
 
 
 class Stage1Memo:
@@ -213,7 +212,7 @@ class _Settled(NamedTuple):
     """The codemods it was settled for."""
 
 
-def _token_pass(text: str, codemods: Sequence[type[Codemod]], *, unsafe_fixes: bool, filename: str | None) -> Repair | None:
+def _token_pass(text: str, codemods: Sequence[type[Codemod]], *, options: RunOptions, filename: str | None) -> Repair | None:
     """None when CPython parses ``text``; else the token fixes of ``codemods``
     (:mod:`.token_pass`), after which it parses. Raises the syntax error left otherwise, at its
     place in ``text`` and saying why a token fix on its line was not made."""
@@ -221,7 +220,7 @@ def _token_pass(text: str, codemods: Sequence[type[Codemod]], *, unsafe_fixes: b
         _check_cpython_parses(text, filename)
         return None
     except cst.ParserSyntaxError as exc:
-        repair = token_repair(text, codemods, unsafe_fixes=unsafe_fixes)
+        repair = token_repair(text, codemods, options)
         if repair is None or not repair.applied:
             if repair is not None:
                 exc.hint = repair.hint(exc.raw_line)  # type: ignore[attr-defined]
@@ -235,12 +234,12 @@ def _token_pass(text: str, codemods: Sequence[type[Codemod]], *, unsafe_fixes: b
     return repair
 
 
-def syntax_error(text: str, codemods: Sequence[CodemodRef | type[Codemod]], *, unsafe_fixes: bool = False) -> cst.ParserSyntaxError | None:
+def syntax_error(text: str, codemods: Sequence[CodemodRef | type[Codemod]], options: RunOptions | None = None) -> cst.ParserSyntaxError | None:
     """The syntax error a transform of ``text`` by ``codemods`` meets (after the token fixes
     they would make), or None when it parses."""
     codemods = load_codemods(codemods)
     try:
-        _token_pass(text, active_codemods(text, codemods), unsafe_fixes=unsafe_fixes, filename=None)
+        _token_pass(text, active_codemods(text, codemods), options=options or DEFAULT_OPTIONS, filename=None)
     except cst.ParserSyntaxError as exc:
         return exc
     return None
@@ -251,7 +250,6 @@ def transform_unfiltered(
     text: str,
     codemods: Sequence[CodemodRef | type[Codemod]],
     *,
-    unsafe_fixes: bool = False,
     filename: str | None = None,
     options: RunOptions | None = None,
     rewrites: list[str] | None = None,
@@ -268,6 +266,7 @@ def transform_unfiltered(
     codemod with a site function skips the top-level statements without a site.
     """
     codemods = load_codemods(codemods)
+    options = options or DEFAULT_OPTIONS
     active = active_codemods(text, codemods, options, filename)
     if not active:
         return TransformOutput(text, [], [])
@@ -276,14 +275,14 @@ def transform_unfiltered(
         # libcst counts only \n as a file's final newline: a final bare \r (classic Mac line
         # endings) would be lost with the last line's rewrite. Transform without it, put it back.
         inner = transform_unfiltered(
-            body, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, rewrites=rewrites, stage1=stage1
+            body, codemods, filename=filename, options=options, rewrites=rewrites, stage1=stage1
         )
         return dataclasses.replace(inner, text=text if inner.text == body else inner.text + text[len(body):])
     if stage1 is None or not stage1.parsed(text):
-        repair = _token_pass(text, active, unsafe_fixes=unsafe_fixes, filename=filename)
+        repair = _token_pass(text, active, options=options, filename=filename)
         if repair is not None:  # ``text`` did not parse; ``repair.text`` does
             again = transform_source if stage1 is not None else transform_unfiltered
-            output = again(repair.text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+            output = again(repair.text, codemods, filename=filename, options=options)
             return repair.merge(output)
     if stage1 is not None:
         stage1.settle(text, active)  # its ast goes before libcst's tree comes
@@ -311,7 +310,7 @@ def transform_unfiltered(
             rendering.append(code_of(original))
         return rendering[0]
 
-    configure = _codemod_configurer(text, options or DEFAULT_OPTIONS, stage1=stage1, filename=filename)
+    configure = _codemod_configurer(text, options, stage1=stage1, filename=filename)
 
     def keep(codemod: Codemod) -> None:
         findings.update(codemod.findings)
@@ -323,20 +322,20 @@ def transform_unfiltered(
         for codemod_class in active:
             if pass_number and stage1 is not None and codemod_class not in stage1.candidates_in(current_code, active):
                 continue  # no candidate in the tree it would get: it would change nothing
-            reports_only = not codemod_class.may_change(unsafe_fixes)
+            reports_only = not codemod_class.may_change(options)
             try:
                 if reports_only and current is not original and not CHECK_FAST_NAMES:
                     if pass_number == 0:  # it could not change the rewrite: only its findings
-                        keep(_run_on_original(codemod_class, original, text, filename, unsafe_fixes, shared, configure))
+                        keep(_run_on_original(codemod_class, original, text, filename, options, shared, configure))
                     continue
-                codemod = engine_class(codemod_class)(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
+                codemod = engine_class(codemod_class)(CodemodContext(filename=filename), options, shared=shared)
                 configure(codemod, current_code, keeps_findings=pass_number == 0 and current is original)
                 result = codemod.transform_module(current)
                 if pass_number == 0:
                     if current is original:
                         keep(codemod)
                     else:  # positions must refer to the file as it was: look at the original tree
-                        keep(_run_on_original(codemod_class, original, text, filename, unsafe_fixes, shared, configure))
+                        keep(_run_on_original(codemod_class, original, text, filename, options, shared, configure))
             except RecursionError:
                 raise  # a tree too deep for Python's recursion limit: the input's problem
             except Exception as exc:  # name the codemod in the bug report
@@ -377,13 +376,13 @@ def _run_on_original(
     original: cst.Module,
     text: str,
     filename: str | None,
-    unsafe_fixes: bool,
+    options: RunOptions,
     shared: SharedWrapper,
     configure,
 ) -> Codemod:
     """``codemod_class`` run on the file's own tree, for findings with positions in the file as
     it was (when earlier codemods have already rewritten the tree it transforms)."""
-    codemod = engine_class(codemod_class)(CodemodContext(filename=filename), unsafe_fixes=unsafe_fixes, shared=shared)
+    codemod = engine_class(codemod_class)(CodemodContext(filename=filename), options, shared=shared)
     configure(codemod, text)
     codemod.transform_module(original)
     return codemod

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Sequence
 
+from torchfix_device.options import RunOptions
 from torchfix_device.codemods.base import FIX_FILTER
 from torchfix_device.finding import Finding
 from torchfix_device.results import TransformOutput
@@ -60,7 +61,7 @@ class Repair:
         )
 
 
-def token_repair(text: str, codemods: Sequence[type["Codemod"]], *, unsafe_fixes: bool) -> Repair | None:
+def token_repair(text: str, codemods: Sequence[type["Codemod"]], options: RunOptions) -> Repair | None:
     """The token fixes ``codemods`` offer for ``text`` (a file CPython cannot parse), or None
     when none offers one."""
     offered = [(codemod, fix) for codemod in codemods for fix in codemod.token_fixes(text)]
@@ -70,7 +71,7 @@ def token_repair(text: str, codemods: Sequence[type["Codemod"]], *, unsafe_fixes
     chosen = FIX_FILTER.get()
     repair = Repair(text, [], [], [], {})
     for codemod, fix in offered:
-        apply = (fix.safe and codemod.safe) or unsafe_fixes
+        apply = options.applies(fix.safe and codemod.safe)
         suppressed = suppressions.suppresses(fix.line, codemod.code)
         if apply and not suppressed and chosen is not None and not chosen(codemod.code, fix.line, fix.column, None):
             repair.declined.setdefault(fix.line, []).append(f"{codemod.code} would fix it, declined in review")

@@ -33,6 +33,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from torchfix_device.options import RunOptions
 from torchfix_device.engine.names import FastNameAnswers
 from torchfix_device.engine.shared import SharedWrapper
 from torchfix_device.engine.statements import StatementTracking
@@ -61,11 +62,11 @@ def engine_class(codemod: type["Codemod"]) -> type["Codemod"]:
 class EngineVisiting(FastNameAnswers, StatementTracking):
     """Mixed in before a codemod class by :func:`engine_class` (see the module docstring)."""
 
-    def __init__(self, context: CodemodContext, unsafe_fixes: bool = False, shared: SharedWrapper | None = None) -> None:
+    def __init__(self, context: CodemodContext, options: RunOptions | None = None, shared: SharedWrapper | None = None) -> None:
         self.shared = shared
         memos = shared if shared is not None else SharedWrapper()
         self._memos = memos
-        super().__init__(context, unsafe_fixes)  # type: ignore[call-arg]
+        super().__init__(context, options)  # type: ignore[call-arg]
         self._matcher_decorated = _MATCHER_DECORATED[type(self)]
         self._no_attribute_hooks = not self._matcher_decorated and not _has_attribute_hooks(type(self))
         self._replacements = 0

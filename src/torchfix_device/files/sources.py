@@ -18,7 +18,6 @@ import stat
 import threading
 import tokenize
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, NamedTuple
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from typing import Iterator
 
 from torchfix_device.torch_api import is_torch_module_class
 

@@ -38,6 +38,7 @@ from torchfix_device.finding import Finding
 from torchfix_device.files.pyproject import find_pyproject
 from torchfix_device.files.selection import Marks
 from torchfix_device.files.sources import atomic_write
+from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 
 if TYPE_CHECKING:
     from torchfix_device.codemods.catalog import CodemodRef
@@ -88,11 +89,13 @@ class ResultCache:
     """Transform results on disk, one JSON file per entry. Picklable: workers get a copy."""
 
     def __init__(
-        self, folder: Path, codemods: Sequence["CodemodRef | type[Codemod]"], *, unsafe_fixes: bool, device_expression: str | None = None
+        self, folder: Path, codemods: Sequence["CodemodRef | type[Codemod]"], options: RunOptions = DEFAULT_OPTIONS
     ) -> None:
+        """Entries keyed by the tool's own code, ``codemods`` and the options that change a result
+        (whether unsafe fixes apply, the device expression)."""
         self.folder = folder
         codes = ",".join(c.code for c in codemods)
-        settings = json.dumps({"unsafe": unsafe_fixes, "device_expression": device_expression})
+        settings = json.dumps({"unsafe": options.applies(safe=False), "device_expression": options.device_expression})
         self._salt = f"{tool_fingerprint()}|{codes}|{settings}|".encode()
         self._usable = self._prepare()
 

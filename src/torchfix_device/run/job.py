@@ -43,8 +43,6 @@ def process_file(
     path: Path,
     codemods: Sequence["CodemodRef | type[Codemod]"],
     *,
-    write: bool,
-    unsafe_fixes: bool = False,
     options: RunOptions | None = None,
     source: SourceFile | None = None,
     shown: str | None = None,
@@ -52,7 +50,7 @@ def process_file(
     cached_only: bool = False,
     root: Path | None = None,
 ) -> FileResult | None:
-    """Read, transform and (when ``write``) atomically replace one file. Never raises.
+    """Read, transform and (when ``options.write``) atomically replace one file. Never raises.
 
     ``source`` (with ``shown``, the name for messages) is text already read, e.g. from stdin.
     ``cached_only``: None instead of a transform when ``cache`` holds no result for the file
@@ -63,7 +61,7 @@ def process_file(
     if cached_only and (cache is None or path.suffix == ".ipynb"):
         return None
     if source is None and path.suffix == ".ipynb":
-        return process_notebook(path, codemods, write=write, unsafe_fixes=unsafe_fixes, options=options, root=root)
+        return process_notebook(path, codemods, options=options, root=root)
     options = options or DEFAULT_OPTIONS
     shown = shown or display_path(path)
     if source is None:
@@ -103,7 +101,7 @@ def process_file(
             output = TransformOutput(source.text if hit.new_text is None else hit.new_text, hit.findings, hit.notes, hit.suppressed)
         else:
             with collecting_cycles_after():
-                output = _transform_and_keep(source, codemods, unsafe_fixes, str(path), cache, options, marks)
+                output = _transform_and_keep(source, codemods, str(path), cache, options, marks)
     except budget.OverBudget as over:  # reported, left untouched; the run goes on
         return FileResult(path, shown, "skipped", error=over.message, source=source, skip_kind=over.kind)
     except Exception as exc:  # a parse error, or a codemod bug: it must not stop the other files
@@ -120,17 +118,17 @@ def process_file(
         return result
     result.status = "changed"
     result.new_text = output.text
-    if write:
+    if options.write:
         write_result(result)
     return result
 
 
 def process_notebook(
-    path: Path, codemods: Sequence["CodemodRef | type[Codemod]"], *, write: bool, unsafe_fixes: bool = False,
-    options: RunOptions | None = None, root: Path | None = None,
+    path: Path, codemods: Sequence["CodemodRef | type[Codemod]"], *, options: RunOptions | None = None, root: Path | None = None,
 ) -> FileResult:
-    """Read, transform (:mod:`torchfix_device.run.notebook`) and (when ``write``) atomically
+    """Read, transform (:mod:`torchfix_device.run.notebook`) and (when ``options.write``) atomically
     replace one notebook. Never raises."""
+    options = options or DEFAULT_OPTIONS
     shown = display_path(path)
     try:
         raw, folder = read_regular(path, root)
@@ -149,11 +147,10 @@ def process_notebook(
     source = SourceFile(path=path, raw=raw, text=raw.decode("utf-8"), encoding="utf-8", bom=False, root=root, folder=folder)
     if not notebook.is_python_notebook(nb):
         return FileResult(path, shown, "skipped", error="not a Python notebook (its kernel language is not Python)", source=source)
-    limits = options or DEFAULT_OPTIONS
     try:
-        with budget.enforced(limits.file_time_limit, limits.file_memory_limit):
+        with budget.enforced(options.file_time_limit, options.file_memory_limit):
             output = notebook.transform_notebook(
-                nb, source.text, codemods, unsafe_fixes=unsafe_fixes, filename=str(path), options=options
+                nb, source.text, codemods, filename=str(path), options=options
             )
     except budget.OverBudget as over:
         return FileResult(path, shown, "skipped", error=over.message, source=source, skip_kind=over.kind)
@@ -168,7 +165,7 @@ def process_notebook(
         return result
     result.status = "changed"
     result.new_text = output.text
-    if write:
+    if options.write:
         write_result(result)
     return result
 
@@ -190,7 +187,6 @@ def _compiling(hit: "CachedResult | None", filename: str) -> "CachedResult | Non
 def _transform_and_keep(
     source: SourceFile,
     codemods: Sequence["CodemodRef | type[Codemod]"],
-    unsafe_fixes: bool,
     filename: str,
     cache: "ResultCache | None",
     options: RunOptions | None,
@@ -202,7 +198,7 @@ def _transform_and_keep(
 
     options = options or DEFAULT_OPTIONS
     with budget.enforced(options.file_time_limit, options.file_memory_limit):
-        output = engine.transform_source(source.text, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+        output = engine.transform_source(source.text, codemods, filename=filename, options=options)
     if cache is not None:
         assert marks is not None  # read with the cache lookup
         new_text = None if output.text == source.text else output.text

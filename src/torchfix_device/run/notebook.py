@@ -267,7 +267,7 @@ def write_notebook(nb, like: str) -> str:
 
 
 def transform_notebook(
-    nb, text: str, codemods: Sequence["CodemodRef | type[Codemod]"], *, unsafe_fixes: bool = False,
+    nb, text: str, codemods: Sequence["CodemodRef | type[Codemod]"], *,
     filename: str | None = None, options: "RunOptions | None" = None,
 ) -> TransformOutput:
     """Rewrite the code cells of ``nb`` (read from ``text``, changed in place) together.
@@ -289,7 +289,7 @@ def transform_notebook(
     cells = _code_cells(nb, unreadable)
     if not cells:
         return TransformOutput(text, [], [], problems=tuple(problems))
-    output, cells = _transform_cells(cells, codemods, problems, unsafe_fixes=unsafe_fixes, filename=filename, options=options)
+    output, cells = _transform_cells(cells, codemods, problems, filename=filename, options=options)
     joined = _join(cells)
     new_cells = _split(cells, output.text) if output.text != joined else {}
     rewritten = {cell.index: _restore(cell, new_cells[cell.index]) for cell in cells if cell.index in new_cells}
@@ -306,7 +306,7 @@ def transform_notebook(
 
 
 def _transform_cells(
-    cells: list[_Cell], codemods: Sequence["CodemodRef | type[Codemod]"], problems: list[str], *, unsafe_fixes: bool,
+    cells: list[_Cell], codemods: Sequence["CodemodRef | type[Codemod]"], problems: list[str], *,
     filename: str | None, options: "RunOptions | None",
 ) -> tuple[TransformOutput, list[_Cell]]:
     """The transform of ``cells`` read as one program, and the cells it read. When they do not
@@ -314,11 +314,11 @@ def _transform_cells(
     out and named in ``problems``, and the others are transformed."""
     try:
         return transform_source(  # cells are not checked by CPython unless a codemod may act: IPython syntax
-            _join(cells), codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, check_syntax=False
+            _join(cells), codemods, filename=filename, options=options, check_syntax=False
         ), cells
     except cst.ParserSyntaxError as exc:
         together = _cell_error(cells, exc, _join(cells))
-    broken = [(cell, error) for cell in cells for error in [syntax_error(cell.python, codemods, unsafe_fixes=unsafe_fixes)] if error]
+    broken = [(cell, error) for cell in cells for error in [syntax_error(cell.python, codemods, options)] if error]
     readable = [cell for cell in cells if all(cell is not b for b, _ in broken)]
     if not broken or not readable:
         raise NotebookError(together)
@@ -327,7 +327,7 @@ def _transform_cells(
     try:
         joined = _join(readable)
         return transform_source(
-            joined, codemods, unsafe_fixes=unsafe_fixes, filename=filename, options=options, check_syntax=False
+            joined, codemods, filename=filename, options=options, check_syntax=False
         ), readable
     except cst.ParserSyntaxError as exc:
         raise NotebookError(_cell_error(readable, exc, joined)) from None

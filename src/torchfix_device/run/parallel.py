@@ -98,8 +98,6 @@ def process_in_pool(
     codemods: Sequence["CodemodRef | type[Codemod]"],
     results: list[FileResult],
     *,
-    write: bool,
-    unsafe_fixes: bool,
     cache: "ResultCache | None",
     jobs: int,
     options: "RunOptions | None" = None,
@@ -112,7 +110,7 @@ def process_in_pool(
     On Ctrl-C, the results of every file finished by then are appended (in order) before
     ``KeyboardInterrupt`` propagates.
     """
-    settings = dict(write=write, unsafe_fixes=unsafe_fixes, cache=cache, options=options)
+    settings = dict(cache=cache, options=options)
     finished: dict[int, FileResult] = {}
 
     def advance(result: FileResult) -> None:

@@ -52,8 +52,6 @@ def run(
     paths: Sequence[Path],
     codemods: Sequence["CodemodRef | type[Codemod]"],
     *,
-    write: bool,
-    unsafe_fixes: bool = False,
     exclude: Iterable[str] = (),
     options: RunOptions | None = None,
     progress: "FileProgress | None" = None,
@@ -62,7 +60,8 @@ def run(
     shard: "Shard | None" = None,
     tidy: bool = False,
 ) -> list[FileResult]:
-    """Process every Python file under ``paths``; one result per file, in display order.
+    """Process every Python file under ``paths``; one result per file, in display order. The
+    ``options`` say how (the unsafe fixes too, and whether files are written in place).
 
     ``jobs`` > 1 spreads the files over that many processes (same results, same order);
     ``shard`` keeps only its deterministic share of the files. ``progress`` (see
@@ -93,7 +92,7 @@ def run(
         if progress is not None:
             progress.start(len(files))
         _process_files(
-            files, codemods, results, write=write, unsafe_fixes=unsafe_fixes, options=options, progress=progress,
+            files, codemods, results, options=options, progress=progress,
             jobs=jobs, cache=cache, roots=roots,
         )
     except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or SIGHUP (torchfix_device.run.interrupts)
@@ -141,8 +140,6 @@ def _process_files(
     codemods: Sequence["CodemodRef | type[Codemod]"],
     results: list[FileResult],
     *,
-    write: bool,
-    unsafe_fixes: bool,
     options: RunOptions | None,
     progress: "FileProgress | None",
     jobs: int,
@@ -153,7 +150,7 @@ def _process_files(
     (``roots``: the folders named, which the files were found under)."""
     # Files with a cached result are done here: a pool (new processes importing libcst)
     # costs more than reading a cache entry. The rest go to the pool when there are several.
-    settings = dict(write=write, unsafe_fixes=unsafe_fixes, options=options, cache=cache)
+    settings = dict(options=options, cache=cache)
     pooled: list[Path] = []
     if jobs > 1 and len(files) > 1 and cache is not None:
         for path in files:  # each file read once: its cached result, or None for the pool
@@ -179,7 +176,7 @@ def _process_files(
         from torchfix_device.run.parallel import process_in_pool  # process machinery: only for a pool
 
         process_in_pool(
-            pooled, codemods, results, write=write, unsafe_fixes=unsafe_fixes, cache=cache, jobs=jobs,
+            pooled, codemods, results, cache=cache, jobs=jobs,
             options=options, progress=progress, roots=roots,
         )
     order = {path: index for index, path in enumerate(files)}

@@ -8,6 +8,7 @@ and decides which ``pyproject.toml`` applies.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Sequence
@@ -31,7 +32,6 @@ def is_stdin(paths: Sequence[Path]) -> bool:
 def process_stdin(
     codemods: Sequence["CodemodRef | type[Codemod]"],
     *,
-    unsafe_fixes: bool,
     options: RunOptions,
     stdin_filename: str | None,
     stream: BinaryIO | None = None,
@@ -45,7 +45,7 @@ def process_stdin(
     except SourceError as exc:
         where = f"line {exc.line}: " if exc.line else ""
         return FileResult(path, shown, "failed", error=f"{where}{exc.message}"), raw
-    result = process_file(path, codemods, write=False, unsafe_fixes=unsafe_fixes, options=options, source=source, shown=shown)
+    result = process_file(path, codemods, options=dataclasses.replace(options, write=False), source=source, shown=shown)
     return result, raw
 
 

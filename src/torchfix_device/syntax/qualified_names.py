@@ -43,7 +43,6 @@ makes every answer checked against libcst's (a test and corpus aid).
 
 from __future__ import annotations
 
-import ast
 import builtins
 import os
 import symtable

@@ -64,8 +64,9 @@ def unwrapped_without_evidence(
     """TFD009's replacement of ``Variable(x)`` where nothing shows ``x`` cannot require grad
     (``why``), how the message shows it, and why it is unsafe (None: safe): ``x.detach()``
     without ``--unsafe-fixes`` where it is exact, else ``x``, unsafe."""
-    doubt = None if codemod.unsafe_fixes else detach_doubt(codemod, call)
-    if codemod.unsafe_fixes or doubt is not None:
+    unsafe_applies = codemod.options.applies(safe=False)
+    doubt = None if unsafe_applies else detach_doubt(codemod, call)
+    if unsafe_applies or doubt is not None:
         return data, "the tensor itself", f"nothing shows it cannot require grad: {why}" + (
             f"; `.detach()` is not exact either: {doubt}" if doubt else ""
         )
