@@ -165,3 +165,101 @@ def test_the_line_scan_agrees_with_the_parse_on_every_fixture() -> None:
         assert _parsed_classes(source) <= classes_in(source), path
         compared += 1
     assert compared > 0
+
+
+OTHER_PROJECT = '''import torch
+
+
+def step(batch):
+    batch = batch.cuda()
+    return batch * 2
+'''
+
+
+def test_a_folder_of_several_projects_is_fixed_as_one_run_per_project(tmp_path: Path) -> None:
+    """Issue 31: one project's class with its own ``cuda()`` casts no doubt on another project's
+    moves. A run over the folder holding both writes, byte for byte, what one run per project
+    writes."""
+    for layout in ("together", "apart"):
+        base = tmp_path / layout
+        base.mkdir()
+        _project(base / "rl")
+        other = base / "vision"
+        other.mkdir()
+        (other / "train.py").write_text(OTHER_PROJECT, encoding="utf-8")
+    together = _cli("apply", ".", cwd=tmp_path / "together")
+    assert together.returncode == 0, together.stderr
+    for name in ("rl", "vision"):
+        apart = _cli("apply", ".", cwd=tmp_path / "apart" / name)
+        assert apart.returncode == 0, apart.stderr
+    compared = 0
+    for path in sorted((tmp_path / "apart").rglob("*.py")):
+        twin = tmp_path / "together" / path.relative_to(tmp_path / "apart")
+        assert twin.read_bytes() == path.read_bytes(), path
+        compared += 1
+    assert compared == 3
+    vision = (tmp_path / "together" / "vision" / "train.py").read_text(encoding="utf-8")
+    assert "batch = batch.to(device)" in vision  # a safe fix: nothing in this project moves itself
+    assert "    rollouts.cuda()\n" in (tmp_path / "together" / "rl" / "train.py").read_text(encoding="utf-8")
+
+
+def test_a_class_concerns_only_the_files_that_reach_it_by_import(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    (root / "helpers.py").write_text("from storage import RolloutStorage\n", encoding="utf-8")
+    (root / "uses_helpers.py").write_text("import helpers\n\n\ndef place(thing):\n    thing = thing.cuda()\n    return thing\n", encoding="utf-8")
+    (root / "alone.py").write_text("def place(thing):\n    thing = thing.cuda()\n    return thing\n", encoding="utf-8")
+    out = _cli("check", ".", cwd=root)
+    lines = {line.split(":")[0]: line for line in out.stdout.splitlines() if "TFD001" in line}
+    assert "unsafe" in lines["uses_helpers.py"] and "RolloutStorage" in lines["uses_helpers.py"]  # through helpers.py
+    assert "RolloutStorage" not in lines["alone.py"] and "unsafe" not in lines["alone.py"]
+
+
+SUBCLASSES = '''import torch
+
+
+class Loss(object):
+    def __init__(self):
+        self.criterion = torch.nn.NLLLoss()
+
+    def cuda(self):
+        self.criterion.cuda()
+
+
+class NLLLoss(Loss):
+    pass
+'''
+
+PERPLEXITY = '''from loss import NLLLoss
+
+
+class Perplexity(NLLLoss):
+    pass
+'''
+
+USES_PERPLEXITY = '''import torch
+from perplexity import Perplexity
+
+
+def build():
+    loss = Perplexity()
+    if torch.cuda.is_available():
+        loss.cuda()
+    return loss
+'''
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_a_subclass_of_a_class_with_its_own_cuda_is_left_for_review(tmp_path: Path, unsafe: bool) -> None:
+    """Issue 31: ``loss.cuda()`` on the project's ``Perplexity`` (a subclass, two files away, of a
+    ``Loss`` whose ``cuda()`` returns None) was rewritten ``loss = loss.to(device)`` with
+    ``--unsafe-fixes``; it is the project's own method: left as it is, for review."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "loss.py").write_text(SUBCLASSES, encoding="utf-8")
+    (root / "perplexity.py").write_text(PERPLEXITY, encoding="utf-8")
+    (root / "train.py").write_text(USES_PERPLEXITY, encoding="utf-8")
+    out = _cli("apply", *(["--unsafe-fixes"] if unsafe else []), ".", cwd=root)
+    assert out.returncode == 0, out.stderr
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert "        loss.cuda()\n" in text and "loss.to(" not in text
+    assert "may be a `Perplexity`" in out.stderr

@@ -6,8 +6,8 @@ the command line and the codemods (and so that it can cross into worker processe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 
 DEFAULT_SECONDS = 120.0
@@ -39,13 +39,17 @@ class RunOptions:
     """Processor seconds one file's transform may take (``file-time-limit``; None: no limit)."""
     file_memory_limit: int | None = DEFAULT_MEMORY
     """Bytes one file's transform may add to the process (``file-memory-limit``; None: no limit)."""
-    own_move_classes: frozenset[str] = frozenset()
-    """Classes of the run's files that define their own ``cuda()``/``to()``
+    own_move_classes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """For each file of the run (by the name its transform is given), the classes that define
+    their own ``cuda()``/``to()`` it can reach by import
     (:mod:`torchfix_device.facts.project_classes`), filled in by the runner."""
     star_imports: Any = None
     """What the star imports of the run's files bind: a ``RunStars`` of
     :mod:`torchfix_device.facts.star_imports`, filled in by the runner (typed loosely: this module
     sits below the facts layer and imports none of it)."""
+
+    def own_move_classes_of(self, filename: str | None) -> frozenset[str]:
+        return self.own_move_classes.get(filename, frozenset()) if filename is not None else frozenset()
 
     def applies(self, safe: bool) -> bool:
         """Whether a fix of this safety is applied in this run."""

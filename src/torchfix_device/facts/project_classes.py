@@ -6,6 +6,14 @@ different method, or replaces the object by ``None``. The runner collects these 
 over every file of the run (a substring test first, CPython's ``ast`` only for files holding
 ``def cuda`` or ``def to``), so that a codemod in one file knows the classes defined in the
 others; the codemods then leave a move on an object that may be one of them for review.
+
+A subclass of such a class (``class Perplexity(NLLLoss)``, ``class NLLLoss(Loss)``) moves itself
+the same way (:func:`subclasses_of`). A class concerns only the files that can reach it: the file
+defining it and the files that import its module, directly or through other modules of the run
+(:func:`reachable_classes`).
+So a run over a folder holding several projects gives each file what a run over its own
+project gives it: one project's ``RolloutStorage`` casts no doubt on another's ``.cuda()``.
+A file importing modules dynamically (``importlib``, ``__import__``) may reach any of them.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import ast
 import warnings
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Mapping
 
 from torchfix_device.files.safe_paths import read_regular
 
@@ -112,3 +120,120 @@ def _parsed_classes(text: str) -> frozenset[str]:
         if isinstance(node, ast.ClassDef)
         and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in MOVE_METHODS for s in node.body)
     )
+
+
+DYNAMIC_IMPORTS = (b"importlib", b"__import__", b"exec(", b"runpy")
+"""A file holding one of these may import any module of the run."""
+
+Resolve = Callable[[str, int, Path], "list[Path]"]
+"""``(module spelt, relative level, importing file)`` → the files that module may be."""
+
+
+def imported_modules(data: bytes) -> list[tuple[str, int]] | None:
+    """``(module, level)`` of every import of a file's code, wherever it stands (``from a import
+    b`` gives ``a`` and ``a.b``: ``b`` may be a submodule); None when it imports dynamically or
+    cannot be parsed (then it may reach anything)."""
+    if any(marker in data for marker in DYNAMIC_IMPORTS):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, 0) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            found.append((module, node.level))
+            found.extend((f"{module}.{alias.name}" if module else alias.name, node.level) for alias in node.names if alias.name != "*")
+    return found
+
+
+def reachable_classes(
+    defined: Mapping[Path, frozenset[str]], imports: Mapping[Path, "list[tuple[str, int]] | None"], resolve: Resolve
+) -> dict[Path, frozenset[str]]:
+    """For each file of ``imports`` (the run's), the classes with their own moves that it can
+    reach: its own (``defined``) and those of every module it imports, followed through the
+    run's files. ``imports[f]`` None: ``f`` may reach every class of the run."""
+    everything = frozenset().union(*defined.values()) if defined else frozenset()
+    edges: dict[Path, set[Path]] = {}
+    for path, modules in imports.items():
+        if modules is None:
+            continue
+        targets = edges.setdefault(path, set())
+        for spelt, level in modules:
+            targets.update(target for target in resolve(spelt, level, path) if target != path)
+    reached: dict[Path, frozenset[str]] = {}
+    for start in imports:
+        if imports[start] is None:
+            reached[start] = everything
+            continue
+        seen, stack, found = {start}, [start], set(defined.get(start, ()))
+        while stack:
+            here = stack.pop()
+            if here != start and imports.get(here, ()) is None:
+                found = set(everything)
+                break
+            for target in edges.get(here, ()):
+                if target not in seen:
+                    seen.add(target)
+                    found.update(defined.get(target, ()))
+                    stack.append(target)
+        reached[start] = frozenset(found)
+    return reached
+
+
+def class_bases(data: bytes) -> dict[str, frozenset[str]]:
+    """Each class of a file's code → the last names of its bases (``nn.Module`` → ``Module``);
+    empty for a file that cannot be parsed."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    found: dict[str, frozenset[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            names = set()
+            for base in node.bases:
+                while isinstance(base, ast.Subscript):
+                    base = base.value
+                if isinstance(base, ast.Attribute):
+                    names.add(base.attr)
+                elif isinstance(base, ast.Name):
+                    names.add(base.id)
+            found[node.name] = frozenset(names)
+    return found
+
+
+def subclasses_of(
+    defined: dict[Path, frozenset[str]], programs: Mapping[Path, bytes],
+    reach: Callable[[dict[Path, frozenset[str]]], dict[Path, frozenset[str]]],
+) -> tuple[dict[Path, frozenset[str]], dict[Path, frozenset[str]]]:
+    """``defined`` (file → classes with their own moves) grown with the classes of each file whose
+    base is such a class it can reach, to a fixpoint; and what each file then reaches
+    (``reach(classes)``: :func:`reachable_classes` over the run's imports). Only files naming a
+    known class are parsed."""
+    grown = dict(defined)
+    reached = reach(grown)
+    bases_of: dict[Path, dict[str, frozenset[str]]] = {}
+    while True:
+        known = frozenset().union(*grown.values())
+        changed = False
+        for path, data in programs.items():
+            if b"class " not in data or not any(name.encode() in data for name in known):
+                continue
+            if path not in bases_of:
+                bases_of[path] = class_bases(data)
+            reachable = reached.get(path, frozenset()) | grown.get(path, frozenset())
+            new = {cls for cls, bases in bases_of[path].items() if bases & reachable} - grown.get(path, frozenset())
+            if new:
+                grown[path] = grown.get(path, frozenset()) | new
+                changed = True
+        if not changed:
+            return grown, reached
+        reached = reach(grown)

@@ -305,6 +305,20 @@ class Resolver:
             roots.append(roots[-1].parent)
         return roots
 
+    def module_files(self, spelt: str, level: int, importer: Path) -> list[Path]:
+        """Every file module ``spelt`` (``level`` dots before it) may be, imported in
+        ``importer``: the one of each folder it is looked for in (several where it is ambiguous)."""
+        parts = spelt.split(".") if spelt else []
+        if level:
+            base = self.absolute(importer).parent
+            for _ in range(level - 1):
+                base = base.parent
+            found = self._module_file(base, parts)
+            return [found] if found is not None else []
+        if not parts:
+            return []
+        return [t for root in self.roots_of(self.absolute(importer)) if (t := self._module_file(root, parts)) is not None]
+
     def _module_file(self, base: Path, parts: list[str]) -> Path | None:
         """``base/a/b.py`` or ``base/a/b/__init__.py`` for ``a.b`` (the package first, as
         Python's finder does); ``base/__init__.py`` for no parts."""

@@ -100,8 +100,8 @@ class ResultCache:
         self._usable = self._prepare()
 
     def for_classes(self, own_move_classes: frozenset[str]) -> "ResultCache":
-        """This cache with entries keyed by the run's classes that move themselves too (a
-        class gaining a ``cuda()`` in one file changes what is safe in the others)."""
+        """This cache with entries keyed by the classes that move themselves a file can reach too
+        (a class gaining a ``cuda()`` in one file changes what is safe in the files importing it)."""
         if not own_move_classes:
             return self
         salted = copy.copy(self)

@@ -88,6 +88,8 @@ def process_file(
     stars = options.star_imports.of(path) if options.star_imports else None
     if cache is not None and stars is not None:
         cache = cache.for_stars(stars.digest)
+    if cache is not None:
+        cache = cache.for_classes(options.own_move_classes_of(str(path)))
     if cache is not None:  # the marks are kept with the result, so read them once
         hit = _compiling(cache.get(source.raw), str(path))
         if hit is None and cached_only:

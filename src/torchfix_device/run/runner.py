@@ -34,9 +34,9 @@ from torchfix_device.run import interrupts
 from torchfix_device.run.interrupts import signal_of
 from torchfix_device.run.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
-from torchfix_device.facts.project_classes import classes_of_data
+from torchfix_device.facts.project_classes import classes_of_data, imported_modules, reachable_classes, subclasses_of
 from torchfix_device.files.safe_paths import read_regular
-from torchfix_device.facts.star_imports import RunStars, may_hold_star_import, resolve_star_imports
+from torchfix_device.facts.star_imports import Resolver, RunStars, may_hold_star_import, resolve_star_imports
 from torchfix_device.results import FileResult, Interrupted
 from torchfix_device.files.safe_paths import root_of
 
@@ -82,7 +82,6 @@ def run(
         own, stars = _project_facts(files, roots)
         if own:
             options = replace(options or DEFAULT_OPTIONS, own_move_classes=own)
-            cache = cache.for_classes(own) if cache is not None else None
         if stars:
             options = replace(options or DEFAULT_OPTIONS, star_imports=stars)
         if shard is not None:
@@ -103,12 +102,15 @@ def run(
     return problems + results
 
 
-def _project_facts(files: Sequence[Path], roots: Sequence[Path]) -> tuple[frozenset[str], RunStars]:
-    """What the codemods learn from every file of the run, each ``.py`` file read once: the
-    classes that move themselves (:mod:`torchfix_device.facts.project_classes`) and what the star
-    imports bind (:mod:`torchfix_device.facts.star_imports`). Unreadable files are left out (the
-    run reports them)."""
-    own: set[str] = set()
+def _project_facts(files: Sequence[Path], roots: Sequence[Path]) -> tuple[dict[str, frozenset[str]], RunStars]:
+    """What the codemods learn from every file of the run, each file read once: for each file,
+    the classes that move themselves that it can reach by import
+    (:mod:`torchfix_device.facts.project_classes`), and what the star imports bind
+    (:mod:`torchfix_device.facts.star_imports`). Unreadable files are left out (the run reports
+    them)."""
+    resolver = Resolver(roots)
+    defined: dict[Path, frozenset[str]] = {}
+    programs: dict[Path, bytes] = {}
     starred: dict[Path, bytes] = {}
     for path in files:
         if path.suffix not in (".py", ".ipynb"):
@@ -118,15 +120,27 @@ def _project_facts(files: Sequence[Path], roots: Sequence[Path]) -> tuple[frozen
         except OSError:
             continue
         if path.suffix == ".ipynb":  # its cells as one program (``from main import *`` in a cell)
-            program = _notebook_program(data) if may_hold_star_import(data) else None
+            program = _notebook_program(data) if may_hold_star_import(data) or b"import" in data else None
             if program is not None:
-                starred[path] = program.encode("utf-8")
+                programs[path] = program.encode("utf-8")
+                if may_hold_star_import(data):
+                    starred[path] = programs[path]
             continue
-        own.update(classes_of_data(data))
+        programs[path] = data
+        classes = classes_of_data(data)
+        if classes:
+            defined[resolver.absolute(path)] = classes
         if may_hold_star_import(data):
             starred[path] = data
     stars = resolve_star_imports(files, starred, roots) if starred else RunStars({})
-    return frozenset(own), stars
+    if not defined:
+        return {}, stars
+    absolute = {resolver.absolute(path): data for path, data in programs.items()}
+    imports = {path: imported_modules(data) for path, data in absolute.items()}
+
+    _, reached = subclasses_of(defined, absolute, lambda classes: reachable_classes(classes, imports, resolver.module_files))
+    own = {str(path): reached[resolver.absolute(path)] for path in programs}
+    return {name: classes for name, classes in own.items() if classes}, stars
 
 
 def _notebook_program(data: bytes) -> str | None:
