@@ -277,6 +277,15 @@ class Codemod(VisitorBasedCodemodCommand):
         except KeyError:
             return set()
 
+    def exact_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
+        """libcst's own answer of :meth:`bindings_visible_at` for any node of the module (the
+        engine's subclass answers faster for the statement being visited only)."""
+        return Codemod.bindings_visible_at(self, name, node)
+
+    def exact_qualified_names(self, node: cst.CSTNode) -> set[str]:
+        """libcst's own qualified names of any node of the module, star imports aside."""
+        return Codemod._plain_qualified_names(self, node)
+
     def bindings_visible_at(self, name: str, node: cst.CSTNode) -> set[Any]:
         """libcst's bindings of ``name`` visible at ``node`` (``scope[name]``)."""
         scope = self.scope_of(node)

@@ -8,7 +8,7 @@ from libcst.metadata import Assignment, PositionProvider
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.codemods.base import Codemod
-from torchfix_device.facts.receivers import OWN, moves_itself
+from torchfix_device.facts.kinds import OWN, moves_itself
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.devices.source import DEVICE_NAME
 

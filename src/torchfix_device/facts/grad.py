@@ -27,29 +27,24 @@ it is *grad-free*) or with the evidence that is missing, from this file alone:
   grad-free if the others do).
 
 Parameters, results of the project's own functions and models are not followed, and the
-message says so. Names and bindings are libcst's exact answers for any node of the module
-(``qualified_names`` and ``bindings`` given by the codemod), not the engine's answers for the
-statement being visited. Code outside the file (another module rebinding a global or an
-attribute) is not seen.
+message says so. What a name holds where it is read comes from the module's one resolution
+(:mod:`.values`), shared with the other facts. Code outside the file (another module rebinding
+a global or an attribute) is not seen.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import libcst as cst
 from torchfix_device.syntax import nodes as _nodes
-from torchfix_device.syntax import traversal
 from torchfix_device import torch_api
 from torchfix_device.facts.argparse_values import ParsedValueEvidence
 from torchfix_device.facts.data_pipeline import DataPipelineEvidence
 from torchfix_device.facts.in_place import RANDOM_FILLS, changes_of, flow_key, in_place
 from torchfix_device.facts.self_attributes import SelfAttributeEvidence
-from torchfix_device.facts.tensors import may_be_packed
-from torchfix_device.facts.name_flow import binding_owner, reaching_bindings
-
-QualifiedNames = Callable[[cst.CSTNode], "set[str]"]
-Bindings = Callable[[str, cst.CSTNode], "set[Any]"]
+from torchfix_device.facts.kinds import may_be_packed
+from torchfix_device.facts.values import AUGMENTED, ITEM, PARAM, OTHER, ModuleValues
 
 FACTORIES = {
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
@@ -105,13 +100,18 @@ MAX_DEPTH = 60
 class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvidence):
     """Answers about the values of one module version (see the module docstring)."""
 
-    def __init__(self, module: cst.Module, qualified_names: QualifiedNames, bindings: Bindings) -> None:
-        """``qualified_names(node)`` and ``bindings(name, node)``: libcst's exact answers for any
-        node of ``module`` (not only the statement a codemod is visiting)."""
-        self.module = module
-        self.names = qualified_names
-        self.bindings = bindings
-        self._parents: dict[int, cst.CSTNode] | None = None
+    def __init__(self, values: ModuleValues) -> None:
+        """``values``: the module version's shared resolution of names (:func:`.values.of`)."""
+        self.values = values
+        self.module = values.module
+        self.names = values.names
+        self.bindings = values.bindings
+        self.parent = values.parent
+        self.source_order = values.source_order
+        self._values_of = values.values_of
+        self._module_path = values.module_path
+        self._torch_names = values.torch_names
+        self._legacy_alias = values.legacy_alias
         self._depth = 0
 
     # -- the questions ----------------------------------------------------------------------------
@@ -148,24 +148,6 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
         short = {q.rpartition(".")[2] for q in torch_names}
         return not (short & (NOT_PURE_TORCH | SELF_RETURNING) or any(in_place(n) for n in short))
 
-    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        if self._parents is None:
-            found: dict[int, cst.CSTNode] = {}
-            order: dict[int, int] = {id(self.module): 0}
-            for above in traversal.walk(self.module):
-                for child in traversal.children(above):
-                    found[id(child)] = above
-                    order[id(child)] = len(order)
-            self._parents, self._order = found, order
-        return self._parents.get(id(node))
-
-    def source_order(self, node: cst.CSTNode) -> int:
-        """Where ``node`` comes in a walk of the module: binding sets arrive in the order of
-        memory addresses, and the proofs (the depth limit, which message comes first) must not
-        depend on that."""
-        self.parent(node)
-        return self._order.get(id(node), len(self._order))
-
     # -- expressions ------------------------------------------------------------------------------
     def _expr(self, expr: cst.BaseExpression) -> str | None:
         if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Ellipsis)):
@@ -198,7 +180,7 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
         attr = expr.attr.value
         if self._module_path(expr):
             return None if self._plain_module_value(expr) else f"`{_nodes.code_of(expr)}` is a module's value this file does not show"
-        if attr == "data" and may_be_packed(self, expr.value):
+        if attr == "data" and may_be_packed(self.values, expr.value):
             return f"`{_nodes.code_of(expr)}` may be a `PackedSequence`'s data, which can require grad (this file packs sequences)"
         if attr in ("data", "shape", "dtype", "device", "is_cuda", "requires_grad", "ndim"):
             return None
@@ -271,24 +253,6 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
             return self.missing(call.args[0].value)  # the rest: sizes, dims, indices
         return self.args_missing(call)
 
-    def _legacy_alias(self, func: cst.BaseExpression) -> set[str]:
-        """``Tensor`` every binding of which is ``Tensor = torch.cuda.FloatTensor if c else
-        torch.FloatTensor`` (TFD008's alias): the legacy types it may be; empty otherwise."""
-        found: set[str] = set()
-        nodes = [getattr(b, "node", None) for b in self.bindings(func.value, func)] if isinstance(func, cst.Name) else []
-        for node in nodes:
-            owner = binding_owner(node, self.parent) if node is not None else None
-            statement = owner[0] if owner is not None else None
-            if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1 and statement.targets[0].target is node
-                    and isinstance(statement.value, cst.IfExp)):
-                return set()
-            for choice in (statement.value.body, statement.value.orelse):
-                names = self._torch_names(choice)
-                if torch_api.legacy_tensor_type(names) is None or len(names) != 1:
-                    return set()
-                found |= names
-        return found
-
     def args_missing(self, call: cst.Call) -> str | None:
         return _first(self.missing(a.value) for a in call.args if a.keyword is None or a.keyword.value != "out")
 
@@ -296,53 +260,19 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
         names = self.names(func)
         return bool(names) and names <= {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
 
-    def _torch_names(self, func: cst.BaseExpression) -> set[str]:
-        """The ``torch.<x>`` / ``torch.nn.functional.<x>`` / ``torch.cuda.<X>Tensor`` names of
-        ``func`` (a function of the torch module, not a method); empty otherwise."""
-        found = set()
-        for q in self.names(func):
-            parts = q.split(".")
-            if parts[0] != "torch":
-                continue
-            if len(parts) == 2 or parts[1:-1] in (["nn", "functional"], ["cuda"]):
-                found.add(q)
-        return found
-
     # -- names ----------------------------------------------------------------------------------
     def _name(self, read: cst.Name) -> str | None:
-        bindings = [b for b in self.bindings(read.value, read) if getattr(b, "node", None) is not None]
-        if not bindings:
-            return f"`{read.value}` is not bound in this file"
-        nodes = sorted((b.node for b in bindings), key=self.source_order)
-        where = scope_of(read, self.parent)
-        scopes = {id(scope_of(n, self.parent)) for n in nodes}
-        if len(scopes) != 1:
-            return f"`{read.value}` is bound in several scopes"
-        scope = scope_of(nodes[0], self.parent)
-        if isinstance(scope, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-            reaching = nodes  # a comprehension's own target
-        elif scope is where or (isinstance(where, (cst.ListComp, cst.SetComp, cst.DictComp)) and scope_of(where, self.parent) is scope):
-            reaching = self._reaching(scope, read, nodes)
-            if reaching is None:
-                return f"where `{read.value}` was last bound cannot be told"
-            if not reaching:
-                return f"`{read.value}` may be unbound here"
-        elif isinstance(scope, cst.Module) and isinstance(where, cst.FunctionDef):
-            reaching = nodes  # a module-level name read in a function: any of its bindings
-        else:
-            return f"`{read.value}` comes from an enclosing scope"
-        return _first(self._binding(read.value, n) for n in reaching) or self._changes(read.value, scope, None if reaching is nodes else (read, reaching))
+        reach = self.values.reach(read)
+        if reach.why is not None:
+            return reach.why
+        flow = None if reach.whole else (read, list(reach.bindings))
+        return _first(self._binding(read.value, n) for n in reach.bindings) or self._changes(read.value, reach.scope, flow)
 
     def _changes(self, name: str, scope: cst.CSTNode, flow: tuple[cst.Name, list[cst.CSTNode]] | None) -> str | None:
         """A change in place of what ``name`` holds in ``scope`` at the read of ``flow`` (assumed
         none while checked: an assumption the proof memory tracks like the others)."""
         key = ("changes", id(scope), name, flow_key(self, flow))
         return self.prove(key, lambda: changes_of(self, name, scope, flow if key[-1] is not None else None))
-
-    def _reaching(self, scope: cst.CSTNode, read: cst.Name, nodes: list[cst.CSTNode]) -> list[cst.CSTNode] | None:
-        if isinstance(scope, (cst.Module, cst.FunctionDef)):
-            return reaching_bindings(scope, read.value, nodes, read, self.parent)
-        return None
 
     def _plain_module_value(self, expr: cst.BaseExpression) -> bool:
         """``torch.float32``, ``torch.FloatTensor``, ``np.newaxis``, ``math.pi``: no tensor."""
@@ -353,142 +283,20 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
             return False
         return bool(self.names(expr))
 
-    def _module_path(self, expr: cst.BaseExpression) -> bool:
-        """``torch.utils.data``, ``np.random``: a dotted name rooted in an import."""
-        while isinstance(expr, cst.Attribute):
-            expr = expr.value
-        if not isinstance(expr, cst.Name):
-            return False
-        found = self.bindings(expr.value, expr)
-        return bool(found) and all(isinstance(getattr(b, "node", None), (cst.Import, cst.ImportFrom)) for b in found)
-
     def _binding(self, name: str, node: cst.CSTNode) -> str | None:
         """Why the value bound at ``node`` may require grad (None: it cannot)."""
-        if isinstance(node, cst.Param):
-            function = self._function_of(node)
-            return f"`{name}` is a parameter of `{function}`"
-        owner = binding_owner(node, self.parent)
-        if owner is None:
-            return f"`{name}` is bound where its value is not shown"
-        statement = owner[0]
-        return self.prove(("binding", id(node)), lambda: self._binding_value(name, node, statement))
+        bound = self.values.bound(node)
+        if bound.kind in (PARAM, OTHER):
+            return bound.why
+        return self.prove(("binding", id(node)), lambda: self._binding_value(name, node))
 
-    def _binding_value(self, name: str, node: cst.CSTNode, statement: cst.CSTNode) -> str | None:
-        above = self.parent(node)
-        if isinstance(above, cst.NamedExpr) and above.target is node:
-            return self.missing(above.value)
-        comp = self._comp_for_of(node)
-        if comp is not None:
-            return self.elements_missing(comp.iter, name)
-        if isinstance(statement, cst.Assign):
-            for target in statement.targets:
-                value = _part_of(target.target, node, statement.value)
-                if value is not None:
-                    return self.missing(value)
-            return f"`{name}` is unpacked from a value this file does not show"
-        if isinstance(statement, cst.AnnAssign) and statement.value is not None:
-            return self.missing(statement.value)
-        if isinstance(statement, cst.AugAssign):
-            return self.missing(statement.value) or (self._name(node) if isinstance(node, cst.Name) else "?")
-        if isinstance(statement, cst.For):
-            return self.elements_missing(statement.iter, name)
-        if isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom)):
-            return f"`{name}` is not bound to a tensor here"
-        return f"`{name}` is bound by a `{type(statement).__name__}` statement"
-
-    def _comp_for_of(self, node: cst.CSTNode) -> cst.CompFor | None:
-        child, above = node, self.parent(node)
-        while above is not None and not isinstance(above, cst.BaseStatement):
-            if isinstance(above, cst.CompFor) and child is above.target:
-                return above
-            child, above = above, self.parent(above)
-        return None
-
-    def _function_of(self, node: cst.CSTNode) -> str:
-        above = self.parent(node)
-        while above is not None and not isinstance(above, cst.FunctionDef):
-            above = self.parent(above)
-        return above.name.value if isinstance(above, cst.FunctionDef) else "a lambda"
-
-    def _values_of(self, expr: cst.BaseExpression) -> Iterator[cst.BaseExpression | None]:
-        """What ``expr`` may be: itself, or for a name the values of the bindings reaching it
-        (None for a binding that is no plain assignment)."""
-        if not isinstance(expr, cst.Name):
-            yield expr
-            return
-        bindings = sorted((b.node for b in self.bindings(expr.value, expr) if getattr(b, "node", None) is not None), key=self.source_order)
-        scope = scope_of(expr, self.parent)
-        if not bindings:
-            yield None
-            return
-        homes = {id(scope_of(n, self.parent)) for n in bindings}
-        if homes == {id(scope)}:
-            reaching = self._reaching(scope, expr, bindings)
-        elif len(homes) == 1 and isinstance(scope_of(bindings[0], self.parent), cst.Module):
-            reaching = bindings
-        else:
-            reaching = None
-        if not reaching:
-            yield None
-            return
-        for node in reaching:
-            owner = binding_owner(node, self.parent)
-            statement = owner[0] if owner is not None else None
-            if isinstance(statement, cst.Assign) and len(statement.targets) == 1 and statement.targets[0].target is node:
-                yield statement.value
-            else:
-                yield None
-
-
-def scope_of(node: cst.CSTNode, parent) -> cst.CSTNode:  # noqa: ANN001
-    """The function, lambda, class, comprehension or module whose scope ``node`` is evaluated in
-    (a decorator, default or base counts for the scope around; so does a comprehension's first
-    iterable)."""
-    if isinstance(node, cst.Param):
-        above = parent(node)
-        while above is not None and not isinstance(above, (cst.FunctionDef, cst.Lambda)):
-            above = parent(above)
-        return above if above is not None else node
-    child, above = node, parent(node)
-    while above is not None:
-        if isinstance(above, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is above.body:
-            return above
-        if isinstance(above, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-            first = above.for_in
-            if not (child is first and _is_first_iter(node, first, parent)):
-                return above
-        child, above = above, parent(above)
-    return child
-
-
-def _is_first_iter(node: cst.CSTNode, first: cst.CompFor, parent) -> bool:  # noqa: ANN001
-    while node is not None and node is not first:
-        if node is first.iter:
-            return True
-        node = parent(node)
-    return False
-
-
-def _part_of(target: cst.BaseExpression, node: cst.CSTNode, value: cst.BaseExpression) -> cst.BaseExpression | None:
-    """The part of ``value`` that ``node`` (inside assignment target ``target``) is bound to:
-    element-wise through tuple/list literals of the same length, else the whole value (its
-    parts are grad-free when it is). None when ``node`` is not in ``target``."""
-    if target is node:
-        return value
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for index, element in enumerate(target.elements):
-            inner = element.value
-            if isinstance(element, cst.StarredElement):
-                inner = element.value
-            same_shape = (
-                isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements)
-                and not any(isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements))
-            )
-            part = value.elements[index].value if same_shape else value
-            found = _part_of(inner, node, part)
-            if found is not None:
-                return found
-    return None
+    def _binding_value(self, name: str, node: cst.CSTNode) -> str | None:
+        bound = self.values.bound(node)
+        if bound.kind == ITEM:
+            return self.elements_missing(bound.value, name)
+        if bound.kind == AUGMENTED:
+            return self.missing(bound.value) or (self._name(node) if isinstance(node, cst.Name) else "?")
+        return self.missing(bound.value)
 
 
 def _first(found: Iterator[str | None] | Sequence[str | None]) -> str | None:

@@ -25,8 +25,8 @@ from torchfix_device.facts.grad import (
     SELF_RETURNING,
     SHAPE_METHODS,
     GradEvidence,
-    scope_of,
 )
+from torchfix_device.facts.values import scope_of
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.facts.in_place import aliases, changes_of, in_place, index_of

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from torchfix_device.syntax import nodes
-from torchfix_device.syntax import traversal
 from torchfix_device.syntax.try_handlers import telling_handler
 from torchfix_device.codemods.cuda_call.guards import rebinds
-from torchfix_device.facts.receivers import bound_values
+from torchfix_device.facts import values as facts_values
+from torchfix_device.facts.kinds import bound_values
 
 if TYPE_CHECKING:
     from torchfix_device.codemods.base import Codemod
@@ -61,9 +61,9 @@ def index_evidence(codemod: "Codemod", call: cst.Call, index: cst.BaseExpression
         subject = what if what.startswith("`") else f"`{shown}` is {what}"
         return UNKNOWN, f"{subject}, not an int GPU index"
     if isinstance(index, cst.Name):
-        values = bound_values(codemod, index, _plain_assignments(codemod))
+        values = bound_values(facts_values.of(codemod), index)
         if values and all(is_int_literal(v) for v in values):
-            return INT, f"every binding of `{shown}` in its scope assigns an int literal"
+            return INT, f"every binding of `{shown}` that reaches here assigns an int literal"
         if values is not None and any(_not_an_index(v) is not None for v in values):
             return UNKNOWN, f"`{shown}` is bound to a non-int on some path"
     guard = _comparing_guard(codemod, call, index)
@@ -88,25 +88,6 @@ def _not_an_index(value: cst.BaseExpression) -> str | None:
     if isinstance(value, cst.Call) and (nodes.dotted_name(value.func) or "").rpartition(".")[2] == "device":
         return "a `torch.device`"
     return None
-
-
-def _plain_assignments(codemod: "Codemod") -> dict[int, cst.BaseExpression]:
-    """Assigned ``Name`` (by id) → value, for ``=`` and annotated assignments only (``x /= 2``
-    makes an int a float)."""
-    module = codemod.visited_module
-    known = getattr(codemod, "_plain_assigned", None)
-    if known is None or known[0] is not module:
-        values: dict[int, cst.BaseExpression] = {}
-        for node in traversal.walk_statements(module):
-            if isinstance(node, cst.Assign):
-                for t in node.targets:
-                    if isinstance(t.target, cst.Name):
-                        values[id(t.target)] = node.value
-            elif isinstance(node, cst.AnnAssign) and node.value is not None and isinstance(node.target, cst.Name):
-                values[id(node.target)] = node.value
-        known = (module, values)
-        codemod._plain_assigned = known  # type: ignore[attr-defined]
-    return known[1]
 
 
 def _comparing_guard(codemod: "Codemod", call: cst.Call, index: cst.BaseExpression) -> str | None:

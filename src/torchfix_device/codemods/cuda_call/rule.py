@@ -15,7 +15,7 @@ from torchfix_device.codemods.cuda_call.guards import (
 )
 from torchfix_device.codemods.cuda_call.flag_guards import FlagGuards
 from torchfix_device.codemods.cuda_call.cuda_only import cuda_only_calls
-from torchfix_device.facts.receivers import OWN, moves_itself
+from torchfix_device.facts.kinds import OWN, moves_itself
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.devices.source import DeviceExpr, NoDevice
 

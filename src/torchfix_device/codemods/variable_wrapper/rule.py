@@ -9,12 +9,12 @@ from torchfix_device.syntax import imports
 from torchfix_device.syntax import nodes
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.codemods.base import Codemod
-from torchfix_device.codemods.variable_wrapper.any_node_names import AnyNodeNames
+from torchfix_device.facts import values as facts_values
 from torchfix_device.codemods.variable_wrapper.exact_detach import unwrapped_without_evidence
 from torchfix_device.facts.grad_changes import changed_in_place, refill_line
 from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.codemods.variable_wrapper.no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop, volatile_note
-from torchfix_device.facts.tensors import is_tensor
+from torchfix_device.facts.kinds import is_tensor
 from torchfix_device.codemods.variable_wrapper.import_removal import VariableImportTracking
 from torchfix_device.codemods.variable_wrapper.star_doubts import StarImportReview, spelt_variable
 from torchfix_device.codemods.variable_wrapper.shapes import (
@@ -273,7 +273,7 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         evidence = self._evidence()
         if requires is None:
             receiver = data_receiver(data) if data_receiver(given) is not None else None
-            if receiver is not None and is_tensor(evidence, cst.ensure_type(given, cst.Attribute).value):
+            if receiver is not None and is_tensor(evidence.values, cst.ensure_type(given, cst.Attribute).value):
                 return method_call(receiver, ("detach", [])), "`.detach()`", None
             if receiver is not None:  # exactly what ``Variable`` did, for any object with a ``.data``
                 shown = f"`.data.detach()` (`{nodes.code_of(receiver)}.detach()` only where it is a tensor: nothing here shows it is)"
@@ -335,20 +335,16 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
 
     def _evidence(self) -> GradEvidence:
         if self._grad_evidence is None:
-            evidence = GradEvidence(self.visited_module, self._names_anywhere, self._bindings_anywhere)
-            self._any_node_names = AnyNodeNames(self, self.visited_module, evidence.parent)
-            self._grad_evidence = evidence
+            self._grad_evidence = GradEvidence(facts_values.of(self))
         return self._grad_evidence
 
     def _names_anywhere(self, node: cst.CSTNode) -> set[str]:
         """libcst's qualified names of any node of the module (the engine's own answers hold
         for the statement being visited only)."""
-        self._evidence()
-        return self._any_node_names.qualified_names(node)
+        return facts_values.of(self).names(node)
 
     def _bindings_anywhere(self, name: str, node: cst.CSTNode) -> set[object]:
-        self._evidence()
-        return self._any_node_names.bindings(name, node)
+        return facts_values.of(self).bindings(name, node)
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine

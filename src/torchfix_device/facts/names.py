@@ -1,8 +1,8 @@
 """libcst's answers about names, for any node of a module, without its whole-file analysis.
 
-The evidence of TFD009 (:mod:`._grad_evidence`) asks about names anywhere in the file (the
-module-level ``DataLoader`` a function's loop reads), not only in the statement being visited,
-where the engine's own shortcuts hold. libcst's whole-file ``QualifiedNameProvider`` and
+The facts about values (:mod:`torchfix_device.facts.values`) ask about names anywhere in the
+file (the module-level ``DataLoader`` a function's loop reads), not only in the statement being
+visited, where the engine's own shortcuts hold. libcst's whole-file ``QualifiedNameProvider`` and
 ``ScopeProvider`` cost more than the rest of the run on a large file, so :class:`AnyNodeNames`
 answers qualified names from the codemod's own question where it holds (a node in the function
 being visited, or a module-level node asked ``in_module_scope``), and otherwise, bindings
@@ -23,7 +23,7 @@ checked against it.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
 from libcst.metadata.scope_provider import BuiltinAssignment, ImportAssignment
@@ -35,9 +35,11 @@ from torchfix_device.syntax import qualified_names as fast_names
 from torchfix_device.syntax import scopes
 
 from torchfix_device.facts import star_names
-from torchfix_device.codemods.base import Codemod
 from torchfix_device.syntax.module_bindings import ModuleBinding, ModuleBindings, module_bindings
 from torchfix_device.syntax.qualified_names import BUILTIN_NAMES, CHECK_FAST_NAMES
+
+if TYPE_CHECKING:
+    from torchfix_device.syntax.lookup import CodemodView
 
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
@@ -45,7 +47,7 @@ SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, 
 class AnyNodeNames:
     """``bindings(name, node)`` and ``qualified_names(node)`` for any node of ``module``."""
 
-    def __init__(self, codemod: Codemod, module: cst.Module, parent: Callable[[cst.CSTNode], "cst.CSTNode | None"]) -> None:
+    def __init__(self, codemod: "CodemodView", module: cst.Module, parent: Callable[[cst.CSTNode], "cst.CSTNode | None"]) -> None:
         self.codemod = codemod
         self.module = module
         self.parent = parent
@@ -54,10 +56,10 @@ class AnyNodeNames:
         self._outermost: dict[int, tuple[cst.CSTNode | None, bool]] = {}
 
     def _exact_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
-        return Codemod.bindings_visible_at(self.codemod, name, node)
+        return self.codemod.exact_bindings(name, node)
 
     def _exact_names(self, node: cst.CSTNode) -> set[str]:
-        return Codemod._plain_qualified_names(self.codemod, node)
+        return self.codemod.exact_qualified_names(node)
 
     def _visited(self, outermost: cst.CSTNode | None) -> bool:
         """``outermost`` is the function the codemod is visiting: its own answers hold there."""

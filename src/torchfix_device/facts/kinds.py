@@ -1,0 +1,296 @@
+"""What kind of value an expression is: a tensor, or an object of a project class that moves
+itself. One of the facts about values (:mod:`torchfix_device.facts`), on the module's shared
+resolution of names (:mod:`.values`).
+
+**A tensor, provably.** ``Variable(t)`` gives a new tensor that shares ``t``'s storage and needs
+no grad: for any object ``h`` whose ``.data`` is a tensor, ``Variable(h.data)`` is exactly
+``h.data.detach()``; ``h.detach()`` is the same only where ``h`` is a tensor (a
+``PackedSequence`` has a ``.data`` tensor but no ``.detach()``). :func:`is_tensor` says so on
+this evidence, from this file alone:
+
+- a guard around the use that says so: the true branch of ``if isinstance(h, Variable):``
+  (``torch.Tensor``, ``nn.Parameter``, a tuple of these), ``type(h) == Variable`` /
+  ``type(h) is Variable``, ``torch.is_tensor(h)``, where the branch does not bind ``h`` again;
+- a value made by torch: ``Variable(...)``, ``nn.Parameter(...)``, a torch function that
+  returns one tensor (a factory, ``torch.from_numpy``, ``torch.cat``, ...), a tensor method
+  that returns one tensor called on such a value;
+- a name every binding of which that may reach the read is such a value.
+
+A parameter, a module's output (an RNN returns a tuple), a project call: no evidence. In a file
+that packs sequences, ``x.data`` may be a ``PackedSequence``'s, which can require grad
+(:func:`may_be_packed`). :func:`uses_show_a_tensor` tells from how a method uses a parameter
+that it is a tensor (a tuple it unpacks is not).
+
+**An object that moves itself.** :func:`moves_itself`: may the receiver of a ``.cuda()`` /
+``.to()`` be an instance of a project class with its own ``cuda()``/``to()`` (which need not
+return it)? ``storage.cuda()`` on such an object is not ``storage = storage.to(device)``. The
+classes are those the file reaches by import (``CodemodView.own_move_classes``,
+:mod:`.project_classes`) and its own:
+
+- :data:`OWN`: it is bound to a call of such a class (``s = RolloutStorage(...)``, ``self.s =
+  RolloutStorage(...)`` in its class): the move is left for manual review;
+- :data:`UNKNOWN`: such classes exist and nothing shows what it is (a parameter, an item): the
+  fix needs ``--unsafe-fixes``;
+- None: no such class exists, or every binding is a torch object, a move of one, or an instance
+  of another class.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from torchfix_device.facts import values as facts_values
+from torchfix_device.facts.project_classes import TEXT_MARKERS, classes_in
+from torchfix_device.facts.values import VALUE, ModuleValues
+from torchfix_device.syntax import nodes
+from torchfix_device.syntax import traversal
+from torchfix_device.syntax.bindings import names_bound_by
+
+if TYPE_CHECKING:
+    from torchfix_device.syntax.lookup import CodemodView
+
+TENSOR_CLASSES = frozenset({
+    "torch.Tensor", "torch.autograd.Variable", "torch.autograd.variable.Variable",
+    "torch.nn.Parameter", "torch.nn.parameter.Parameter",
+})
+MAKERS = frozenset({
+    "torch.autograd.Variable", "torch.autograd.variable.Variable", "torch.nn.Parameter",
+    "torch.nn.parameter.Parameter", "torch.Tensor",
+})
+TORCH_FUNCTIONS = frozenset({
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
+    "linspace", "logspace", "eye", "tensor", "as_tensor", "from_numpy", "zeros_like", "ones_like",
+    "empty_like", "full_like", "rand_like", "randn_like", "cat", "stack", "matmul", "mm", "bmm",
+    "exp", "log", "sigmoid", "tanh", "relu", "softmax", "log_softmax", "sum", "mean", "abs",
+    "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor",
+})
+"""``torch.<name>`` functions (and legacy constructors) whose result is one tensor."""
+TENSOR_METHODS = frozenset({
+    "view", "reshape", "expand", "expand_as", "view_as", "repeat", "permute", "transpose", "t",
+    "unsqueeze", "squeeze", "contiguous", "clone", "detach", "float", "double", "half", "long",
+    "int", "byte", "bool", "cuda", "cpu", "type_as", "new", "new_zeros", "new_ones", "new_full",
+    "new_empty", "new_tensor", "fill_", "zero_", "normal_", "uniform_", "mul", "add", "sub",
+    "div", "sum", "mean", "exp", "log", "abs", "sigmoid", "tanh",
+})
+"""Tensor methods whose result, called on a tensor, is one tensor."""
+MAX_DEPTH = 12
+PACKING = frozenset({"pack_padded_sequence", "pack_sequence", "PackedSequence"})
+
+
+def is_tensor(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """True where ``expr`` is provably a tensor when it is evaluated (see the module docstring)."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Name) and _guarded(values, expr):
+        return True
+    if isinstance(expr, cst.Name):
+        found = list(values.values_of(expr))
+        return bool(found) and all(v is not None and v is not expr and is_tensor(values, v, depth + 1) for v in found)
+    if not isinstance(expr, cst.Call):
+        return False
+    names = values.names(expr.func)
+    if names and names <= MAKERS:
+        return True
+    torch_names = values.torch_names(expr.func)
+    if torch_names:
+        return {q.rpartition(".")[2] for q in torch_names} <= TORCH_FUNCTIONS and not names - torch_names
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in TENSOR_METHODS and not values.module_path(expr.func):
+        return is_tensor(values, expr.func.value, depth + 1)
+    return False
+
+
+def may_be_packed(values: "ModuleValues", receiver: cst.BaseExpression) -> bool:
+    """Whether ``receiver.data`` may be a ``PackedSequence``'s data: the file packs sequences and
+    nothing shows ``receiver`` is a tensor."""
+    packs = values.facets.get("packs sequences")
+    if packs is None:  # one walk per module version
+        packs = values.facets["packs sequences"] = any(
+            isinstance(node, cst.Name) and node.value in PACKING for node in traversal.walk(values.module)
+        )
+    return packs and not is_tensor(values, receiver)
+
+
+def _guarded(values: "ModuleValues", name: cst.Name) -> bool:
+    """``name`` is read in the true branch of a test that says it is a tensor, and that branch
+    does not bind it again."""
+    child: cst.CSTNode = name
+    above = values.parent(name)
+    while above is not None and not isinstance(above, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Module)):
+        if isinstance(above, cst.If) and child is above.body and _says_tensor(values, above.test, name.value):
+            return not _binds(above.body, name.value)
+        if isinstance(above, cst.IfExp) and child is above.body and _says_tensor(values, above.test, name.value):
+            return True
+        child, above = above, values.parent(above)
+    return False
+
+
+def _says_tensor(values: "ModuleValues", test: cst.BaseExpression, name: str) -> bool:
+    if isinstance(test, cst.Call) and len(test.args) == 2 and not any(a.keyword or a.star for a in test.args):
+        if not _is_name(test.args[0].value, name) or values.names(test.func) != {"builtins.isinstance"}:
+            return False
+        classes = test.args[1].value
+        parts = [e.value for e in classes.elements] if isinstance(classes, cst.Tuple) else [classes]
+        return all(_is_tensor_class(values, p) for p in parts)
+    if isinstance(test, cst.Call) and len(test.args) == 1 and not (test.args[0].keyword or test.args[0].star):
+        return _is_name(test.args[0].value, name) and values.names(test.func) == {"torch.is_tensor"}
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator = test.comparisons[0].operator
+        left, right = test.left, test.comparisons[0].comparator
+        if not isinstance(operator, (cst.Equal, cst.Is)):
+            return False
+        for typed, cls in ((left, right), (right, left)):
+            if (
+                isinstance(typed, cst.Call)
+                and len(typed.args) == 1
+                and not (typed.args[0].keyword or typed.args[0].star)
+                and _is_name(typed.args[0].value, name)
+                and values.names(typed.func) == {"builtins.type"}
+                and _is_tensor_class(values, cls)
+            ):
+                return True
+    return False
+
+
+def _is_tensor_class(values: "ModuleValues", expr: cst.BaseExpression) -> bool:
+    names = values.names(expr)
+    return bool(names) and names <= TENSOR_CLASSES
+
+
+def _is_name(expr: cst.BaseExpression, name: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == name
+
+
+def _binds(body: cst.CSTNode, name: str) -> bool:
+    """Whether anything in ``body`` may bind ``name`` (an assignment, a loop or ``with`` target,
+    a walrus, an import, ``global``, a nested definition, ``del``)."""
+    for node in traversal.walk(body):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node.name.value == name:
+            return True
+        if isinstance(node, (cst.AugAssign, cst.Del)):
+            if any(isinstance(n, cst.Name) and n.value == name for n in traversal.walk(node.target)):
+                return True
+        elif name in names_bound_by(node):
+            return True
+    return False
+
+
+OWN = "own"
+UNKNOWN = "unknown"
+_OTHER = "other"
+SAME_KIND_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "long", "int", "type", "detach", "clone", "contiguous", "eval", "train"})
+"""Methods of tensors and modules returning an object of the same kind (a move of it)."""
+
+
+def moves_itself(codemod: "CodemodView", receiver: cst.BaseExpression) -> tuple[str, str] | None:
+    """(:data:`OWN` or :data:`UNKNOWN`, the classes concerned) for a move on ``receiver``, or
+    None when it is not in doubt (see the module docstring)."""
+    classes = codemod.own_move_classes | _local_classes(codemod)
+    if not classes:
+        return None
+    kind, name = _kind(codemod, receiver, classes, frozenset())
+    if kind == OWN:
+        return OWN, name
+    if kind == UNKNOWN:
+        return UNKNOWN, ", ".join(f"`{c}`" for c in sorted(classes))
+    return None
+
+
+def _local_classes(codemod: "CodemodView") -> frozenset[str]:
+    values = facts_values.of(codemod)
+    known = values.facets.get("own move classes here")
+    if known is None:
+        code = getattr(codemod, "source_code", None)
+        known = values.facets["own move classes here"] = (
+            classes_in(code) if code is not None and any(m in code for m in TEXT_MARKERS) else frozenset()
+        )
+    return known
+
+
+def _kind(codemod: "CodemodView", expr: cst.BaseExpression, classes: frozenset[str], seen: frozenset[str]) -> tuple[str, str]:
+    if isinstance(expr, cst.Call):
+        return _call_kind(codemod, expr, classes, seen)
+    if isinstance(expr, cst.Name):
+        if expr.value in seen:
+            return _OTHER, ""
+        found = bound_values(facts_values.of(codemod), expr)
+        if found is None:
+            return UNKNOWN, ""
+        return _combine([_kind(codemod, v, classes, seen | {expr.value}) for v in found])
+    if m_self_attribute(expr):
+        attr = cst.ensure_type(expr, cst.Attribute).attr.value
+        if "self." + attr in seen:
+            return _OTHER, ""
+        found = _self_attribute_values(facts_values.of(codemod), expr, attr)
+        if not found:
+            return UNKNOWN, ""
+        return _combine([_kind(codemod, v, classes, seen | {"self." + attr}) for v in found])
+    return UNKNOWN, ""
+
+
+def _call_kind(codemod: "CodemodView", call: cst.Call, classes: frozenset[str], seen: frozenset[str]) -> tuple[str, str]:
+    spelt = nodes.dotted_name(call.func) or ""
+    last = spelt.rpartition(".")[2]
+    if last in classes:
+        return OWN, last
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in SAME_KIND_METHODS:
+        return _kind(codemod, call.func.value, classes, seen)
+    if any(q.startswith("torch.") for q in codemod.qualified_names(call.func)):
+        return _OTHER, ""
+    if isinstance(call.func, cst.Name) and call.func.value in _local_class_names(codemod):
+        return _OTHER, ""  # an instance of a class of this file without its own move
+    return UNKNOWN, ""
+
+
+def _local_class_names(codemod: "CodemodView") -> frozenset[str]:
+    values = facts_values.of(codemod)
+    known = values.facets.get("class names")
+    if known is None:
+        known = values.facets["class names"] = frozenset(
+            n.name.value for n in traversal.walk_statements(values.module) if isinstance(n, cst.ClassDef)
+        )
+    return known
+
+
+def _combine(kinds: list[tuple[str, str]]) -> tuple[str, str]:
+    for wanted in (OWN, UNKNOWN):
+        for kind in kinds:
+            if kind[0] == wanted:
+                return kind
+    return _OTHER, ""
+
+
+def bound_values(values: ModuleValues, name: cst.Name) -> list[cst.BaseExpression] | None:
+    """The values the bindings of ``name`` that may reach this read assign (``name = value``,
+    ``name: T = value``, a part of a literal tuple); None when one of them is something else (a
+    parameter, a loop target, an import, ``+=``, unpacking) or where that cannot be told."""
+    reach = values.reach(name)
+    if reach.why is not None or not reach.bindings:
+        return None
+    found = []
+    for node in reach.bindings:
+        bound = values.bound(node)
+        if bound.kind != VALUE:
+            return None
+        found.append(bound.value)
+    return found
+
+
+def _self_attribute_values(values: ModuleValues, expr: cst.CSTNode, attr: str) -> list[cst.BaseExpression]:
+    """The values assigned to ``self.<attr>`` in the class around ``expr``."""
+    cls = values.enclosing(expr, cst.ClassDef)
+    if cls is None:
+        return []
+    found = []
+    for node in traversal.walk(cls):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and m_self_attribute(node.targets[0].target, attr):
+            found.append(node.value)
+    return found
+
+
+def m_self_attribute(node: cst.CSTNode, attr: str | None = None) -> bool:
+    """``self.<attr>`` (any attribute when ``attr`` is None)."""
+    return (
+        isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+        and (attr is None or node.attr.value == attr)
+    )

@@ -1,0 +1,329 @@
+"""What names hold, for the facts about values: one resolution of a module, shared by every fact.
+
+Every question about a value (is it a tensor, may it require grad, is it 0-dim, is it on the
+CPU, may it be a project object that moves itself) comes to the same few questions about the
+code: what a name read at some place may hold (the bindings that reach the read, in the order
+the code runs: :mod:`.name_flow`), what a binding binds there (an assignment's value or a part
+of it, an item of what a loop or comprehension goes through, a parameter), what a module-level
+dotted name is (``torch.load`` for ``T.load``, star imports included: :mod:`.names`). This
+module answers them once per module version and keeps the answers; the facts
+(:mod:`.grad`, :mod:`.kinds`, :mod:`.sizes`, :mod:`.devices`) only say what each form of code
+means for their question. :func:`of` gives the one instance of a module version, shared by the
+codemods that run on it.
+
+Names and bindings are libcst's exact answers for any node of the module, given by the codemod
+that first asks (the engine's shortcuts where they hold). Code outside the file is not seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator
+
+import libcst as cst
+
+from torchfix_device import torch_api
+from torchfix_device.facts.name_flow import binding_owner, reaching_bindings
+from torchfix_device.facts.names import AnyNodeNames
+from torchfix_device.syntax import traversal
+
+if TYPE_CHECKING:
+    from torchfix_device.syntax.lookup import CodemodView
+
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What one binding of a name binds: ``value`` (an expression) for ``kind`` ``VALUE``; for
+    ``PART`` the value it is unpacked from (``a, b = pair``: a part of it, not it); the iterable
+    whose items it takes for ``ITEM`` (a loop or comprehension target); the function for
+    ``PARAM``; for ``AUGMENTED`` (``x += v``) the added value; else nothing shown (``why``)."""
+
+    kind: str
+    node: cst.CSTNode
+    value: Any = None
+    why: str | None = None
+
+
+VALUE, PART, ITEM, PARAM, AUGMENTED, OTHER = "value", "part", "item", "param", "augmented", "other"
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The bindings that may hold a name's value where it is read (``bindings``, in source
+    order), or why that cannot be told (``why``). ``whole`` when every binding of the name is
+    taken (a module-level name read in a function, a comprehension's own target)."""
+
+    bindings: tuple[cst.CSTNode, ...] = ()
+    scope: cst.CSTNode | None = None
+    why: str | None = None
+    whole: bool = False
+
+
+class ModuleValues:
+    """The shared resolution of one module version (see the module docstring)."""
+
+    def __init__(self, view: "CodemodView", module: cst.Module) -> None:
+        self.view = view
+        self.module = module
+        self._parents: dict[int, cst.CSTNode] | None = None
+        self._order: dict[int, int] = {}
+        self._names = AnyNodeNames(view, module, self.parent)
+        self._reach: dict[int, Reach] = {}
+        self._bound: dict[int, Bound] = {}
+        self.facets: dict[str, Any] = {}
+        """The facts computed on this module version, by name (:func:`facet`)."""
+
+    # -- the tree ---------------------------------------------------------------------------
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        if self._parents is None:
+            found: dict[int, cst.CSTNode] = {}
+            order: dict[int, int] = {id(self.module): 0}
+            for above in traversal.walk(self.module):
+                for child in traversal.children(above):
+                    found[id(child)] = above
+                    order[id(child)] = len(order)
+            self._parents, self._order = found, order
+        return self._parents.get(id(node))
+
+    def source_order(self, node: cst.CSTNode) -> int:
+        """Where ``node`` comes in a walk of the module (binding sets arrive in the order of
+        memory addresses: answers must not depend on that)."""
+        self.parent(node)
+        return self._order.get(id(node), len(self._order))
+
+    def enclosing(self, node: cst.CSTNode, kind: type | tuple[type, ...]) -> cst.CSTNode | None:
+        above = self.parent(node)
+        while above is not None and not isinstance(above, kind):
+            above = self.parent(above)
+        return above
+
+    # -- names ------------------------------------------------------------------------------
+    def names(self, node: cst.CSTNode) -> set[str]:
+        """The module objects ``node`` may name (libcst's qualified names, star imports included)."""
+        return self._names.qualified_names(node)
+
+    def bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
+        """libcst's bindings of ``name`` visible at ``node``."""
+        return self._names.bindings(name, node)
+
+    def torch_names(self, func: cst.BaseExpression) -> set[str]:
+        """The ``torch.<x>`` / ``torch.nn.functional.<x>`` / ``torch.cuda.<X>Tensor`` names of
+        ``func`` (a function of the torch module, not a method); empty otherwise."""
+        found = set()
+        for q in self.names(func):
+            parts = q.split(".")
+            if parts[0] == "torch" and (len(parts) == 2 or parts[1:-1] in (["nn", "functional"], ["cuda"])):
+                found.add(q)
+        return found
+
+    def module_path(self, expr: cst.BaseExpression) -> bool:
+        """``torch.utils.data``, ``np.random``: a dotted name rooted in an import."""
+        while isinstance(expr, cst.Attribute):
+            expr = expr.value
+        if not isinstance(expr, cst.Name):
+            return False
+        found = self.bindings(expr.value, expr)
+        return bool(found) and all(isinstance(getattr(b, "node", None), (cst.Import, cst.ImportFrom)) for b in found)
+
+    def legacy_alias(self, func: cst.BaseExpression) -> set[str]:
+        """``Tensor`` every binding of which is ``Tensor = torch.cuda.FloatTensor if c else
+        torch.FloatTensor``: the legacy types it may be; empty otherwise."""
+        found: set[str] = set()
+        if not isinstance(func, cst.Name):
+            return found
+        for binding in self.bindings(func.value, func):
+            node = getattr(binding, "node", None)
+            owner = binding_owner(node, self.parent) if node is not None else None
+            statement = owner[0] if owner is not None else None
+            if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1 and statement.targets[0].target is node
+                    and isinstance(statement.value, cst.IfExp)):
+                return set()
+            for choice in (statement.value.body, statement.value.orelse):
+                names = self.torch_names(choice)
+                if torch_api.legacy_tensor_type(names) is None or len(names) != 1:
+                    return set()
+                found |= names
+        return found
+
+    # -- what a name holds --------------------------------------------------------------------
+    def reach(self, read: cst.Name) -> Reach:
+        """The bindings of ``read.value`` that may hold its value at ``read`` (memoised)."""
+        known = self._reach.get(id(read))
+        if known is None:
+            known = self._reach[id(read)] = self._reaching(read)
+        return known
+
+    def _reaching(self, read: cst.Name) -> Reach:
+        bindings = [b for b in self.bindings(read.value, read) if getattr(b, "node", None) is not None]
+        if not bindings:
+            return Reach(why=f"`{read.value}` is not bound in this file")
+        nodes = tuple(sorted((b.node for b in bindings), key=self.source_order))
+        where = scope_of(read, self.parent)
+        homes = {id(home): home for home in (scope_of(n, self.parent) for n in nodes)}
+        if len(homes) != 1:
+            if any(isinstance(h, cst.Module) for h in homes.values()) and all(
+                isinstance(h, cst.Module) or (isinstance(h, cst.FunctionDef) and declares_global(h, read.value)) for h in homes.values()
+            ):
+                return Reach(nodes, self.module, whole=True)  # a global a function rebinds: any binding, any time
+            return Reach(why=f"`{read.value}` is bound in several scopes")
+        scope = scope_of(nodes[0], self.parent)
+        if isinstance(scope, COMPREHENSIONS):
+            return Reach(nodes, scope, whole=True)  # a comprehension's own target
+        if scope is where or (isinstance(where, (cst.ListComp, cst.SetComp, cst.DictComp)) and scope_of(where, self.parent) is scope):
+            reaching = reaching_bindings(scope, read.value, nodes, read, self.parent) if isinstance(scope, (cst.Module, cst.FunctionDef)) else None
+            if reaching is None:
+                return Reach(why=f"where `{read.value}` was last bound cannot be told")
+            if not reaching:
+                return Reach(why=f"`{read.value}` may be unbound here")
+            return Reach(tuple(reaching), scope)
+        if isinstance(scope, cst.Module) and isinstance(where, cst.FunctionDef):
+            return Reach(nodes, scope, whole=True)  # a module-level name read in a function: any binding
+        return Reach(why=f"`{read.value}` comes from an enclosing scope")
+
+    def bound(self, node: cst.CSTNode) -> Bound:
+        """What binding ``node`` binds (memoised)."""
+        known = self._bound.get(id(node))
+        if known is None:
+            known = self._bound[id(node)] = self._bind(node)
+        return known
+
+    def _bind(self, node: cst.CSTNode) -> Bound:
+        name = node.value if isinstance(node, cst.Name) else getattr(getattr(node, "name", None), "value", "it")
+        if isinstance(node, cst.Param):
+            function = self.enclosing(node, (cst.FunctionDef, cst.Lambda))
+            return Bound(PARAM, node, function, f"`{name}` is a parameter of `{function_name(function)}`")
+        above = self.parent(node)
+        if isinstance(above, cst.NamedExpr) and above.target is node:
+            return Bound(VALUE, node, above.value)
+        comp = self._comp_for_of(node)
+        if comp is not None:
+            return Bound(ITEM, node, comp.iter)
+        owner = binding_owner(node, self.parent)
+        if owner is None:
+            return Bound(OTHER, node, why=f"`{name}` is bound where its value is not shown")
+        statement = owner[0]
+        if isinstance(statement, cst.Assign):
+            for target in statement.targets:
+                found = part_of(target.target, node, statement.value)
+                if found is not None:
+                    value, exact = found
+                    return Bound(VALUE if exact else PART, node, value)
+            return Bound(OTHER, node, why=f"`{name}` is unpacked from a value this file does not show")
+        if isinstance(statement, cst.AnnAssign) and statement.value is not None:
+            return Bound(VALUE, node, statement.value)
+        if isinstance(statement, cst.AugAssign):
+            return Bound(AUGMENTED, node, statement.value)
+        if isinstance(statement, cst.For):
+            return Bound(ITEM, node, statement.iter)
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom)):
+            return Bound(OTHER, node, statement, why=f"`{name}` is not bound to a tensor here")
+        return Bound(OTHER, node, why=f"`{name}` is bound by a `{type(statement).__name__}` statement")
+
+    def _comp_for_of(self, node: cst.CSTNode) -> cst.CompFor | None:
+        child, above = node, self.parent(node)
+        while above is not None and not isinstance(above, cst.BaseStatement):
+            if isinstance(above, cst.CompFor) and child is above.target:
+                return above
+            child, above = above, self.parent(above)
+        return None
+
+    def values_of(self, expr: cst.BaseExpression) -> Iterator[cst.BaseExpression | None]:
+        """What ``expr`` may be: itself, or for a name the values of the plain assignments
+        reaching it (None for a binding that is no plain assignment, or where none is shown)."""
+        if not isinstance(expr, cst.Name):
+            yield expr
+            return
+        reach = self.reach(expr)
+        if reach.why is not None or not reach.bindings:
+            yield None
+            return
+        for node in reach.bindings:
+            owner = binding_owner(node, self.parent)
+            statement = owner[0] if owner is not None else None
+            if isinstance(statement, cst.Assign) and len(statement.targets) == 1 and statement.targets[0].target is node:
+                yield statement.value
+            else:
+                yield None
+
+    def function_of(self, node: cst.CSTNode) -> str:
+        return function_name(self.enclosing(node, cst.FunctionDef))
+
+
+def of(view: "CodemodView") -> ModuleValues:
+    """The :class:`ModuleValues` of the module ``view`` is visiting, one per module version,
+    shared by the codemods that run on it (through the engine's shared wrapper)."""
+    module = view.visited_module
+    shared = getattr(view, "shared", None)
+    memo = shared.facts if shared is not None else view.__dict__.setdefault("_facts_memo", {})
+    known = memo.get(id(module))
+    if known is None or known.module is not module:
+        known = memo[id(module)] = ModuleValues(view, module)
+    return known
+
+
+def declares_global(function: cst.FunctionDef, name: str) -> bool:
+    """Whether ``function`` declares ``name`` ``global`` (in its own body)."""
+    return any(
+        isinstance(node, cst.Global) and any(n.name.value == name for n in node.names)
+        for node in traversal.walk_statements(function.body)
+    )
+
+
+def function_name(function: cst.CSTNode | None) -> str:
+    return function.name.value if isinstance(function, cst.FunctionDef) else "a lambda"
+
+
+def scope_of(node: cst.CSTNode, parent) -> cst.CSTNode:  # noqa: ANN001
+    """The function, lambda, class, comprehension or module whose scope ``node`` is evaluated in
+    (a decorator, default or base counts for the scope around; so does a comprehension's first
+    iterable)."""
+    if isinstance(node, cst.Param):
+        above = parent(node)
+        while above is not None and not isinstance(above, (cst.FunctionDef, cst.Lambda)):
+            above = parent(above)
+        return above if above is not None else node
+    child, above = node, parent(node)
+    while above is not None:
+        if isinstance(above, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is above.body:
+            return above
+        if isinstance(above, COMPREHENSIONS):
+            first = above.for_in
+            if not (child is first and _is_first_iter(node, first, parent)):
+                return above
+        child, above = above, parent(above)
+    return child
+
+
+def _is_first_iter(node: cst.CSTNode, first: cst.CompFor, parent) -> bool:  # noqa: ANN001
+    while node is not None and node is not first:
+        if node is first.iter:
+            return True
+        node = parent(node)
+    return False
+
+
+def part_of(
+    target: cst.BaseExpression, node: cst.CSTNode, value: cst.BaseExpression
+) -> tuple[cst.BaseExpression, bool] | None:
+    """The part of ``value`` that ``node`` (inside assignment target ``target``) is bound to,
+    and whether exactly: element-wise through tuple/list literals of the same length (exact),
+    else the whole value it is unpacked from (not exact: a part of it). None when ``node`` is
+    not in ``target``."""
+    if target is node:
+        return value, True
+    if isinstance(target, (cst.Tuple, cst.List)):
+        same_shape = (
+            isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements)
+            and not any(isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements))
+        )
+        for index, element in enumerate(target.elements):
+            if same_shape:
+                found = part_of(element.value, node, value.elements[index].value)
+            else:
+                inner = part_of(element.value, node, value)
+                found = (inner[0], False) if inner is not None else None
+            if found is not None:
+                return found
+    return None
