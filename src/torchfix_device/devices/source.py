@@ -28,7 +28,8 @@ from torchfix_device.devices.choice import DeviceExpr, NoDevice
 from torchfix_device.devices.expression import device_expression_node, uses_torch
 from torchfix_device.devices.flag_binding import FlagAt, FlagBindings
 from torchfix_device.devices.module_device import ModuleMethodDevice
-from torchfix_device.torch_api import is_torch_module_class
+from torchfix_device.facts import kinds
+from torchfix_device.facts import values as facts_values
 
 if TYPE_CHECKING:
     from torchfix_device.syntax.lookup import CodemodView
@@ -37,7 +38,7 @@ DEVICE_NAMES = ("device", "DEVICE")
 FREE_NAME_CANDIDATES = ("device", "torch_device", "default_device", "device_")
 
 DEVICE_NAME = frozenset({"device"})
-__all__ = ["DEVICE_NAME", "DeviceExpr", "DeviceSource", "NoDevice", "is_torch_module_class"]
+__all__ = ["DEVICE_NAME", "DeviceExpr", "DeviceSource", "NoDevice"]
 
 
 class DeviceSource:
@@ -149,27 +150,7 @@ class DeviceSource:
 
     def module_classes(self) -> dict[int, cst.ClassDef]:
         """Classes of this file that subclass ``torch.nn`` classes, directly or through others."""
-        if self._module_classes is None:
-            classes = [n for n in traversal.walk_statements(self.module) if isinstance(n, cst.ClassDef)]
-            in_module_scope = {id(n) for n in traversal.module_scope_statements(self.module) if isinstance(n, cst.ClassDef)}
-            found: dict[int, cst.ClassDef] = {}
-            names: set[str] = set()
-            changed = True
-            while changed:
-                changed = False
-                for cls in classes:
-                    if id(cls) in found:
-                        continue
-                    for base in cls.bases:
-                        qualified = self.codemod.qualified_names(base.value, in_module_scope=id(cls) in in_module_scope)
-                        dotted = nodes.dotted_name(base.value)
-                        if any(is_torch_module_class(q) for q in qualified) or dotted in names:
-                            found[id(cls)] = cls
-                            names.add(cls.name.value)
-                            changed = True
-                            break
-            self._module_classes = found
-        return self._module_classes
+        return kinds.module_classes(facts_values.of(self.codemod))
 
     # -- everywhere else --------------------------------------------------------------------
     def _scoped_device(self, node: cst.CSTNode, chooses_location: bool = False, ignore_flag: bool = False) -> DeviceExpr | NoDevice:

@@ -46,6 +46,7 @@ from torchfix_device.facts.values import VALUE, ModuleValues
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.syntax.bindings import names_bound_by
+from torchfix_device.torch_api import is_torch_module_class
 
 if TYPE_CHECKING:
     from torchfix_device.syntax.lookup import CodemodView
@@ -294,3 +295,27 @@ def m_self_attribute(node: cst.CSTNode, attr: str | None = None) -> bool:
         isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
         and (attr is None or node.attr.value == attr)
     )
+
+
+def module_classes(values: ModuleValues) -> dict[int, cst.ClassDef]:
+    """Classes of the module that subclass ``torch.nn`` classes, directly or through others of
+    the module (memoised per module version)."""
+    known = values.facets.get("module classes")
+    if known is None:
+        classes = [n for n in traversal.walk_statements(values.module) if isinstance(n, cst.ClassDef)]
+        known = {}
+        names: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for cls in classes:
+                if id(cls) in known:
+                    continue
+                for base in cls.bases:
+                    if any(is_torch_module_class(q) for q in values.names(base.value)) or nodes.dotted_name(base.value) in names:
+                        known[id(cls)] = cls
+                        names.add(cls.name.value)
+                        changed = True
+                        break
+        values.facets["module classes"] = known
+    return known

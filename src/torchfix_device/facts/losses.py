@@ -1,25 +1,24 @@
 """Which calls are torch losses with a scalar reduction, and where a loss module is bound.
 
-Part of TFD006's evidence (:mod:`._scalar_evidence` builds on it): ``F.cross_entropy(...)`` and
-the other ``F.*_loss`` functions, ``nn.*Loss(...)`` constructors, neither with
+Part of the facts about a value's size (:mod:`.sizes` builds on it): ``F.cross_entropy(...)``
+and the other ``F.*_loss`` functions, ``nn.*Loss(...)`` constructors, neither with
 ``reduction="none"``, ``reduce=False`` nor anything by position that may be one of them; the
 call of a name bound to such a module (moved or not: a module's ``.cuda()``/``.to()`` return it)
 or to such a function; ``self.x(...)`` where this class's ``__init__`` sets ``self.x`` to such a
-module and nothing in the file assigns an attribute ``x`` anything else.
+module and nothing in the file assigns an attribute ``x`` anything else. Names are resolved by
+the module's shared resolution (:mod:`.values`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import Assignment
+from torchfix_device.facts.values import AUGMENTED, PART, VALUE, ModuleValues
+from torchfix_device.facts.name_flow import binding_owner
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
-
-if TYPE_CHECKING:
-    from torchfix_device.syntax.lookup import CodemodView
 
 LOSS_FUNCTIONS = frozenset({
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -49,13 +48,12 @@ MODULE_MOVES = frozenset({"cuda", "to", "cpu", "float", "double", "half", "train
 
 
 class LossEvidence:
-    """Loss questions about the module ``codemod`` is visiting."""
+    """Loss questions about one module version."""
 
-    def __init__(self, codemod: "CodemodView", module: cst.Module) -> None:
-        self.codemod = codemod
-        self.module = module
+    def __init__(self, values: ModuleValues) -> None:
+        self.values = values
+        self.module = values.module
         self._attribute_values: dict[str, list[tuple[cst.Attribute, cst.BaseExpression | None]]] | None = None
-        self._values: dict[int, object] | None = None
 
     def loss_call_reduces(self, function: str, call: cst.Call) -> bool:
         """``F.<function>(...)`` with a scalar reduction: neither ``reduction="none"`` nor
@@ -74,7 +72,7 @@ class LossEvidence:
         positional = nodes.positional_args(call)
         if len(positional) > 1:
             return False
-        for q in self.codemod.qualified_names(call.func):
+        for q in self.values.names(call.func):
             last = q.rsplit(".", 1)[-1]
             if q.startswith("torch.nn.") and last.endswith("Loss") and last not in NOT_SCALAR_LOSSES:
                 return _reduction_position_ok(positional, REDUCTION_POSITION.get(last))
@@ -127,74 +125,77 @@ class LossEvidence:
         if isinstance(value, cst.Call):
             return "module" if self.is_loss_constructor(value) else "other"
         if isinstance(value, (cst.Name, cst.Attribute)):
-            for q in self.codemod.qualified_names(value):
+            for q in self.values.names(value):
                 package, _, last = q.rpartition(".")
                 if package == "torch.nn.functional" and last in LOSS_FUNCTIONS:
                     return last
         return "other"
 
-    def visible(self, name: cst.Name) -> list[Assignment]:
-        """The bindings of ``name`` visible where it is read; [] when one is not a plain
-        ``Assignment`` (an import, a builtin) or none is known."""
-        scope = self.codemod.scope_of(name)
-        if scope is None:
-            return []
-        found = list(scope[name.value])
-        if not all(isinstance(a, Assignment) for a in found):
-            return []
-        return found
+    def binding_values(self, name: cst.Name) -> list[object] | None:
+        """What each binding of ``name`` that may reach this read assigns (:meth:`value_of`);
+        None where that cannot be told."""
+        reach = self.values.reach(name)
+        if reach.why is not None or not reach.bindings:
+            return None
+        return [self.value_of(node) for node in reach.bindings]
 
-    def value_of(self, assignment: Assignment) -> object | None:
-        """The value assigned by ``assignment`` (``x = v``, ``x: T = v``, ``x += v``), or
-        :data:`UNKNOWN`, or None (a parameter, a loop variable, an unpacking)."""
-        if self._values is None:
-            values: dict[int, object] = {}
-            for node in traversal.walk_statements(self.module):
-                if isinstance(node, cst.Assign):
-                    for t in node.targets:
-                        if isinstance(t.target, cst.Name):
-                            values[id(t.target)] = node.value
-                        elif _same_length_tuples(t.target, node.value):  # total, shown = 0, []
-                            for name, value in zip(t.target.elements, node.value.elements):  # type: ignore[attr-defined]
-                                if isinstance(name.value, cst.Name):
-                                    values[id(name.value)] = value.value
-                        elif isinstance(t.target, (cst.Tuple, cst.List)) and _is_shape(node.value):  # n, c = x.size()
-                            for element in t.target.elements:
-                                if isinstance(element.value, cst.Name) and not isinstance(element, cst.StarredElement):
-                                    values[id(element.value)] = SHAPE_PART
-                elif isinstance(node, cst.AnnAssign) and node.value is not None and isinstance(node.target, cst.Name):
-                    values[id(node.target)] = node.value
-                elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
-                    values[id(node.target)] = node.value if isinstance(node.operator, AUGMENTED_ARITHMETIC) else UNKNOWN
-            self._values = values
-        return self._values.get(id(assignment.node))
+    def value_of(self, node: cst.CSTNode) -> object | None:
+        """The value binding ``node`` assigns (``x = v``, ``x: T = v``, ``x += v``, ``a, b = 0, []``),
+        or :data:`SHAPE_PART` (``n, c = x.size()``), or :data:`UNKNOWN` (``x @= y``), or None (a
+        parameter, a loop variable, another unpacking)."""
+        bound = self.values.bound(node)
+        if bound.kind == VALUE:
+            return bound.value
+        if bound.kind == PART:
+            return SHAPE_PART if _is_shape(bound.value) else None
+        if bound.kind == AUGMENTED:
+            owner = binding_owner(node, self.values.parent)
+            statement = owner[0] if owner is not None else None
+            return bound.value if isinstance(statement, cst.AugAssign) and isinstance(statement.operator, AUGMENTED_ARITHMETIC) else UNKNOWN
+        return None
+
+    def callable_kinds(self, func: cst.Name, seen: frozenset[int] = frozenset()) -> list[str | None] | None:
+        """:meth:`callable_kind` of each binding reaching ``func``, a move of the name itself
+        (``criterion = criterion.cpu()``) followed to what the moved name holds; None where a
+        binding is no plain assignment."""
+        reach = self.values.reach(func)
+        if reach.why is not None or not reach.bindings:
+            return None
+        kinds: list[str | None] = []
+        for node in reach.bindings:
+            value = self.value_of(node)
+            if not isinstance(value, cst.BaseExpression):
+                return None
+            kind = self.callable_kind(value, func.value)
+            moved = strip_moves(value)
+            if kind is None and isinstance(moved, cst.Name) and id(moved) not in seen:
+                inner = self.callable_kinds(moved, seen | {id(moved)})
+                if inner is None:
+                    return None
+                kinds.extend(inner)
+            else:
+                kinds.append(kind)
+        return kinds
 
     def is_loss_module_name(self, name: cst.Name) -> bool:
-        """Every binding of ``name`` visible here is a loss module (or a move of ``name``)."""
-        values = [self.value_of(a) for a in self.visible(name)]
-        if not values or any(not isinstance(v, cst.BaseExpression) for v in values):
-            return False
-        kinds = [self.callable_kind(v, name.value) for v in values]  # type: ignore[arg-type]
-        return "module" in kinds and all(k in ("module", None) for k in kinds)
+        """Every binding of ``name`` that may reach here is a loss module (moved or not)."""
+        kinds = self.callable_kinds(name)
+        return kinds is not None and "module" in kinds and all(k in ("module", None) for k in kinds)
 
     def passed_losses(self, param: cst.Param) -> bool:
         """``param`` is a parameter of a function of this module whose name is read only to call
         it, and every call passes it a loss module (``test(loader, model, criterion)`` with
         ``criterion = nn.CrossEntropyLoss()``). A caller in another file may pass anything."""
-        function = self.codemod.parent_of(self.codemod.parent_of(param))  # Param -> Parameters -> FunctionDef
+        function = self.values.enclosing(param, cst.FunctionDef)
         if not isinstance(function, cst.FunctionDef) or function.decorators or param not in function.params.params:
             return False
-        if not isinstance(self.codemod.parent_of(function), cst.Module):
+        if not isinstance(self.values.parent(function), cst.Module):
             return False
         position = list(function.params.params).index(param)
-        scope = self.codemod.scope_of(function)
-        bindings = list(scope.assignments[function.name.value]) if scope is not None else []
-        if len(bindings) != 1 or bindings[0].node is not function:
-            return False
         calls = 0
-        for access in bindings[0].references:
-            call = self.codemod.parent_of(access.node)
-            if not (isinstance(call, cst.Call) and call.func is access.node) or nodes.has_star_args(call):
+        for read in self._reads_of(function):
+            call = self.values.parent(read)
+            if not (isinstance(call, cst.Call) and call.func is read) or nodes.has_star_args(call):
                 return False
             passed = nodes.keyword_arg(call, param.name.value)
             if passed is None:
@@ -209,26 +210,39 @@ class LossEvidence:
                 calls += 1
         return calls > 0
 
+    def _reads_of(self, function: cst.FunctionDef) -> list[cst.Name] | list:
+        """Every read of ``function``'s name that only its ``def`` binds; [] where another
+        binding of the name exists."""
+        reads = []
+        for node in self.values.name_reads(self.module).get(function.name.value, ()):
+            if node is function.name or isinstance(self.values.parent(node), (cst.Param, cst.FunctionDef, cst.ClassDef)):
+                continue
+            reach = self.values.reach(node)
+            if reach.why is not None or list(reach.bindings) != [function]:
+                return []
+            reads.append(node)
+        return reads
+
     # -- where a method is -------------------------------------------------------------------
     def method_around(self, node: cst.CSTNode) -> tuple[cst.ClassDef, cst.FunctionDef] | None:
         """The class and method ``node`` (``self.x``) is in, where ``self`` is the method's
         first parameter."""
-        function = self._enclosing(node, cst.FunctionDef)
+        function = self._enclosing_function(node)
         if function is None or not isinstance(node, cst.Attribute) or not isinstance(node.value, cst.Name):
             return None
-        block = self.codemod.parent_of(function)
-        cls = self.codemod.parent_of(block) if block is not None else None
+        block = self.values.parent(function)
+        cls = self.values.parent(block) if block is not None else None
         params = function.params.params
         if not isinstance(cls, cst.ClassDef) or not params or params[0].name.value != node.value.value:
             return None
         return cls, function
 
-    def _enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
-        parent = self.codemod.parent_of(node)
-        while parent is not None and not isinstance(parent, kind):
-            if isinstance(parent, (cst.ClassDef, cst.Lambda)) and kind is cst.FunctionDef:
+    def _enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        parent = self.values.parent(node)
+        while parent is not None and not isinstance(parent, cst.FunctionDef):
+            if isinstance(parent, (cst.ClassDef, cst.Lambda)):
                 return None
-            parent = self.codemod.parent_of(parent)
+            parent = self.values.parent(parent)
         return parent
 
 

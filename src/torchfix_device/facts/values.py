@@ -247,6 +247,24 @@ class ModuleValues:
             else:
                 yield None
 
+    def name_reads(self, scope: cst.CSTNode) -> dict[str, list[cst.Name]]:
+        """Every ``Name`` under ``scope`` that is not an attribute's or a keyword's name, by its
+        name (memoised per scope): the places a name may be read."""
+        memo = self.facets.setdefault("name reads", {})
+        known = memo.get(id(scope))
+        if known is None:
+            known = {}
+            for node in traversal.walk(scope):
+                if isinstance(node, cst.Name):
+                    above = self.parent(node)
+                    if isinstance(above, cst.Attribute) and above.attr is node:
+                        continue
+                    if isinstance(above, cst.Arg) and above.keyword is node:
+                        continue
+                    known.setdefault(node.value, []).append(node)
+            memo[id(scope)] = known
+        return known
+
     def function_of(self, node: cst.CSTNode) -> str:
         return function_name(self.enclosing(node, cst.FunctionDef))
 

@@ -17,7 +17,7 @@ import libcst as cst
 import libcst.matchers as m
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
-from torchfix_device.facts.cpu import not_on_cpu
+from torchfix_device.facts.devices import not_on_cpu
 from torchfix_device.codemods.cuda_call.guards import moved_value, small_statements
 
 if TYPE_CHECKING:

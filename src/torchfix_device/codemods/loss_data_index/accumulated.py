@@ -23,7 +23,7 @@ import libcst as cst
 from libcst.metadata import Assignment, FunctionScope, GlobalScope, PositionProvider
 from torchfix_device.syntax import nodes as _nodes
 from torchfix_device.syntax import traversal
-from torchfix_device.facts.scalars import ARITHMETIC, ScalarEvidence, Size, zero_index
+from torchfix_device.facts.sizes import ARITHMETIC, Size, SizeEvidence, zero_index
 
 if TYPE_CHECKING:
     from torchfix_device.codemods.base import Codemod
@@ -53,7 +53,7 @@ class Accumulation:
         yield from self.reads
 
 
-def plan(codemod: "Codemod", module: cst.Module, evidence: ScalarEvidence) -> list[Accumulation]:
+def plan(codemod: "Codemod", module: cst.Module, evidence: SizeEvidence) -> list[Accumulation]:
     """Every accumulated name of ``module`` that is read as ``name[0]``."""
     by_scope: dict[tuple[int, str], list[tuple[cst.Name, cst.Attribute]]] = {}
     for target, data in _accumulations(module, evidence):
@@ -69,7 +69,7 @@ def plan(codemod: "Codemod", module: cst.Module, evidence: ScalarEvidence) -> li
 
 
 def _plan_one(
-    codemod: "Codemod", name: str, accumulated: list[tuple[cst.Name, cst.Attribute]], evidence: ScalarEvidence
+    codemod: "Codemod", name: str, accumulated: list[tuple[cst.Name, cst.Attribute]], evidence: SizeEvidence
 ) -> Accumulation | None:
     assignments = _bindings(codemod, accumulated[0][0])
     targets = {id(t): d for t, d in accumulated}
@@ -81,7 +81,7 @@ def _plan_one(
     for assignment in assignments:
         if id(assignment.node) in targets:
             continue
-        value = evidence.value_of(assignment)
+        value = evidence.value_of(assignment.node)
         if isinstance(value, cst.BaseExpression) and _is_number_literal(value):
             started = True
         elif found.problem is None:
@@ -103,7 +103,7 @@ def _plan_one(
     return found
 
 
-def _accumulations(module: cst.Module, evidence: ScalarEvidence) -> Iterator[tuple[cst.Name, cst.Attribute]]:
+def _accumulations(module: cst.Module, evidence: SizeEvidence) -> Iterator[tuple[cst.Name, cst.Attribute]]:
     """``total += <numbers> * x.data`` and ``total = total + x.data``: (the target, ``x.data``)."""
     for node in traversal.walk_statements(module):
         if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
@@ -122,7 +122,7 @@ def _accumulations(module: cst.Module, evidence: ScalarEvidence) -> Iterator[tup
                             break
 
 
-def _data_term(value: cst.BaseExpression, evidence: ScalarEvidence) -> cst.Attribute | None:
+def _data_term(value: cst.BaseExpression, evidence: SizeEvidence) -> cst.Attribute | None:
     """The one ``x.data`` of ``value``, whose other operands are numbers (``len(batch) * x.data``)."""
     leaves = list(_leaves(value))
     datas = [leaf for leaf in leaves if isinstance(leaf, cst.Attribute) and leaf.attr.value == "data"]

@@ -10,7 +10,8 @@ from torchfix_device.syntax import nodes as _nodes
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.codemods.loss_data_index.accumulated import NOT_SCALAR_ATTRS, Accumulation, plan
-from torchfix_device.facts.scalars import ScalarEvidence, Size, numpy_subject, zero_index
+from torchfix_device.facts import values as facts_values
+from torchfix_device.facts.sizes import Size, SizeEvidence, numpy_subject, zero_index
 
 DATA = m.Attribute(attr=m.Name("data"))
 SAME_TEXT_CONVERSIONS = frozenset("eEfFgGdiu")
@@ -115,7 +116,7 @@ class LossDataIndex(Codemod):
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
-        self.evidence = ScalarEvidence(self, node)
+        self.evidence = SizeEvidence(facts_values.of(self))
         planned = plan(self, node, self.evidence)
         self._datas = {id(d): p for p in planned for d in p.datas}
         self._reads = {id(r): p for p in planned for r in p.reads}
@@ -205,7 +206,7 @@ class LossDataIndex(Codemod):
             return size, None
         code = _nodes.code_of(subject)
         if isinstance(subject, cst.Name):
-            values = [self.evidence.value_of(a) for a in self.evidence.visible(subject)]
+            values = self.evidence.binding_values(subject)
             what = (
                 "it is not bound by a plain assignment here"
                 if not values or any(not isinstance(v, cst.BaseExpression) for v in values)

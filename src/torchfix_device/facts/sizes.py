@@ -1,4 +1,6 @@
-"""Is an expression a scalar tensor? The evidence TFD006 rests on (issue 20 idiom 3, issue 21 item 7).
+"""How large a value is: a Python number, a 0-dim tensor, one element? One of the facts about
+values (:mod:`torchfix_device.facts`), asked where ``loss.data[0]`` becomes ``loss.item()``
+(TFD006) and where a 0.3-era number must become one again.
 
 The answer comes from what the code shows a value to be, never from its name:
 
@@ -10,11 +12,14 @@ The answer comes from what the code shows a value to be, never from its name:
   ``torch.max(x)`` with one argument, ``torch.dot(a, b)``;
 - arithmetic on such values and Python numbers (broadcasting never shrinks a tensor), methods
   that keep the shape (``.exp()``, ``.float()``, ``.cpu()``, ``.detach()``...);
-- a name every binding of which is one of these (a value built from the name itself adds
-  nothing), a function or method of this file every ``return`` of which is one;
-- a name with one binding on which ``.backward()`` is called with no argument (which only a
-  one-element tensor allows), and a name with one binding that such a name is built from by
-  arithmetic (``loss = raw_loss + reg``; ``loss.backward()`` shows ``raw_loss`` has one element).
+- a name every binding of which that may reach the read is one of these (a value built from
+  the name itself adds nothing), a function or method of this file every ``return`` of which
+  is one;
+- a binding of a name that reaches a ``.backward()`` with no argument on it (which only a
+  one-element tensor allows: ``loss`` bound in both branches of an ``if``/``else``, then
+  ``loss.backward()``), or that reaches a read building by arithmetic a name whose binding
+  reaches one (``loss = raw_loss + reg``; ``loss.backward()`` shows ``raw_loss`` has one
+  element: broadcasting never shrinks a tensor).
 
 :class:`Size` tells how strong the answer is: ``ZERO_DIM`` (0-dim on PyTorch >= 0.4, where
 ``x.data[0]`` and ``x.data.numpy()[0]`` raise) or ``ONE`` (one element, maybe a 1-element
@@ -24,17 +29,14 @@ vector on which they still work).
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import Assignment, FunctionScope, GlobalScope
+from torchfix_device.facts.losses import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
+from torchfix_device.facts.values import PARAM, ModuleValues, scope_of
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
-from torchfix_device.facts.losses import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
-
-if TYPE_CHECKING:
-    from torchfix_device.syntax.lookup import CodemodView
 
 
 class Size(enum.IntEnum):
@@ -74,15 +76,16 @@ NUMBER_BUILTINS = frozenset({"builtins.len", "builtins.float", "builtins.int"})
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
 
 
-class ScalarEvidence(LossEvidence):
-    """Answers :meth:`size` for the expressions of the module ``codemod`` is visiting."""
+class SizeEvidence(LossEvidence):
+    """Answers :meth:`size` for the expressions of one module version."""
 
-    def __init__(self, codemod: "CodemodView", module: cst.Module) -> None:
-        super().__init__(codemod, module)
-        self._busy: set[tuple[int, str]] = set()
+    def __init__(self, values: ModuleValues) -> None:
+        super().__init__(values)
+        self._busy: set[tuple[int, ...]] = set()
         self._neutral = 0  # how often a value built from itself was taken as neutral
-        self._memo: dict[tuple[int, str], Size | None] = {}
+        self._memo: dict[tuple[int, ...], Size | None] = {}
         self._in_functions: set[int] = set()
+        self._one_element: dict[int, bool] = {}
 
     # -- expressions ------------------------------------------------------------------------
     def size(self, node: cst.BaseExpression) -> Size | None:
@@ -115,7 +118,7 @@ class ScalarEvidence(LossEvidence):
             return None
         func = call.func
         positional = nodes.positional_args(call)
-        for qualified in self.codemod.qualified_names(func):
+        for qualified in self.values.names(func):
             found = self._library_call(qualified, call, positional)
             if found is not None:
                 return found
@@ -171,18 +174,15 @@ class ScalarEvidence(LossEvidence):
         return self._returns_size(method) if method is not None else None
 
     def _named_call(self, func: cst.Name, call: cst.Call, positional: list[cst.Arg]) -> Size | None:
-        assignments = self.visible(func)
-        if not assignments:
+        reach = self.values.reach(func)
+        if reach.why is not None or not reach.bindings:
             return None
-        if len(assignments) == 1 and isinstance(assignments[0].node, cst.FunctionDef):
-            return self._returns_size(assignments[0].node)
-        if len(assignments) == 1 and isinstance(assignments[0].node, cst.Param):
-            return Size.LIKELY if self.passed_losses(assignments[0].node) else None
-        values = [self.value_of(a) for a in assignments]
-        if not all(isinstance(v, cst.BaseExpression) for v in values):
-            return None
-        kinds = [self.callable_kind(v, func.value) for v in values]  # type: ignore[arg-type]
-        if "other" in kinds or not any(kinds):
+        if len(reach.bindings) == 1 and isinstance(reach.bindings[0], cst.FunctionDef):
+            return self._returns_size(reach.bindings[0])
+        if len(reach.bindings) == 1 and self.values.bound(reach.bindings[0]).kind == PARAM:
+            return Size.LIKELY if self.passed_losses(reach.bindings[0]) else None
+        kinds = self.callable_kinds(func)
+        if kinds is None or "other" in kinds or not any(kinds):
             return None
         functions = {k for k in kinds if k not in (None, "module")}
         if not functions:
@@ -193,10 +193,10 @@ class ScalarEvidence(LossEvidence):
 
     # -- names --------------------------------------------------------------------------------
     def name_size(self, name: cst.Name) -> Size | None:
-        assignments = self.visible(name)
-        if not assignments:
+        reach = self.values.reach(name)
+        if reach.why is not None or not reach.bindings:
             return None
-        key = (id(assignments[0].scope), name.value)
+        key = tuple(id(n) for n in reach.bindings)
         if key in self._busy:
             self._neutral += 1
             return Size.NUMBER  # a value built from itself: the other bindings decide
@@ -205,19 +205,19 @@ class ScalarEvidence(LossEvidence):
         self._busy.add(key)
         neutral_before = self._neutral
         try:
-            found = self._fold(assignments)
+            found = self._fold(reach.bindings)
         finally:
             self._busy.discard(key)
-        if (_tensor(found) is None or found is Size.LIKELY) and self.one_element_by_backward(name):
+        if (_tensor(found) is None or found is Size.LIKELY) and all(self.shown_one_element(n) for n in reach.bindings):
             found = Size.ONE
         if self._neutral == neutral_before or not self._busy:
             self._memo[key] = found
         return found
 
-    def _fold(self, assignments: list[Assignment]) -> Size | None:
+    def _fold(self, bindings: tuple[cst.CSTNode, ...]) -> Size | None:
         found: Size | None = Size.NUMBER
-        for assignment in assignments:
-            value = self.value_of(assignment)
+        for node in bindings:
+            value = self.value_of(node)
             if value is SHAPE_PART:
                 continue  # `_, c, h, w = x.size()`: a number
             if not isinstance(value, cst.BaseExpression):
@@ -228,51 +228,52 @@ class ScalarEvidence(LossEvidence):
         return found
 
     # -- .backward() ------------------------------------------------------------------------
-    def one_element_by_backward(self, name: cst.Name) -> bool:
-        """``name`` has one binding, in a function or at module level, and ``.backward()`` is
-        called with no gradient on it, or on a name with one binding built from it by
-        arithmetic (see the module docstring)."""
-        assignment = self._single_binding(name)
-        if assignment is None:
+    def shown_one_element(self, binding: cst.CSTNode) -> bool:
+        """The value bound at ``binding`` (a name) reaches ``name.backward()`` with no gradient,
+        or reaches a read that builds by arithmetic ``target = ... name ...`` whose binding
+        does (see the module docstring)."""
+        known = self._one_element.get(id(binding))
+        if known is None:
+            self._one_element[id(binding)] = False  # while it is being found
+            known = self._one_element[id(binding)] = self._reaches_backward(binding, depth=0)
+        return known
+
+    def _reaches_backward(self, binding: cst.CSTNode, depth: int) -> bool:
+        if not isinstance(binding, (cst.Name, cst.Param)) or depth > 3:
             return False
-        if _backward_on(assignment, self.codemod):
-            return True
-        for access in assignment.references:
-            built = self._built_into(access.node)
-            if built is not None and self._dominates(name.value, built, assignment.scope):
+        for read in self._reads_reached_by(binding):
+            attribute = self.values.parent(read)
+            if isinstance(attribute, cst.Attribute) and attribute.value is read and attribute.attr.value == "backward":
+                call = self.values.parent(attribute)
+                if isinstance(call, cst.Call) and call.func is attribute and not call.args:
+                    return True
+            built = self._built_into(read)
+            if built is not None and self._reaches_backward(built, depth + 1):
                 return True
         return False
 
-    def _single_binding(self, name: cst.Name) -> Assignment | None:
-        assignments = self.visible(name)
-        if len(assignments) != 1 or not isinstance(assignments[0].scope, (FunctionScope, GlobalScope)):
-            return None
-        return assignments[0]
+    def _reads_reached_by(self, binding: cst.Name | cst.Param) -> Iterator[cst.Name]:
+        """The reads of ``binding``'s name, in its scope, that ``binding`` may reach."""
+        scope = scope_of(binding, self.values.parent)
+        name = binding.name.value if isinstance(binding, cst.Param) else binding.value
+        if isinstance(binding, cst.Param) and isinstance(scope, cst.FunctionDef):
+            scope = scope.body
+        for node in self.values.name_reads(scope).get(name, ()):
+            if node is not binding:
+                reach = self.values.reach(node)
+                if reach.why is None and any(b is binding for b in reach.bindings):
+                    yield node
 
     def _built_into(self, read: cst.CSTNode) -> cst.Name | None:
         """The target of ``target = ... read ...`` where ``read`` is an operand of the value's
         arithmetic (or the whole value)."""
-        node, parent = read, self.codemod.parent_of(read)
+        node, parent = read, self.values.parent(read)
         while isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, ARITHMETIC):
-            node, parent = parent, self.codemod.parent_of(parent)
+            node, parent = parent, self.values.parent(parent)
         if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1:
             target = parent.targets[0].target
             return target if isinstance(target, cst.Name) else None
         return None
-
-    def _dominates(self, source: str, target: cst.Name, scope: object) -> bool:
-        """Every binding of ``target`` (in ``scope``) is ``source`` or arithmetic with
-        ``source`` or ``target`` among its operands, and ``target.backward()`` is called."""
-        assignments = list(scope.assignments[target.value])  # type: ignore[attr-defined]
-        if not assignments or not all(isinstance(a, Assignment) for a in assignments):
-            return False
-        for assignment in assignments:
-            value = self.value_of(assignment)
-            if not isinstance(value, cst.BaseExpression):
-                return False
-            if not any(isinstance(v, cst.Name) and v.value in (source, target.value) for v in _operands(value)):
-                return False
-        return any(_backward_on(a, self.codemod) for a in assignments)
 
     # -- functions and methods of this file --------------------------------------------------
     def _returns_size(self, function: cst.FunctionDef) -> Size | None:
@@ -303,46 +304,10 @@ class ScalarEvidence(LossEvidence):
         return defs[0] if len(defs) == 1 else None
 
 
-
 # -- helpers ----------------------------------------------------------------------------------
 def _tensor(size: Size | None) -> Size | None:
     """``size`` where it is a tensor's (a Python number has no ``.data``, ``.exp()``...)."""
     return size if size is not None and size is not Size.NUMBER else None
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-def _backward_on(assignment: Assignment, codemod: "CodemodView") -> bool:
-    """``x.backward()``, with no argument, on a read of ``assignment``'s name."""
-    for access in assignment.references:
-        attribute = codemod.parent_of(access.node)
-        if isinstance(attribute, cst.Attribute) and attribute.value is access.node and attribute.attr.value == "backward":
-            call = codemod.parent_of(attribute)
-            if isinstance(call, cst.Call) and call.func is attribute and not call.args:
-                return True
-    return False
-
-
-def _operands(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The leaves of ``value``'s arithmetic (``value`` itself if it is none)."""
-    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, ARITHMETIC):
-        yield from _operands(value.left)
-        yield from _operands(value.right)
-    else:
-        yield value
 
 
 def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
