@@ -11,6 +11,8 @@ from torchfix_device.prefilter import scan as ast_scan
 from torchfix_device.prefilter.candidates import FileFacts, is_self_attribute, module_class_possible, values_bound_to
 from torchfix_device.codemods.factory_without_device import is_factory_name
 from torchfix_device.torch_api import NN_MODULE_ATTRS
+from torchfix_device.facts import kinds
+from torchfix_device.facts import values as facts_values
 from torchfix_device.syntax.bindings import (
     binding_of,
     class_body_names,
@@ -24,24 +26,9 @@ from torchfix_device.syntax.bindings import (
 
 # The calls whose result is a fresh tensor (kept explicit: ``torch.<anything>`` is not enough,
 # ``torch.split`` returns a tuple, ``torch.device`` a device, ``torch.Generator`` a generator).
-TENSOR_FACTORIES = {
-    f"torch.{name}"
-    for name in (
-        "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
-        "linspace", "logspace", "eye", "tensor", "as_tensor", "from_numpy", "zeros_like", "ones_like",
-        "empty_like", "full_like", "rand_like", "randn_like", "randint_like", "tril", "triu", "cat",
-        "stack", "normal", "bernoulli", "multinomial", "diag", "outer", "Tensor",
-    )
-}
-# Tensor methods that give a tensor again (for chains such as ``torch.ones(n, n).tril().bool()``).
-TENSOR_METHODS = {
-    "bool", "float", "double", "half", "bfloat16", "long", "int", "short", "byte", "char", "to", "cpu",
-    "cuda", "view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "flatten", "t", "transpose",
-    "permute", "expand", "expand_as", "repeat", "contiguous", "clone", "detach", "fill_", "zero_", "normal_",
-    "uniform_", "masked_fill", "masked_fill_", "flip", "exp", "log", "sqrt", "rsqrt", "pow", "mul", "add",
-    "sub", "div", "sin", "cos", "abs", "neg", "reciprocal", "cumsum", "cumprod", "tril", "triu", "type_as",
-    "softmax", "log_softmax", "sum", "mean", "logical_not", "unfold",
-}
+TENSOR_FACTORIES = {f"torch.{name}" for name in kinds.TORCH_FUNCTIONS} | {"torch.Tensor", "torch.autograd.Variable", "torch.autograd.variable.Variable"}
+"""What stage 1 takes for a call making a tensor: what :func:`~torchfix_device.facts.kinds.is_tensor` does."""
+TENSOR_METHODS = kinds.TENSOR_METHODS
 PARAMETER_CLASSES = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.UninitializedParameter"}
 PLAIN_MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
 
@@ -257,40 +244,14 @@ class TensorAttributeNotBuffer(Codemod):
         dotted = _nodes.dotted_name(value.func)
         return dotted is not None and dotted in self.device_source.module_class_names()
 
-    def _is_tensor(self, value: cst.BaseExpression, scope: cst.FunctionDef | None, seen: frozenset[str] = frozenset()) -> bool:
-        """``value`` is shown to be a tensor: a factory, a tensor method chain on one, arithmetic
-        with one, an index into one, or a local bound only to such values."""
+    def _is_tensor(self, value: cst.BaseExpression, scope: cst.FunctionDef | None) -> bool:
+        """``value`` is shown to be a tensor (:func:`torchfix_device.facts.kinds.is_tensor`), and
+        not a legacy CUDA type's (TFD008 rewrites those)."""
         if isinstance(value, cst.Call):
             qualified = self.qualified_names(value.func)
-            if qualified & TENSOR_FACTORIES:
-                return True
-            legacy = torch_api.legacy_tensor_type(qualified)
-            if legacy is not None and not legacy[1]:
-                return True
-            if isinstance(value.func, cst.Attribute) and value.func.attr.value in TENSOR_METHODS:
-                return self._is_tensor(value.func.value, scope, seen)
-            return False
-        if isinstance(value, cst.BinaryOperation):
-            return self._is_tensor(value.left, scope, seen) or self._is_tensor(value.right, scope, seen)
-        if isinstance(value, cst.UnaryOperation):
-            return self._is_tensor(value.expression, scope, seen)
-        if isinstance(value, cst.Subscript):
-            return self._is_tensor(value.value, scope, seen)
-        if isinstance(value, cst.Name) and scope is not None and value.value not in seen:
-            return self._is_tensor_local(value.value, scope, seen | {value.value})
-        return False
-
-    def _is_tensor_local(self, name: str, scope: cst.FunctionDef, seen: frozenset[str]) -> bool:
-        if any(p.name.value == name for p in _nodes.all_params(scope)):
-            return False
-        values = []
-        for node in walk_function(scope):
-            binding = binding_of(node, name)
-            if binding is False:
-                return False
-            if binding is not None:
-                values.append(binding)
-        return bool(values) and all(self._is_tensor(v, scope, seen) for v in values)
+            if qualified & PARAMETER_CLASSES or (torch_api.legacy_tensor_type(qualified) or ("", False))[1]:
+                return False  # a parameter registers itself; TFD008 rewrites a legacy CUDA type
+        return kinds.is_tensor(facts_values.of(self), value)
 
     def _requires_grad(self, value: cst.BaseExpression, scope: cst.FunctionDef) -> bool:
         nodes = list(traversal.walk(value))

@@ -56,9 +56,6 @@ class SharedWrapper:
         """Function → libcst's scopes from an analysis of it alone (``scopes_of_function_alone``)."""
         self.function_names = NodeMemo()
         """Function → the identifiers spelt as names in it."""
-        self.facts: dict[int, Any] = {}
-        """Module version (by id) → its :class:`~torchfix_device.facts.values.ModuleValues`,
-        shared by the codemods that run on it."""
         self.skeletons = NodeMemo()
         """Module → its module-level bindings (:class:`~torchfix_device.syntax.scopes.ModuleSkeleton`)."""
 

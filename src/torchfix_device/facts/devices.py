@@ -30,7 +30,7 @@ from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device import torch_api
 from torchfix_device.facts import values as facts_values
-from torchfix_device.facts.kinds import module_classes
+from torchfix_device.facts import kinds
 from torchfix_device.torch_api import is_torch_module_class
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def _made_on_cpu(codemod: "CodemodView", value: cst.BaseExpression) -> bool:
         if is_torch_module_class(qualified):
             return _layer_on_cpu(codemod, parts[-1], value)
     if isinstance(func, cst.Name):
-        cls = next((c for c in module_classes(facts_values.of(codemod)).values() if c.name.value == func.value), None)
+        cls = next((c for c in kinds.module_classes(facts_values.of(codemod)).values() if c.name.value == func.value), None)
         if cls is not None:
             return _settings_only(value) and _class_on_cpu(codemod, cls, frozenset())
     return False
@@ -199,7 +199,7 @@ def _class_on_cpu(codemod: "CodemodView", cls: cst.ClassDef, seen: frozenset[str
     words = traversal.all_names(cls)
     if words & MOVING_WORDS or cls.name.value in seen:
         return False
-    module_classes = {c.name.value: c for c in module_classes(facts_values.of(codemod)).values()}
+    module_classes = {c.name.value: c for c in kinds.module_classes(facts_values.of(codemod)).values()}
     functions = {n.name.value for n in traversal.walk_statements(codemod.visited_module) if isinstance(n, cst.FunctionDef)}
     own = {n.name.value for n in traversal.walk_statements(cls) if isinstance(n, cst.FunctionDef)}
     for node in traversal.walk(cls.body):

@@ -13,7 +13,8 @@ this evidence, from this file alone:
   ``type(h) is Variable``, ``torch.is_tensor(h)``, where the branch does not bind ``h`` again;
 - a value made by torch: ``Variable(...)``, ``nn.Parameter(...)``, a torch function that
   returns one tensor (a factory, ``torch.from_numpy``, ``torch.cat``, ...), a tensor method
-  that returns one tensor called on such a value;
+  that returns one tensor called on such a value, arithmetic with such a value, an index into
+  one;
 - a name every binding of which that may reach the read is such a value.
 
 A parameter, a module's output (an RNN returns a tuple), a project call: no evidence. In a file
@@ -62,17 +63,20 @@ MAKERS = frozenset({
 TORCH_FUNCTIONS = frozenset({
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
     "linspace", "logspace", "eye", "tensor", "as_tensor", "from_numpy", "zeros_like", "ones_like",
-    "empty_like", "full_like", "rand_like", "randn_like", "cat", "stack", "matmul", "mm", "bmm",
-    "exp", "log", "sigmoid", "tanh", "relu", "softmax", "log_softmax", "sum", "mean", "abs",
+    "empty_like", "full_like", "rand_like", "randn_like", "randint_like", "cat", "stack", "matmul", "mm",
+    "bmm", "exp", "log", "sigmoid", "tanh", "relu", "softmax", "log_softmax", "sum", "mean", "abs", "tril",
+    "triu", "normal", "bernoulli", "multinomial", "diag", "outer",
     "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor",
 })
 """``torch.<name>`` functions (and legacy constructors) whose result is one tensor."""
 TENSOR_METHODS = frozenset({
-    "view", "reshape", "expand", "expand_as", "view_as", "repeat", "permute", "transpose", "t",
-    "unsqueeze", "squeeze", "contiguous", "clone", "detach", "float", "double", "half", "long",
-    "int", "byte", "bool", "cuda", "cpu", "type_as", "new", "new_zeros", "new_ones", "new_full",
-    "new_empty", "new_tensor", "fill_", "zero_", "normal_", "uniform_", "mul", "add", "sub",
-    "div", "sum", "mean", "exp", "log", "abs", "sigmoid", "tanh",
+    "view", "reshape", "expand", "expand_as", "view_as", "reshape_as", "repeat", "permute", "transpose", "t",
+    "unsqueeze", "squeeze", "flatten", "contiguous", "clone", "detach", "float", "double", "half", "bfloat16",
+    "long", "int", "short", "byte", "char", "bool", "cuda", "cpu", "to", "type_as", "new", "new_zeros",
+    "new_ones", "new_full", "new_empty", "new_tensor", "fill_", "zero_", "normal_", "uniform_", "masked_fill",
+    "masked_fill_", "flip", "mul", "add", "sub", "div", "pow", "sum", "mean", "exp", "log", "sqrt", "rsqrt",
+    "sin", "cos", "abs", "neg", "reciprocal", "cumsum", "cumprod", "tril", "triu", "sigmoid", "tanh",
+    "softmax", "log_softmax", "logical_not", "unfold",
 })
 """Tensor methods whose result, called on a tensor, is one tensor."""
 MAX_DEPTH = 12
@@ -88,6 +92,12 @@ def is_tensor(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
     if isinstance(expr, cst.Name):
         found = list(values.values_of(expr))
         return bool(found) and all(v is not None and v is not expr and is_tensor(values, v, depth + 1) for v in found)
+    if isinstance(expr, cst.BinaryOperation):  # a tensor in arithmetic gives a tensor (or raises)
+        return is_tensor(values, expr.left, depth + 1) or is_tensor(values, expr.right, depth + 1)
+    if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+        return is_tensor(values, expr.expression, depth + 1)
+    if isinstance(expr, cst.Subscript):  # an element, row or slice of a tensor
+        return is_tensor(values, expr.value, depth + 1)
     if not isinstance(expr, cst.Call):
         return False
     names = values.names(expr.func)
@@ -303,6 +313,7 @@ def module_classes(values: ModuleValues) -> dict[int, cst.ClassDef]:
     known = values.facets.get("module classes")
     if known is None:
         classes = [n for n in traversal.walk_statements(values.module) if isinstance(n, cst.ClassDef)]
+        in_module_scope = {id(n) for n in traversal.module_scope_statements(values.module) if isinstance(n, cst.ClassDef)}
         known = {}
         names: set[str] = set()
         changed = True
@@ -311,8 +322,9 @@ def module_classes(values: ModuleValues) -> dict[int, cst.ClassDef]:
             for cls in classes:
                 if id(cls) in known:
                     continue
-                for base in cls.bases:
-                    if any(is_torch_module_class(q) for q in values.names(base.value)) or nodes.dotted_name(base.value) in names:
+                for base in cls.bases:  # evaluated where the class statement stands
+                    qualified = values.view.qualified_names(base.value, in_module_scope=id(cls) in in_module_scope)
+                    if any(is_torch_module_class(q) for q in qualified) or nodes.dotted_name(base.value) in names:
                         known[id(cls)] = cls
                         names.add(cls.name.value)
                         changed = True

@@ -8,8 +8,8 @@ of it, an item of what a loop or comprehension goes through, a parameter), what 
 dotted name is (``torch.load`` for ``T.load``, star imports included: :mod:`.names`). This
 module answers them once per module version and keeps the answers; the facts
 (:mod:`.grad`, :mod:`.kinds`, :mod:`.sizes`, :mod:`.devices`) only say what each form of code
-means for their question. :func:`of` gives the one instance of a module version, shared by the
-codemods that run on it.
+means for their question. :func:`of` gives the one instance of a module version for the codemod
+that asks.
 
 Names and bindings are libcst's exact answers for any node of the module, given by the codemod
 that first asks (the engine's shortcuts where they hold). Code outside the file is not seen.
@@ -270,11 +270,12 @@ class ModuleValues:
 
 
 def of(view: "CodemodView") -> ModuleValues:
-    """The :class:`ModuleValues` of the module ``view`` is visiting, one per module version,
-    shared by the codemods that run on it (through the engine's shared wrapper)."""
+    """The :class:`ModuleValues` of the module ``view`` is visiting, one per module version for
+    each codemod: every fact the codemod asks, and every helper of it, shares it. (Not shared
+    between codemods: its names of any node take the asking codemod's shortcuts where they hold,
+    and those hold only in the statements that codemod visits.)"""
     module = view.visited_module
-    shared = getattr(view, "shared", None)
-    memo = shared.facts if shared is not None else view.__dict__.setdefault("_facts_memo", {})
+    memo = view.__dict__.setdefault("_facts_memo", {})
     known = memo.get(id(module))
     if known is None or known.module is not module:
         known = memo[id(module)] = ModuleValues(view, module)
