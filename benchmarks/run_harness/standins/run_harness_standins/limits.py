@@ -5,6 +5,9 @@
   prints ``[run-harness] step limit reached`` on stderr and leaves with status 86 (``os._exit``:
   no ``try``/``except`` of the script can swallow it). ``HARNESS_FORWARDS`` does the same after
   that many ``nn.Module`` calls (a global forward hook), for loops without an optimizer.
+* ``random``, NumPy and torch are seeded with 0 when imported, so that the three variants of a
+  script start alike (unseeded tutorials otherwise fail at a different idiom from run to run);
+  a script's own ``seed`` calls still win.
 * Each process writes ``$HARNESS_RECORD_DIR/record.<pid>.json``: steps, module calls, how it
   ended, its uncaught exception (as the traceback's last line shows it) and, where CUDA is
   available, ``torch.cuda.max_memory_allocated()`` at exit (the ``--device cuda`` check that the
@@ -16,6 +19,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import random
 import sys
 import threading
 import traceback
@@ -107,6 +111,8 @@ def _on_forward(module, args, output) -> None:
 def _patch_torch(torch) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
+    torch.manual_seed(0)  # the same start in the three variants (a script's own seed still wins)
+
     register_optimizer_step_post_hook(_on_step)
     if _int_env("HARNESS_FORWARDS"):
         from torch.nn.modules.module import register_module_forward_hook
@@ -131,6 +137,8 @@ def install() -> None:
         os.environ["HARNESS_TOP_PID"] = str(os.getpid())
         _state["top"] = True
     when_imported("torch", _patch_torch)
+    random.seed(0)
+    when_imported("numpy", lambda np: np.random.seed(0))
 
     previous = sys.excepthook
 
