@@ -12,11 +12,13 @@ fixes it (then move the expectation to ``ok``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from conftest import FIXTURES, ROOT
 
@@ -38,14 +40,29 @@ class KnownFailure(Exception):
     """The run failed with exactly the exception the manifest names for its known class."""
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    work = tmp_path_factory.mktemp("run-harness")
+def _run_subset(work: Path) -> dict:
     options = harness.Options(python=sys.executable, device="cpu", jobs=2, tool_python=sys.executable,
                               tool_pythonpath=str(ROOT / "src"))
     result = harness.run_all(ENTRIES, work, options)
-    result["by_key"] = {(r.id, r.variant): r for r in result["results"]}
-    return result
+    return {"sources": result["sources"], "results": [dataclasses.asdict(r) for r in result["results"]]}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict:
+    """One batch of runs for the whole module. Under xdist the workers share it through a file
+    (the ``xdist_group`` alone does not keep this module on one worker)."""
+    if worker_id == "master":
+        data = _run_subset(tmp_path_factory.mktemp("run-harness"))
+    else:
+        shared = tmp_path_factory.getbasetemp().parent / "run-harness-report.json"
+        with FileLock(str(shared) + ".lock"):
+            if shared.is_file():
+                data = json.loads(shared.read_text(encoding="utf-8"))
+            else:
+                data = _run_subset(tmp_path_factory.mktemp("run-harness"))
+                shared.write_text(json.dumps(data, default=str), encoding="utf-8")
+    results = [harness.Result(**r) for r in data["results"]]
+    return {"sources": data["sources"], "results": results, "by_key": {(r.id, r.variant): r for r in results}}
 
 
 def _cases():
