@@ -120,3 +120,159 @@ def test_notebook_view_numbers_cells_like_the_tool():
         ' "source": ["x = 1\\n", "y = x.cuda()"]}]}'
     )
     assert script.notebook_view(notebook) == "# %% cell 2\nx = 1\ny = x.cuda()\n"
+
+
+# ----------------------------------------------------------------------------- tiers (issue: corpus tiers)
+
+CATEGORIES = {"detection", "NLP", "GAN", "RL", "speech", "notebooks", "vision"}
+
+
+def test_repos_have_a_tier_and_a_category():
+    columns, repos = _rows(REPOS)
+    assert columns == ["repo", "tier", "category", "commit", "date", "oracle_commit", "oracle_note"]
+    assert {r["tier"] for r in repos} == {"dev", "heldout"}
+    assert all(r["category"] in CATEGORIES for r in repos), [r["category"] for r in repos]
+    assert sum(r["tier"] == "dev" for r in repos) >= 21 and sum(r["tier"] == "heldout" for r in repos) >= 13
+    for r in repos:
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", r["date"]) and r["date"] < "2018-04-24", r["repo"]
+
+
+def test_no_site_under_notebook_checkpoint_folders():
+    _, rows = _rows(MANIFEST)
+    assert not [r for r in rows if ".ipynb_checkpoints" in Path(r["path"]).parts]
+
+
+def test_manifest_is_sorted_by_repo_path_line():
+    _, repos = _rows(REPOS)
+    order = {r["repo"]: i for i, r in enumerate(repos)}
+    _, rows = _rows(MANIFEST)
+    keys = [(order[r["repo"]], r["path"], int(r["line"]), r["idiom"]) for r in rows]
+    assert keys == sorted(keys)
+
+
+def test_the_held_out_tier_is_chosen_only_by_naming_it():
+    script = _load_script()
+    repos = [{"repo": "a/dev", "tier": "dev"}, {"repo": "b/held", "tier": "heldout"}]
+    assert [r["repo"] for r in script.select_repos(repos, "dev", None)] == ["a/dev"]
+    assert [r["repo"] for r in script.select_repos(repos, "heldout", None)] == ["b/held"]
+    assert [r["repo"] for r in script.select_repos(repos, "all", None)] == ["a/dev", "b/held"]
+    with pytest.raises(SystemExit):
+        script.select_repos(repos, "dev", ["b/held"])
+    with pytest.raises(SystemExit):
+        script.select_repos(repos, "dev", ["c/unknown"])
+    assert script.build_parser().parse_args([]).tier == "dev"
+    assert script.build_parser().parse_args(["--tier", "heldout"]).tier == "heldout"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "fixed"),
+    [
+        ("y = x.data.numpy()", "y = x.data.cpu().numpy()", True),
+        ("y = x.data.numpy()", "y = x.detach().cpu().numpy()", True),
+        ("y = x.data.numpy()", "y = x.to('cpu').numpy()", True),
+        ("y = x.data.numpy()", "y = x.numpy(force=True)", True),
+        ("y = m(x).data.numpy()", "y = m(x).data.cpu().numpy()", True),
+        ("y = (a + b).numpy()", "y = (a + b).cpu().numpy()", True),
+        ("y = x.data.numpy()", "y = x.detach().numpy()", False),
+        ("y = x.data.numpy()", "y = x.cpu().cuda().numpy()", False),
+        ("y = m(x).data.numpy()", "y = m(x.cpu()).data.numpy()", False),  # .cpu() inside the call, not on the chain
+        ("y = f(x.numpy())", "y = f(x.cpu()).numpy()", False),
+        ("y = np.array(x)", "y = np.array(x.cpu())", True),
+        ("y = np.array(x)", "y = np.array(x.tolist())", True),
+        ("y = np.array(x)", "y = np.array(x.item())", True),
+        ("y = np.asarray(x)", "y = np.asarray(x.cpu().numpy(), dtype=np.float32)", True),
+        ("y = np.array(x)", "y = np.array(x.to(torch.device('cpu')))", True),
+        ("y = np.array([a, b])", "y = np.array([a.item(), b.item()])", True),
+        ("y = np.array([a for a in xs])", "y = np.array([a.item() for a in xs])", True),
+        ("y = np.array(x)", "y = np.array(x.detach())", False),
+        ("y = np.array(x)", "y = np.array(x.to(device))", False),
+        ("y = np.asarray(f(x))", "y = np.asarray(f(x.cpu()))", False),
+        ("y = np.array([a, b])", "y = np.array([a.item(), b])", False),
+        ("a = x.numpy(); b = np.array(y)", "a = x.cpu().numpy(); b = np.array(y)", False),  # every call counts
+        ("plt.plot(x.data)", "plt.plot(x.data.cpu())", True),  # no numpy call: a gained move counts
+        ("plt.plot(x.data)", "plt.plot(x)", False),
+    ],
+)
+def test_host_boundary_checker(before, after, fixed):
+    script = _load_script()
+    assert script.host_boundary_fixed(before, after) is fixed
+    row = {"idiom": "8 host boundary", "expected": "fix", "note": ""}
+    assert script.score_site(row, after, before) is fixed
+    assert not script.score_site(row, None, before)  # unchanged: missed
+
+
+def test_zero_dim_checker_wants_a_gained_conversion():
+    script = _load_script()
+    row = {"idiom": "9 0-dim numbers", "expected": "fix", "note": ""}
+    line = "    correct += pred.eq(y).sum()"
+    assert script.score_site(row, "    correct += pred.eq(y).sum().item()", line)
+    assert script.score_site(row, "    correct += int(pred.eq(y).sum())", line)
+    assert not script.score_site(row, "    correct += pred.eq(y).sum().float()", line)
+    assert not script.score_site(row, "    v = int(x.sum().float())", "    v = int(x.sum())")  # no new conversion
+    assert not script.score_site(row, None, line)
+
+
+def test_autograd_function_checker():
+    script = _load_script()
+    row = {"idiom": "10 legacy autograd Function", "expected": "fix", "note": ""}
+    before = "    def forward(self, x):"
+    region = "    @staticmethod\n    def forward(ctx, x):"
+    assert script.score_site(row, region, before, "    def forward(ctx, x):")
+    assert not script.score_site(row, "    def forward(ctx, x):", before)  # no @staticmethod
+    assert not script.score_site(row, "    @staticmethod\n    def forward(self, x):", before)
+    call = "        x = ReorgFunction(self.stride)(x)"
+    assert script.score_site(row, "        x = ReorgFunction.apply(x, self.stride)", call)
+    assert not script.score_site(row, "        x = ReorgFunction(self.stride)(x.to(d))", call)
+    instance = "        return self.RoI(x, rois)"
+    assert script.score_site(row, "        return RoI.apply(x, rois, self.outh)", instance)
+    assert not script.score_site(row, "        return self.RoI(x.cuda(), rois)", instance)
+
+
+def test_notebook_rows_name_their_underlying_idiom():
+    script = _load_script()
+    other = {"idiom": "7 notebooks", "expected": "fix", "note": "notebook (other): multinomial() without num_samples"}
+    assert script.is_other(other) and script.is_other({"idiom": "other", "expected": "fix", "note": ""})
+    assert not script.is_other({"idiom": "7 notebooks", "expected": "fix", "note": "notebook: Variable (idiom 5)"})
+    host = {"idiom": "7 notebooks", "expected": "fix", "note": "notebook: host boundary (idiom 8): no .cpu()"}
+    assert not script.score_site(host, "y = x.detach().numpy()", "y = x.data.numpy()")
+    assert script.score_site(host, "y = x.detach().cpu().numpy()", "y = x.data.numpy()")
+    both = {"idiom": "7 notebooks", "expected": "fix", "note": "notebook: a.data[0] 0-dim (idiom 3/9)"}
+    assert script.score_site(both, "a.item()", "a.data[0]")  # 3/9: the notebook tokens decide
+
+
+def test_validate_reports_label_problems_without_a_mirror(tmp_path):
+    script = _load_script()
+    (tmp_path / "o+r").mkdir()
+    (tmp_path / "o+r" / "m.py").write_text("import torch\n\nx = x.cuda()\n# y = y.cuda()\nz = 1\n", encoding="utf-8")
+    base = {"repo": "o/r", "commit": "c" * 40, "path": "m.py", "expected": "fix", "note": ""}
+    rows = [
+        {**base, "line": "3", "idiom": "cuda moves"},  # fine
+        {**base, "line": "2", "idiom": "cuda moves"},  # blank
+        {**base, "line": "4", "idiom": "7 notebooks"},  # a comment
+        {**base, "line": "5", "idiom": "cuda moves"},  # no .cuda( on it
+        {**base, "line": "9", "idiom": "cuda moves"},  # no such line
+        {**base, "line": "5", "idiom": "other", "expected": "keep"},  # keep without a note
+        {**base, "line": "1", "idiom": "other", "path": "gone.py"},
+        {**base, "line": "1", "idiom": "other", "path": ".ipynb_checkpoints/m.py"},
+    ]
+    problems = script.validate([{"repo": "o/r", "commit": "c" * 40, "tier": "dev"}], rows, tmp_path)
+    text = "\n".join(problems)
+    assert "m.py:3" not in text
+    for where, why in [("m.py:2", "blank"), ("m.py:4", "comment"), ("m.py:5 (cuda moves", "legacy token"),
+                       ("m.py:9", "no such line"), ("m.py:5 (other, keep)", "without a note"),
+                       ("gone.py:1", "no such file"), (".ipynb_checkpoints/m.py:1", "not user code")]:
+        assert any(where in p and why in p for p in problems), (where, why, text)
+
+
+def test_tree_differences_names_which_run_changed_a_file(tmp_path):
+    script = _load_script()
+    for name, files in {"orig": {"a.py": "x\n", "b.py": "y\n", "c.py": "z\n"},
+                        "each": {"a.py": "x2\n", "b.py": "y\n", "c.py": "z\n"},
+                        "one": {"a.py": "x2\n", "b.py": "y2\n", "c.py": "z\n", "d.py": "new\n"}}.items():
+        for rel, text in files.items():
+            (tmp_path / name).mkdir(exist_ok=True)
+            (tmp_path / name / rel).write_text(text, encoding="utf-8")
+    diffs = script.tree_differences(tmp_path / "orig", tmp_path / "each", tmp_path / "one")
+    assert len(diffs) == 2
+    assert "`b.py`: only the one run over the folder changed it" in diffs[0]
+    assert "`d.py`: only in the one run over the folder" in diffs[1]
