@@ -263,3 +263,41 @@ def test_a_subclass_of_a_class_with_its_own_cuda_is_left_for_review(tmp_path: Pa
     text = (root / "train.py").read_text(encoding="utf-8")
     assert "        loss.cuda()\n" in text and "loss.to(" not in text
     assert "may be a `Perplexity`" in out.stderr
+
+
+MODEL = '''import torch
+
+
+class Seq2seq(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2, 2)
+'''
+
+USES_BOTH = '''import torch
+from model import Seq2seq
+from storage import RolloutStorage
+
+
+def build():
+    net = Seq2seq()
+    net.cuda()
+    rollouts = RolloutStorage(2)
+    rollouts.cuda()
+    return net, rollouts
+'''
+
+
+def test_an_instance_of_a_project_class_without_its_own_cuda_is_moved_safely(tmp_path: Path) -> None:
+    """Issue 31: where the file reaches a class with its own ``cuda()``, a value built by another
+    class of the project (one with no ``cuda()`` of its own) is still no doubt."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "storage.py").write_text(STORAGE, encoding="utf-8")
+    (root / "model.py").write_text(MODEL, encoding="utf-8")
+    (root / "train.py").write_text(USES_BOTH, encoding="utf-8")
+    out = _cli("apply", ".", cwd=root)
+    assert out.returncode == 0, out.stderr
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert "    net = net.to(device)\n" in text or "    net.to(device)\n" in text
+    assert "    rollouts.cuda()\n" in text

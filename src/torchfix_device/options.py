@@ -43,10 +43,16 @@ class RunOptions:
     """For each file of the run (by the name its transform is given), the classes that define
     their own ``cuda()``/``to()`` it can reach by import
     (:mod:`torchfix_device.facts.project_classes`), filled in by the runner."""
+    known_classes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Where a file reaches classes that move themselves: the other classes of the run it reaches
+    by import, whose instances do not (filled in by the runner)."""
     star_imports: Any = None
     """What the star imports of the run's files bind: a ``RunStars`` of
     :mod:`torchfix_device.facts.star_imports`, filled in by the runner (typed loosely: this module
     sits below the facts layer and imports none of it)."""
+
+    def known_classes_of(self, filename: str | None) -> frozenset[str]:
+        return self.known_classes.get(filename, frozenset()) if filename is not None else frozenset()
 
     def own_move_classes_of(self, filename: str | None) -> frozenset[str]:
         return self.own_move_classes.get(filename, frozenset()) if filename is not None else frozenset()

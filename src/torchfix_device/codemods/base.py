@@ -92,6 +92,9 @@ class Codemod(VisitorBasedCodemodCommand):
     keeps_findings: bool = True
     """False for a run whose findings are thrown away (a run on a rewritten tree)."""
     own_move_classes: frozenset[str] = frozenset()
+    """Classes the file reaches by import (its own too) that define their own ``cuda()``/``to()``."""
+    known_classes: frozenset[str] = frozenset()
+    """Where there are such classes: the other classes of the run the file reaches (they do not)."""
     """Classes of the other files of the run that define their own ``cuda()``/``to()``."""
     star_imports: "FileStars | None" = None
     """What the file's star imports bind, resolved over the run (:mod:`torchfix_device.facts.star_imports`)."""

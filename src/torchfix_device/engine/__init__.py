@@ -413,6 +413,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             suppressions=suppressions,
             device_expression=options.device_expression,
             own_move_classes=options.own_move_classes_of(filename),
+            known_classes=options.known_classes_of(filename),
             star_imports=stars,
             keeps_findings=keeps_findings,
             sites=settled.sites[codemod.code] if settled is not None else None,

@@ -85,6 +85,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         sites: "StatementSites | None" = None,
         classes: "dict[int, ClassOutline] | None" = None,
         own_move_classes: frozenset[str] = frozenset(),
+        known_classes: frozenset[str] = frozenset(),
         star_imports: "FileStars | None" = None,
     ) -> None:
         """What the engine tells a codemod before a transform: the code of the tree (saves
@@ -96,6 +97,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         self.device_expression = device_expression
         self.keeps_findings = keeps_findings
         self.own_move_classes = own_move_classes
+        self.known_classes = known_classes
         self.star_imports = star_imports
         if sites is not None:
             self.statements_with_sites = sites

@@ -250,6 +250,8 @@ def _call_kind(codemod: "CodemodView", call: cst.Call, classes: frozenset[str], 
         return _OTHER, ""
     if isinstance(call.func, cst.Name) and call.func.value in _local_class_names(codemod):
         return _OTHER, ""  # an instance of a class of this file without its own move
+    if last in codemod.known_classes:
+        return _OTHER, ""  # an instance of a class of the run without its own move
     return UNKNOWN, ""
 
 

@@ -237,3 +237,12 @@ def subclasses_of(
         if not changed:
             return grown, reached
         reached = reach(grown)
+
+
+_CLASS_LINE = __import__("re").compile(rb"^[ \t]*class[ \t]+([A-Za-z_][A-Za-z_0-9]*)", __import__("re").M)
+
+
+def class_names(data: bytes) -> frozenset[str]:
+    """Names of the classes a file's code defines (a line scan: a ``class`` line inside a string
+    adds a name, which only makes a receiver's kind known where it may not be)."""
+    return frozenset(match.decode("ascii", "replace") for match in _CLASS_LINE.findall(data))

@@ -99,13 +99,14 @@ class ResultCache:
         self._salt = f"{tool_fingerprint()}|{codes}|{settings}|".encode()
         self._usable = self._prepare()
 
-    def for_classes(self, own_move_classes: frozenset[str]) -> "ResultCache":
-        """This cache with entries keyed by the classes that move themselves a file can reach too
-        (a class gaining a ``cuda()`` in one file changes what is safe in the files importing it)."""
+    def for_classes(self, own_move_classes: frozenset[str], known_classes: frozenset[str] = frozenset()) -> "ResultCache":
+        """This cache with entries keyed by the classes that move themselves a file can reach, and
+        the other classes it then reaches, too (a class gaining a ``cuda()`` in one file changes
+        what is safe in the files importing it)."""
         if not own_move_classes:
             return self
         salted = copy.copy(self)
-        salted._salt = self._salt + ",".join(sorted(own_move_classes)).encode() + b"|"
+        salted._salt = self._salt + ",".join(sorted(own_move_classes)).encode() + b";" + ",".join(sorted(known_classes)).encode() + b"|"
         return salted
 
     def for_stars(self, digest: str) -> "ResultCache":

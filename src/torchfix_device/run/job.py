@@ -89,7 +89,7 @@ def process_file(
     if cache is not None and stars is not None:
         cache = cache.for_stars(stars.digest)
     if cache is not None:
-        cache = cache.for_classes(options.own_move_classes_of(str(path)))
+        cache = cache.for_classes(options.own_move_classes_of(str(path)), options.known_classes_of(str(path)))
     if cache is not None:  # the marks are kept with the result, so read them once
         hit = _compiling(cache.get(source.raw), str(path))
         if hit is None and cached_only:

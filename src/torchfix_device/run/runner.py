@@ -34,7 +34,7 @@ from torchfix_device.run import interrupts
 from torchfix_device.run.interrupts import signal_of
 from torchfix_device.run.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
-from torchfix_device.facts.project_classes import classes_of_data, imported_modules, reachable_classes, subclasses_of
+from torchfix_device.facts.project_classes import class_names, classes_of_data, imported_modules, reachable_classes, subclasses_of
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_imports import Resolver, RunStars, may_hold_star_import, resolve_star_imports
 from torchfix_device.results import FileResult, Interrupted
@@ -79,9 +79,9 @@ def run(
         files, problems = find_files(paths, exclude, respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
         roots = [p for p in paths if p.is_dir() and not p.is_symlink()]
         # over every file, before sharding: one answer for all shards
-        own, stars = _project_facts(files, roots)
+        own, known, stars = _project_facts(files, roots)
         if own:
-            options = replace(options or DEFAULT_OPTIONS, own_move_classes=own)
+            options = replace(options or DEFAULT_OPTIONS, own_move_classes=own, known_classes=known)
         if stars:
             options = replace(options or DEFAULT_OPTIONS, star_imports=stars)
         if shard is not None:
@@ -102,9 +102,12 @@ def run(
     return problems + results
 
 
-def _project_facts(files: Sequence[Path], roots: Sequence[Path]) -> tuple[dict[str, frozenset[str]], RunStars]:
+def _project_facts(
+    files: Sequence[Path], roots: Sequence[Path]
+) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], RunStars]:
     """What the codemods learn from every file of the run, each file read once: for each file,
-    the classes that move themselves that it can reach by import
+    the classes that move themselves that it can reach by import and, where there are such
+    classes, the other classes of the run it reaches (an instance of one does not move itself)
     (:mod:`torchfix_device.facts.project_classes`), and what the star imports bind
     (:mod:`torchfix_device.facts.star_imports`). Unreadable files are left out (the run reports
     them)."""
@@ -134,13 +137,15 @@ def _project_facts(files: Sequence[Path], roots: Sequence[Path]) -> tuple[dict[s
             starred[path] = data
     stars = resolve_star_imports(files, starred, roots) if starred else RunStars({})
     if not defined:
-        return {}, stars
+        return {}, {}, stars
     absolute = {resolver.absolute(path): data for path, data in programs.items()}
     imports = {path: imported_modules(data) for path, data in absolute.items()}
 
     _, reached = subclasses_of(defined, absolute, lambda classes: reachable_classes(classes, imports, resolver.module_files))
+    everything = reachable_classes({path: class_names(data) for path, data in absolute.items()}, imports, resolver.module_files)
     own = {str(path): reached[resolver.absolute(path)] for path in programs}
-    return {name: classes for name, classes in own.items() if classes}, stars
+    known = {str(path): everything[resolver.absolute(path)] - reached[resolver.absolute(path)] for path in programs}
+    return {name: classes for name, classes in own.items() if classes}, {name: c for name, c in known.items() if c}, stars
 
 
 def _notebook_program(data: bytes) -> str | None:
