@@ -195,6 +195,21 @@ def test_volatile_loops_left_alone_say_why() -> None:
     assert "the loop it feeds is left as it is: the code after it trains (`.backward()`)" in messages[64]
 
 
+def test_a_loop_that_trains_through_a_helper_stays_out_of_no_grad() -> None:
+    """Issue 31: the loop's volatile input is unwrapped, but the loop calls ``step()``, which
+    trains: under ``torch.no_grad()`` that training fails ("does not require grad"). Executed:
+    the rewrite trains as the original does, and the wrapping the tool used to write fails."""
+    (_, printed_before), (_, printed_after) = _before_after("volatile_loop_helper")
+    assert printed_after == printed_before and printed_before.count(",") == 2
+    assert "it also trains (`.zero_grad()` in `step`)" in _messages("volatile_loop_helper")[20]
+    source = (FIXTURES / "volatile_loop_helper.out.py").read_text(encoding="utf-8")
+    loop = "    for x in batches:\n        x = x  # the loop trains through step(): no torch.no_grad() around it\n        losses.append(round(step(optimizer, x).item(), 4))\n"
+    assert loop in source
+    wrapped = source.replace(loop, "    with torch.no_grad():\n" + "".join("    " + line + "\n" for line in loop.splitlines()))
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        _run(wrapped, "volatile_loop_helper_wrapped")
+
+
 # -- what stays unsafe, and why ------------------------------------------------------------------
 @pytest.mark.parametrize(
     "stem, line, missing",

@@ -12,7 +12,8 @@ assigned to), and keeps it when
 - it does not train: no ``.backward()``, ``.step()``, ``.zero_grad()``,
   ``torch.autograd.grad``/``backward``, ``requires_grad_`` or ``.requires_grad =`` in it (under
   ``no_grad`` those would fail or do nothing), nor in the statements after it in its block
-  (which could train through a value it computed);
+  (which could train through a value it computed), nor in a function or method of the file it
+  calls (``train_step(x, y)``, ``self.update(...)``), followed through the calls those make;
 - it holds no ``yield`` or ``await`` (the grad mode would leak to the code that runs meanwhile).
 
 A loop inside another loop that is wrapped is not wrapped again. Inside the loop, every value
@@ -77,24 +78,56 @@ def _rebinds(statement: cst.CSTNode, names: set[str]) -> bool:
     return False
 
 
-def why_not_wrapped(loop: cst.For | cst.While, parent: Parent, names: QualifiedNames) -> str | None:
+def why_not_wrapped(loop: cst.For | cst.While, parent: Parent, names: QualifiedNames, module: cst.Module | None = None) -> str | None:
     """Why ``loop`` is not put under ``torch.no_grad()`` (None: it is)."""
     if _under_no_grad(loop, parent, names):
         return "it already runs under `torch.no_grad()`"
+    functions = _functions(module) if module is not None else {}
     for node in traversal.walk(loop):
         if isinstance(node, (cst.Yield, cst.Await)):
             return f"it holds a `{'yield' if isinstance(node, cst.Yield) else 'await'}`"
-        training = _training(node, names)
+        training = _training(node, names) or _trains_through(node, names, functions, set())
         if training is not None:
             return f"it also trains ({training})"
     block = parent(loop)
     siblings = list(block.body) if isinstance(block, (cst.Module, cst.IndentedBlock)) else []
     for later in siblings[siblings.index(loop) + 1:] if loop in siblings else []:
         for node in traversal.walk(later):
-            training = _training(node, names)
+            training = _training(node, names) or _trains_through(node, names, functions, set())
             if training is not None:
                 return f"the code after it trains ({training}), maybe through what it computed"
     return None
+
+
+def _functions(module: cst.Module) -> dict[str, list[cst.FunctionDef]]:
+    """The functions and methods of ``module`` by name."""
+    found: dict[str, list[cst.FunctionDef]] = {}
+    for node in traversal.walk_statements(module):
+        if isinstance(node, cst.FunctionDef):
+            found.setdefault(node.name.value, []).append(node)
+    return found
+
+
+def _trains_through(node: cst.CSTNode, names: QualifiedNames, functions: dict[str, list[cst.FunctionDef]], seen: set[int]) -> str | None:
+    """Where ``node`` calls a function or method of the file (``step(x)``, ``self.step(x)``)
+    that trains, directly or through its own calls: what it does and where."""
+    if not (isinstance(node, cst.Call) and functions):
+        return None
+    func = node.func
+    called = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) and m_self(func.value) else None
+    for function in functions.get(called, []) if called is not None else []:
+        if id(function) in seen:
+            continue
+        seen.add(id(function))
+        for inner in traversal.walk(function.body):
+            found = _training(inner, names) or _trains_through(inner, names, functions, seen)
+            if found is not None:
+                return found if " in `" in found else f"{found} in `{called}`"
+    return None
+
+
+def m_self(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value == "self"
 
 
 def _training(node: cst.CSTNode, names: QualifiedNames) -> str | None:
@@ -140,7 +173,7 @@ def loops_to_wrap(
         loop = volatile_loop(node, parent)
         if loop is None:
             continue
-        reason = why_not_wrapped(loop, parent, names)
+        reason = why_not_wrapped(loop, parent, names, module)
         if reason is None:
             chosen[id(loop)] = loop
         else:
