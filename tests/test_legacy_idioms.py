@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +113,28 @@ def test_whole_model_load_fails_before_and_runs_after_the_unsafe_fix(tmp_path) -
     assert before.returncode != 0 and "Weights only load failed" in before.stderr
     assert after.returncode == 0, after.stderr
     assert after.stdout == saved.stdout  # the same weights, the same numbers
+
+
+def test_a_data_set_loads_onto_the_cpu_and_its_items_still_reach_numpy(tmp_path: Path) -> None:
+    """A ``torch.load`` in a ``Dataset`` gets ``map_location="cpu"``: its items go through
+    ``.numpy()`` and DataLoader workers. Executed: the rewrite gives the items the original
+    gives; the device location written before (a stand-in device here) breaks ``__getitem__``."""
+    import torch
+
+    folder = Path(__file__).parent / "fixtures" / "torch_load_without_map_location"
+    path = tmp_path / "digits.pt"
+    torch.save((torch.arange(6.0).view(3, 2), torch.tensor([1, 0, 1])), path)
+
+    def item(source: str) -> object:
+        namespace: dict = {"__name__": "dataset_fixture"}
+        exec(compile(source, "dataset", "exec"), namespace)
+        digits = namespace["Digits"](str(path))
+        return [(image.tolist(), label) for image, label in (digits[i] for i in range(len(digits)))]
+
+    before = (folder / "dataset.in.py").read_text(encoding="utf-8")
+    after = (folder / "dataset.out.py").read_text(encoding="utf-8")
+    assert 'map_location="cpu"' in after
+    assert item(after) == item(before) == [([0.0, 1.0], 1), ([2.0, 3.0], 0), ([4.0, 5.0], 1)]
+    elsewhere = after.replace('map_location="cpu"', 'map_location=torch.device("meta")')
+    with pytest.raises((TypeError, RuntimeError, NotImplementedError)):
+        item(elsewhere)

@@ -5,6 +5,8 @@ from torchfix_device.syntax import nodes
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts, calls_to, has_keyword
 from torchfix_device.devices.source import NoDevice
+from torchfix_device.facts import kinds
+from torchfix_device.facts import values as facts_values
 
 TORCH_LOAD = {"torch.load", "torch.serialization.load"}
 LOAD = frozenset({"load"})
@@ -81,6 +83,10 @@ class TorchLoadWithoutMapLocation(Codemod):
             return updated_node
         if len(nodes.positional_args(original_node)) >= 2 or nodes.has_star_args(original_node):
             return updated_node  # a location chosen positionally, or forwarded `*args`/`**kwargs`
+        if self.class_stack and kinds.is_dataset_class(facts_values.of(self), self.class_stack[-1]):
+            if self.report(original_node, "`torch.load` without `map_location` in a data set: add `map_location=\"cpu\"`, where a `DataLoader` and its workers expect its data"):
+                return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')
+            return updated_node
         device = self.device_source.for_site(original_node, chooses_location=True)
         if isinstance(device, NoDevice):
             self.report(original_node, f"`torch.load` without `map_location`: {device.reason}", fixable=False)

@@ -333,3 +333,25 @@ def module_classes(values: ModuleValues) -> dict[int, cst.ClassDef]:
                         break
         values.facets["module classes"] = known
     return known
+
+
+DATASET_BASES = frozenset({
+    "torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset", "torch.utils.data.IterableDataset",
+    "torch.utils.data.dataset.IterableDataset", "torchvision.datasets.VisionDataset",
+    "torchvision.datasets.vision.VisionDataset",
+})
+"""Classes whose subclasses are data sets: their items go to a ``DataLoader`` and its workers."""
+
+
+def is_dataset_class(values: ModuleValues, cls: cst.ClassDef, seen: frozenset[str] = frozenset()) -> bool:
+    """``cls`` subclasses torch's (or torchvision's) ``Dataset``, directly or through classes of
+    the module."""
+    for base in cls.bases:
+        if values.names(base.value) & DATASET_BASES:
+            return True
+        name = nodes.dotted_name(base.value)
+        if name is not None and name not in seen:
+            local = [c for c in traversal.walk_statements(values.module) if isinstance(c, cst.ClassDef) and c.name.value == name]
+            if len(local) == 1 and is_dataset_class(values, local[0], seen | {name}):
+                return True
+    return False
