@@ -138,3 +138,22 @@ def test_a_data_set_loads_onto_the_cpu_and_its_items_still_reach_numpy(tmp_path:
     elsewhere = after.replace('map_location="cpu"', 'map_location=torch.device("meta")')
     with pytest.raises((TypeError, RuntimeError, NotImplementedError)):
         item(elsewhere)
+
+
+def test_type_of_an_instance_keeps_the_device_it_had_in_0_3() -> None:
+    """``priors.type(type(x.data))`` gave ``priors`` ``x``'s tensor type in 0.3, device
+    included (``torch.cuda.FloatTensor``); since 0.4 ``type(x.data)`` is ``torch.Tensor``, so it
+    moves ``priors`` to the CPU. Executed: ``type_as`` keeps ``x``'s device (a stand-in device
+    here) where the old line lands on the CPU; on the CPU both give the same tensor."""
+    folder = Path(__file__).parent / "fixtures" / "cuda_tensor_type"
+    namespaces = []
+    for name in ("type_of_instance.in.py", "type_of_instance.out.py"):
+        namespace: dict = {}
+        exec(compile((folder / name).read_text(encoding="utf-8"), name, "exec"), namespace)
+        namespaces.append(namespace)
+    before, after = (n["priors_like"] for n in namespaces)
+    priors, x = torch.arange(4.0), torch.ones(2)
+    assert torch.equal(before(priors, x), after(priors, x)) and after(priors, x).dtype == torch.float32
+    on_device = torch.ones(2, device="meta")
+    assert before(priors, on_device).device.type == "cpu"  # the device bug the rewrite removes
+    assert after(priors, on_device).device.type == "meta"

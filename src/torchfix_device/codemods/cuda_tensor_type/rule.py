@@ -31,7 +31,8 @@ class CudaTensorType(Codemod):
     `x.type(torch.cuda.FloatTensor)` → `x.to(device=device, dtype=torch.float32)`, and
     `isinstance(x.data, torch.cuda.FloatTensor)` → `(x.is_cuda and x.layout == torch.strided and
     x.dtype == torch.float32)`, what that type test checks. The device is chosen as for `.cuda()`
-    (TFD001).
+    (TFD001). `y.type(type(x.data))` (0.3's way to give `y` the type and device of `x`) →
+    `y.type_as(x)`.
 
     Tensor-type aliases, `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`
     (`torch.Tensor` in the `else` too), bound once and read only after, go with their reads:
@@ -80,18 +81,24 @@ class CudaTensorType(Codemod):
     constructor, shares a NumPy array's memory on the CPU when the dtype matches and copies it
     otherwise; `.to(device=, dtype=)` converts like `.type()` did. An alias's reads get the device
     its condition chose. On a machine without CUDA the code now runs on the CPU instead of failing.
+    `y.type_as(x)` gives `y` the type `type(x.data)` was in 0.3, device included (since 0.4
+    `type(x.data)` is `torch.Tensor`: the old code moves `y` to the CPU).
     """
 
     code = "TFD008"
     name = "cuda-tensor-type"
     summary = "`torch.cuda.FloatTensor` & co. exist only with CUDA: use a dtype and a device"
     safe = True
-    triggers = ("Tensor",)
+    triggers = ("Tensor", "type(type(")
 
     @classmethod
     def may_match(cls, facts: FileFacts) -> bool:
         """An expression naming ``torch.cuda.FloatTensor`` or another CUDA tensor type (called,
-        passed to ``.type()`` or used as a value)."""
+        passed to ``.type()`` or used as a value), or ``.type(type(...))``."""
+        if facts.torch_imported and "type" in facts.call_attrs and any(
+            isinstance(node, ast.Call) and _type_of_type(node) for node, _, _ in facts.contexts
+        ):
+            return True
         if not (facts.torch_imported and "cuda" in facts.names and facts.names & LEGACY_TYPE_NAMES):
             return False
         scan = facts.scan
@@ -239,7 +246,30 @@ class CudaTensorType(Codemod):
             dtype = self._cuda_dtype(arg.value) if arg.keyword is None else None
             if dtype is not None:
                 return self._type_call(original_node, updated_node, dtype)
+            other = self._type_of(arg.value) if arg.keyword is None else None
+            if other is not None:
+                return self._type_as(original_node, updated_node, other)
         return updated_node
+
+    def _type_of(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``x`` of ``type(x.data)`` / ``type(x)`` (the builtin ``type``)."""
+        if not (isinstance(node, cst.Call) and len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star):
+            return None
+        if self.qualified_names(node.func) != {"builtins.type"}:
+            return None
+        value = node.args[0].value
+        return value.value if m.matches(value, m.Attribute(attr=m.Name("data"))) else value  # type: ignore[attr-defined]
+
+    def _type_as(self, original: cst.Call, updated: cst.Call, other: cst.BaseExpression) -> cst.BaseExpression:
+        shown = nodes.code_of(other)
+        message = (
+            f"`.type(type(...))` took `{shown}`'s type with its device in PyTorch 0.3 (a `torch.cuda.FloatTensor`); "
+            f"since 0.4 that type is `torch.Tensor`, which moves the tensor to the CPU: use `.type_as({shown})`"
+        )
+        if not self.report(original, message):
+            return updated
+        func = cst.ensure_type(updated.func, cst.Attribute)
+        return updated.with_changes(func=func.with_changes(attr=cst.Name("type_as")), args=[cst.Arg(other)])
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         if id(original_node) not in self._handled and self._cuda_dtype(original_node):
@@ -375,3 +405,11 @@ LEGACY_TYPE_NAMES = frozenset(torch_api.LEGACY_TENSOR_DTYPES)
 def _is_cuda_legacy_type(name: str) -> bool:
     parts = name.split(".")
     return parts[0] == "torch" and parts[1:-1] == ["cuda"] and parts[-1] in LEGACY_TYPE_NAMES
+
+
+def _type_of_type(call: ast.Call) -> bool:
+    """Stage 1 of ``x.type(type(y))``."""
+    return (
+        isinstance(call.func, ast.Attribute) and call.func.attr == "type" and len(call.args) == 1 and not call.keywords
+        and isinstance(call.args[0], ast.Call) and isinstance(call.args[0].func, ast.Name) and call.args[0].func.id == "type"
+    )
