@@ -116,3 +116,19 @@ def test_a_move_inside_torchscript_takes_a_tensor_argument_and_still_compiles(tm
     assert results["after"].returncode == 0, results["after"].stderr
     assert results["after"].stdout == results["before"].stdout
     assert results["old rewrite"].returncode != 0 and "device" in results["old rewrite"].stderr
+
+
+def test_no_review_item_for_what_the_same_run_fixed() -> None:
+    """Issue 33, item 4: a type a rewritten ``isinstance(...)`` consumed is not also reported as a
+    CUDA type "used as a value" (the run printed a fix and a review item for the same call)."""
+    from torchfix_device.codemods.catalog import all_codemods as every
+
+    folder = Path(__file__).parent / "fixtures" / "cuda_tensor_type"
+    for name in ("isinstance_tuple.in.py", "isinstance.in.py", "isinstance_adds_torch.in.py"):
+        path = folder / name
+        if not path.exists():
+            continue
+        out = transform_source(path.read_text(encoding="utf-8"), every())
+        fixed_lines = {f.line for f in out.findings if f.fixed}
+        reviewed = [f for f in out.findings if not f.fixed and f.line in fixed_lines and f.code == "TFD008"]
+        assert fixed_lines and reviewed == [], (name, reviewed)

@@ -230,6 +230,10 @@ class CudaTensorType(Codemod):
             self._handled.add(id(node.args[0].value))
         if "torch.set_default_tensor_type" in self.qualified_names(node.func, ending_in=SET_DEFAULT_LAST):
             self._handled.update(id(a.value) for a in node.args)  # TFD014's finding
+        if isinstance(node.func, cst.Name) and node.func.value == "isinstance":
+            found = self._isinstance_test(node)
+            if found is not None:  # rewritten whole when the call is left: no finding of its own
+                self._handled.update(id(t) for t in found[1])
         return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -308,21 +312,31 @@ class CudaTensorType(Codemod):
             return done
         return updated
 
+    def _isinstance_test(self, call: cst.Call) -> tuple[str, list[cst.BaseExpression], list[str]] | None:
+        """For ``isinstance(x.data, torch.cuda.FloatTensor)`` (or a tuple of CUDA types): the
+        tested name (``.data`` dropped), the type expressions and their dtypes; None otherwise."""
+        args = call.args
+        if len(args) != 2 or any(a.keyword is not None or a.star for a in args):
+            return None
+        tested = nodes.dotted_name(args[0].value)
+        types = [e.value for e in args[1].value.elements] if isinstance(args[1].value, cst.Tuple) else [args[1].value]
+        dtypes = [self._cuda_dtype(t) for t in types]
+        if tested is None or not types or any(d is None for d in dtypes):
+            return None
+        return (tested[: -len(".data")] if tested.endswith(".data") else tested), types, dtypes  # type: ignore[return-value]
+
     def _isinstance(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``isinstance(x.data, torch.cuda.FloatTensor)`` → ``(x.is_cuda and x.layout ==
-        torch.strided and x.dtype == torch.float32)``: what the type check tests."""
-        args = original.args
-        if len(args) != 2 or any(a.keyword is not None or a.star for a in args):
+        torch.strided and x.dtype == torch.float32)``: what the type check tests (``x.dtype in
+        (...)`` for a tuple of types)."""
+        found = self._isinstance_test(original)
+        if found is None:
             return updated
-        dtype = self._cuda_dtype(args[1].value)
-        tested = nodes.dotted_name(args[0].value)
-        if dtype is None or tested is None:
-            return updated
-        self._handled.add(id(args[1].value))
-        tested = tested[: -len(".data")] if tested.endswith(".data") else tested
+        tested, types, dtypes = found
         t = self._torch
-        code = f"({tested}.is_cuda and {tested}.layout == {t}.strided and {tested}.dtype == {t}.{dtype})"
-        if not self.report(original, f"`isinstance(..., {nodes.code_of(args[1].value)})` exists only with CUDA: test `{code}`"):
+        dtype_test = f"{tested}.dtype == {t}.{dtypes[0]}" if len(dtypes) == 1 else f"{tested}.dtype in ({', '.join(f'{t}.{d}' for d in dtypes)})"
+        code = f"({tested}.is_cuda and {tested}.layout == {t}.strided and {dtype_test})"
+        if not self.report(original, f"`isinstance(..., {nodes.code_of(original.args[1].value)})` exists only with CUDA: test `{code}`"):
             return updated
         return cst.parse_expression(code).with_changes(lpar=updated.lpar or [cst.LeftParen()], rpar=updated.rpar or [cst.RightParen()])
 
