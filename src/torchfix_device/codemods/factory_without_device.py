@@ -121,7 +121,9 @@ class FactoryWithoutDevice(Codemod):
         if legacy:
             rewritten = legacy_constructors.legacy_constructor_call(updated_node, self._torch, legacy[0], device.code)
             if rewritten is None:
-                self.report(original_node, f"`{shown}(...)`: cannot tell a size from data; pass `device=` by hand", fixable=False)
+                factory = f"{self._torch}.empty(..., dtype={self._torch}.{legacy[0]}, device={device.code})"
+                data = f"{self._torch}.tensor(..., dtype={self._torch}.{legacy[0]}, device={device.code})"
+                self.report(original_node, f"legacy `{shown}(...)` creates a CPU tensor and nothing shows whether its argument is a size or data: write `{factory}` for a size or `{data}` for data", fixable=False)
                 return updated_node
             if self.report(original_node, f"legacy `{shown}(...)` creates a CPU tensor: use a factory with `device={device.code}`"):
                 return rewritten

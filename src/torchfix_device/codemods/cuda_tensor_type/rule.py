@@ -114,6 +114,8 @@ class CudaTensorType(Codemod):
         self._handled: set[int] = set()
         self._reads: dict[int, tuple[Alias, str, _Read]] = {}
         self._alias_of: dict[int, Alias] = {}
+        self._blockers: dict[int, Alias] = {}
+        """A read (a call, or a name used otherwise) that keeps its alias from going: reported there."""
         self._removed: list[cst.CSTNode] = []
         """The alias statements that go (the objects: the engine may keep either)."""
         aliases = [a for found in find_aliases(self, node).values() for a in found]
@@ -131,7 +133,9 @@ class CudaTensorType(Codemod):
             self._alias_of[id(alias.statement)] = alias
             self._handled.update(id(n) for n in (alias.choice.body, alias.choice.orelse))
             if alias.reason is None:
-                alias.reason = self._why_not(module, alias, seen)
+                alias.reason, blocker = self._why_not(module, alias, seen)
+                if blocker is not None:
+                    self._blockers[id(blocker)] = alias
             if alias.reason is not None:
                 continue
             self._choose_device(alias, [seen[id(r)].chain for r in alias.reads])
@@ -141,31 +145,32 @@ class CudaTensorType(Codemod):
                 call = found.parent if kind == "call" else found.grand
                 self._reads[id(call)] = (alias, cst.ensure_type(kind, str), found)
 
-    def _why_not(self, module: cst.Module, alias: Alias, seen: dict) -> str | None:
+    def _why_not(self, module: cst.Module, alias: Alias, seen: dict) -> tuple[str | None, cst.CSTNode | None]:
+        """Why ``alias`` cannot go, and the read that keeps it (None: the alias statement itself)."""
         if not alias.reads:
-            return "it is never called"
+            return "it is never called", None
         if self.is_suppressed(alias.statement):
-            return "its line is suppressed"
+            return "its line is suppressed", None
         index = next(i for i, s in enumerate(statements_of(alias.scope)) if s is alias.statement)
         for read in alias.reads:
             found = seen.get(id(read))
             if found is None:
-                return f"`{alias.name}` is read where it cannot be followed"
+                return f"`{alias.name}` is read where it cannot be followed", None
             parent, grand, chain, top = found.parent, found.grand, found.chain, found.top
             if isinstance(alias.scope, cst.FunctionDef) and not any(f is alias.scope for f in chain):
-                return f"`{alias.name}` is read outside the function that binds it"
+                return f"`{alias.name}` is read outside the function that binds it", read
             if (not chain or chain[-1] is alias.scope) and top <= index:
-                return f"`{alias.name}` is read before it is bound"
+                return f"`{alias.name}` is read before it is bound", read
             kind = read_kind(self, read, parent, grand)
             if kind is None:
-                return f"`{alias.name}` is used as a value"
+                return f"`{alias.name}` is used as a value", read
             if self.is_suppressed(read):
-                return "one of its reads is suppressed"
+                return "one of its reads is suppressed", None
             if kind == "call":
                 done = constructor(cst.ensure_type(parent, cst.Call), self._torch, alias.dtype, "device", found.values(self, module))
                 if isinstance(done, str):
-                    return f"`{nodes.code_of(parent)}`: {done}"
-        return None
+                    return done, parent
+        return None, None
 
     def _choose_device(self, alias: Alias, chains: list[list[cst.FunctionDef]]) -> None:
         """The device of ``alias``: its flag's binding where the condition is a usable flag that
@@ -204,8 +209,12 @@ class CudaTensorType(Codemod):
         if alias is None:
             return updated_node
         test = nodes.code_of(alias.choice.test)
+        if alias.reason == "it is never called":
+            self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias that is never called: remove it", fixable=False)
+            return updated_node
         if alias.reason is not None:
-            self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias; {alias.reason}: replace it by a dtype and a device by hand", fixable=False)
+            if not any(a is alias for a in self._blockers.values()):
+                self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias that stays because {alias.reason}: give its reads a dtype and a device by hand", fixable=False)
             return updated_node
         if alias.removed:
             if self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias on `{test}`: its reads take `dtype={self._torch}.{alias.dtype}, device={alias.device}`"):
@@ -236,7 +245,17 @@ class CudaTensorType(Codemod):
                 self._handled.update(id(t) for t in found[1])
         return None
 
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        self._report_blocker(original_node)
+        return updated_node
+
+    def _report_blocker(self, node: cst.CSTNode) -> None:
+        alias = self._blockers.get(id(node))
+        if alias is not None:
+            self.report(node, f"`{nodes.code_of(node)}` keeps the CUDA tensor type alias `{alias.name}`: {alias.reason}; give it a dtype and a device by hand", fixable=False)
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        self._report_blocker(original_node)
         planned = self._reads.get(id(original_node))
         if planned is not None:
             return self._alias_read(original_node, updated_node, *planned)
@@ -292,7 +311,9 @@ class CudaTensorType(Codemod):
             return updated
         rewritten = legacy_constructors.legacy_constructor_call(updated, self._torch, dtype, device.code)
         if rewritten is None:
-            self.report(original, f"`{shown}(...)`: cannot tell a size from data; rewrite by hand", fixable=False)
+            factory = f"{self._torch}.empty(..., dtype={self._torch}.{dtype}, device={device.code})"
+            data = f"{self._torch}.tensor(..., dtype={self._torch}.{dtype}, device={device.code})"
+            self.report(original, f"`{shown}(...)` exists only with CUDA and nothing shows whether its argument is a size or data: write `{factory}` for a size or `{data}` for data", fixable=False)
             return updated
         if self.report(original, f"`{shown}` exists only with CUDA: use `dtype={self._torch}.{dtype}, device={device.code}`"):
             return rewritten
