@@ -56,7 +56,7 @@ def test_variable_unsafe_unwrap_held_back_by_default() -> None:
     assert sorted(f.kind for f in output.findings) == ["fix", "fix"]
     unsafe = transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=True))
     assert unsafe.text == "import torch\n\ny = x.cuda()\nz = torch.zeros(2)\n"
-    assert "(unsafe: `Variable` also detached it" in unsafe.findings[0].message
+    assert "; unsafe: `Variable` also detached it" in unsafe.findings[0].message
 
 
 def test_variable_rewrites_behave_like_variable() -> None:

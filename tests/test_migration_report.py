@@ -110,7 +110,7 @@ def test_markdown_report_reads_as_a_record(project: Path) -> None:
         "Summary", "Per codemod", "Per file", "Changes", "Left for manual review",
         "Unsafe fixes held back", "Checkpoint compatibility", "Files not processed",
     ]
-    assert "- `src/train.py:3:5` **TFD001** `.cuda()` hard-codes CUDA: use `.to(device)`" in text
+    assert "- `src/train.py:3:5` **TFD001** `torch.zeros(3).cuda()` hard-codes CUDA: use `.to(device)`" in text
     assert "- `src/model.py:16:7` **TFD001** `Net().cuda(dev)` names a device explicitly and nothing shows `dev` is an int GPU index: choose a device expression by hand" in text
     assert "| TFD005 | torch-load-without-map-location | 1 | 0 | 0 | 0 |" in text
     assert "| src/train.py | changed | 1 | 0 | 0 | 1 |" in text

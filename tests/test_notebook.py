@@ -44,9 +44,9 @@ def test_check_names_the_cell(tmp_path: Path) -> None:
     out = run_cli("check", ".", cwd=tmp_path)  # found by the folder walk
     assert out.returncode == 1
     assert out.stdout.decode().splitlines() == [
-        "train.ipynb:cell 3:2:9 TFD001 `.cuda()` hard-codes CUDA: use `.to(device)`",
+        "train.ipynb:cell 3:2:9 TFD001 `torch.load('m.pt').cuda()` hard-codes CUDA: use `.to(device)`",
         "train.ipynb:cell 3:2:9 TFD005 `torch.load` without `map_location`: add `map_location=device`",
-        "train.ipynb:cell 5:2:5 TFD001 `.cuda()` hard-codes CUDA: use `.to(device)`",
+        "train.ipynb:cell 5:2:5 TFD001 `torch.randn(3).cuda()` hard-codes CUDA: use `.to(device)`",
     ]
 
 

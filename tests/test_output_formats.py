@@ -73,7 +73,7 @@ def test_github_annotations(project: Path) -> None:
     assert lines[0].startswith("::error file=broken.py,line=2,title=not processed by torchfix-device::")
     annotations = sorted(lines[1:])
     assert annotations == sorted([
-        "::warning file=pkg dir/légacy.py,line=3,col=9,title=TFD001 (fix)::`.cuda()` hard-codes CUDA: use `.to(device)`",
+        '::warning file=pkg dir/légacy.py,line=3,col=9,title=TFD001 (fix)::`torch.load("m.pt").cuda()` hard-codes CUDA: use `.to(device)`',
         "::warning file=pkg dir/légacy.py,line=3,col=9,title=TFD005 (fix)::`torch.load` without `map_location`: add `map_location=device`",
         "::notice file=pkg dir/légacy.py,line=4,col=5,title=TFD001 (manual review)::`torch.zeros(3).cuda(dev)` names a device explicitly and nothing shows `dev` is an int GPU index: choose a device expression by hand",
     ])

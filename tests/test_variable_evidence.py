@@ -252,9 +252,9 @@ def test_sites_without_evidence_keep_the_detach_and_say_what_is_missing(stem: st
     without `--unsafe-fixes`. Both messages name the missing evidence."""
     safe = _messages(stem)[line]
     assert ".detach()`, which is what `Variable` did (`--unsafe-fixes` writes plain `" in safe
-    assert "(unsafe:" not in safe and missing in safe
+    assert "; unsafe:" not in safe and missing in safe
     unsafe = _messages(stem, unsafe=True)[line]
-    assert "(unsafe: `Variable` also detached it from the autograd graph" in unsafe
+    assert "; unsafe: `Variable` also detached it from the autograd graph" in unsafe
     assert missing in unsafe
 
 

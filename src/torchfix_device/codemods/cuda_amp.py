@@ -147,7 +147,7 @@ class CudaAmp(Codemod):
             if id(func) not in self._name_calls:
                 self.report(
                     original_node,
-                    f"`{old}` is deprecated: use `torch.amp.{name}(\"cuda\", ...)` (not rewritten: its import cannot move to `torch.amp` with it)",
+                    f"`{old}` is deprecated: use `torch.amp.{name}(\"cuda\", ...)` by hand, since its import cannot move to `torch.amp` with it",
                     fixable=False,
                 )
                 return updated_node

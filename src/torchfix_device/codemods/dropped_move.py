@@ -122,7 +122,7 @@ class DroppedMove(Codemod):
                 self.report(
                     original_node,
                     f"`{receiver.value}` may be a `{doubt[1]}`, which defines its own `{method}()`: it need not "
-                    "return the object, so assigning the result back could replace it (move it by hand)",
+                    "return the object, so assigning the result back could replace it; move it by hand",
                     fixable=False,
                 )
                 return updated_node
@@ -136,7 +136,7 @@ class DroppedMove(Codemod):
                 return updated_node
             message = f"result of `{receiver.value}.{method}(...)` is dropped: assign it back"
             if doubt is not None:
-                message += f" (unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{receiver.value}` is)"
+                message += f"; unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{receiver.value}` is"
             if self.report(original_node, message, safe=False if doubt is not None else None):
                 return cst.Assign(
                     targets=[cst.AssignTarget(target=receiver)],
@@ -150,8 +150,8 @@ class DroppedMove(Codemod):
             shown = nodes.code_of(receiver)
             self.report(
                 original_node,
-                f"result of `{shown}.{method}(...)` is dropped: assign it back by hand "
-                "(for an nn.Parameter use `.data = ...`, for a tensor attribute consider register_buffer)",
+                f"result of `{shown}.{method}(...)` is dropped: assign it back by hand; for an nn.Parameter "
+                "assign its `.data`, for a tensor attribute register a buffer",
                 fixable=False,
             )
         return updated_node

@@ -199,7 +199,7 @@ class TensorAttributeNotBuffer(Codemod):
             message = (f"{shown} is a tensor attribute that .to() does not move: register it with "
                        f"`self.register_buffer(\"{name}\", ..., persistent=False)`")
             if reason is not None:
-                message += f" (unsafe: {reason})"
+                message += f"; unsafe: {reason}"
             if self.report(node, message, safe=False if reason is not None else None):
                 self._plan[id(node)] = name
 

@@ -206,12 +206,12 @@ class CudaCall(Codemod):
             self._declined.add(id(original_node))
             self.report(original_node, f"`.cuda()`: {device.reason}", fixable=False)
             return updated_node
-        message = f"`.cuda()` hard-codes CUDA: use `.to({device.code})`"
+        message = f"`{_short(receiver)}.cuda()` hard-codes CUDA: use `.to({device.code})`"
         flag_guard = self._flag_guards.guard_of(original_node)
         if flag_guard is not None and (stays := self._flag_guards.why_it_stays(flag_guard)) is not None:
-            message += f"; the guard `{self._flag_guards.shown(flag_guard)}` stays: {stays}"
+            message += f"; the guard `{self._flag_guards.shown(flag_guard)}` stays because {stays}"
         if doubt is not None:
-            message += f" (unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{nodes.code_of(receiver)}` is)"
+            message += f"; unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{nodes.code_of(receiver)}` is"
         if not self.report(original_node, message, safe=False if doubt is not None else None):
             return updated_node
         self._rewritten.add(id(original_node))
@@ -221,7 +221,7 @@ class CudaCall(Codemod):
     def _moves_itself(self, node: cst.Call, updated: cst.Call, receiver: cst.BaseExpression, classes: str) -> cst.Call:
         self._declined.add(id(node))
         shown = nodes.code_of(receiver)
-        message = f"`{shown}` may be a `{classes}`, which defines its own `cuda()`: `.to()` is another method (move it by hand)"
+        message = f"`{shown}` may be a `{classes}`, which defines its own `cuda()`: `.to()` is another method, so move it by hand"
         self.report(node, message, fixable=False)
         return updated
 
@@ -251,7 +251,7 @@ class CudaCall(Codemod):
         else:
             why = None
         if why is not None:
-            message += f" (unsafe: {why})"
+            message += f"; unsafe: {why}"
         if not self.report(node, message, safe=False if why is not None else None):
             return updated
         if torch_name is None:
@@ -424,3 +424,9 @@ def _to_device_call(call: cst.Call, device_code: str) -> cst.Call:
 
 def _walk_classes(node: cst.CSTNode):
     return (n for n in traversal.walk_statements(node) if isinstance(n, cst.ClassDef))
+
+
+def _short(node: cst.CSTNode, limit: int = 40) -> str:
+    """The code of ``node`` on one line, cut to ``limit`` characters (``...`` in the middle)."""
+    text = " ".join(nodes.code_of(node).split())
+    return text if len(text) <= limit else text[: limit // 2 - 2] + "..." + text[-(limit // 2 - 1):]

@@ -156,7 +156,7 @@ class LossDataIndex(Codemod):
                 self.report(original, f"`{what}`: {why}; use `.item()` if it is a 0-dim loss", fixable=False)
             return updated
         if size is Size.LIKELY:
-            fixed = self.report(original, f"`{what}` on a loss: use `.item()` ({PASSED_LOSS})", safe=False)
+            fixed = self.report(original, f"`{what}` on a loss: use `.item()`; {PASSED_LOSS}", safe=False)
         else:
             fixed = self.report(original, f"`{what}` on a scalar: use `.item()`")
         if fixed:
@@ -180,15 +180,15 @@ class LossDataIndex(Codemod):
             )
             return updated
         if size is Size.LIKELY:
-            fixed = self.report(original, f"`.numpy()[0]` on a loss: use `.item()` ({PASSED_LOSS})", safe=False)
+            fixed = self.report(original, f"`.numpy()[0]` on a loss: use `.item()`; {PASSED_LOSS}", safe=False)
         elif size is Size.ZERO_DIM or formats_alike(self, original):
             fixed = self.report(original, "`.numpy()[0]` on a scalar: use `.item()`")
         else:
             fixed = self.report(
                 original,
-                "`.numpy()[0]` on a one-element tensor: use `.item()` (unsafe: shown to have one element by "
-                "`.backward()` only, it may be a 1-element vector, on which `.numpy()[0]` works today and gives a "
-                "numpy float32, which `print` shows with fewer digits than the Python float `.item()` gives)",
+                "`.numpy()[0]` on a one-element tensor: use `.item()`; unsafe: only `.backward()` shows it has one "
+                "element, so it may be a 1-element vector, on which `.numpy()[0]` works today and gives a numpy "
+                "float32, which `print` shows with fewer digits than the Python float `.item()` gives",
                 safe=False,
             )
         return _item(numpy_subject(updated), updated) if fixed else updated  # type: ignore[arg-type]
@@ -245,8 +245,8 @@ class LossDataIndex(Codemod):
             unproven = ", ".join(f"`{u}`" for u in planned.unproven)
             return self.report(
                 anchor,
-                f"{message} (unsafe: {unproven} not shown to be a scalar; on a vector `{name}[0]` is the sum of first "
-                "elements and `.item()` raises)",
+                f"{message}; unsafe: {unproven} is not shown to be a scalar, and on a vector `{name}[0]` is the sum "
+                "of first elements where `.item()` raises",
                 safe=False,
             )
         return self.report(anchor, message)

@@ -274,7 +274,7 @@ class UnregisteredLayerContainer(Codemod):
             message = (f"{shown} keeps {'parameters' if target.startswith('Parameter') else 'layers'} in a plain "
                        f"{container}: .to(), .parameters() and state_dict() do not see them; use `{spelling}`")
             if safe is False:
-                message += f" (unsafe: {why})"
+                message += f"; unsafe: {why}"
             if self.report(site.node, message, safe=safe):
                 self._plan[id(site.node)] = (spelling, site.empty)
                 applied = True

@@ -249,7 +249,7 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         message = f"`Variable(...)` is a deprecated wrapper since PyTorch 0.4: use {shown}"
         message += volatile_note(original_node, self._evidence().parent, self._loops)
         if why_unsafe is not None:
-            message += f" (unsafe: `Variable` also detached it from the autograd graph, and {why_unsafe})"
+            message += f"; unsafe: `Variable` also detached it from the autograd graph, and {why_unsafe}"
         if not self.report(original_node, message, safe=False if why_unsafe else None):
             return updated_node
         self._rewrote = True
