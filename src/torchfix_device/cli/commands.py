@@ -3,7 +3,8 @@ code: resolve the settings, run the files, print, decide the exit code (ruff's, 
 docs/cli.md). Neither typer nor rich nor libcst is imported here: a run answered from the cache
 loads none of them (the typer app and the fast path both land here).
 
-Exit codes: 0 ok; 1 findings (``check``), pending changes (``--diff``), a file that could not be
+Exit codes: 0 ok; 1 findings (``check``), pending changes (``--diff``, or rewrites git safety
+refused: files with uncommitted changes; ``--exit-zero`` makes both 0), a file that could not be
 processed, or fixes made with ``--exit-non-zero-on-fix``; 2 bad usage, a bad configuration or a
 missing path; 130 interrupted (128 + the signal: 143 for SIGTERM, 129 for SIGHUP).
 """
@@ -50,6 +51,9 @@ def main(args: Arguments) -> int:
         with interrupts.ignoring():
             report.print_problems(stop.results, out)
             out.line(report.summary_line(stop.results, wrote=True))
+            hint = report.refusal_hint(stop.results)
+            if hint is not None:
+                out.labelled("hint", "yellow", hint)
             out.line(
                 f"{out.styled(interrupts.word(stop.signum), 'yellow')} after writing {stop.written} of {stop.total} files "
                 f"to rewrite; the other {stop.total - stop.written} are unchanged; every file is either unchanged or fully rewritten"
@@ -219,6 +223,9 @@ def _summary(results: Sequence[FileResult], args: Arguments, out: Printer, *, wr
             out.line(line)
     if not args.quiet:
         out.line(report.summary_line(results, wrote=wrote, checking=checking))
+    hint = report.refusal_hint(results)
+    if hint is not None:  # even with --quiet: the run did not do all it was asked
+        out.labelled("hint", "yellow", hint)
 
 
 def _finish_diff(results: list[FileResult], args: Arguments, settings: Settings, out: Printer) -> int:
@@ -259,6 +266,8 @@ def _finish_apply(results: list[FileResult], args: Arguments, settings: Settings
         return EXIT_FINDINGS
     if _failed(results):
         return EXIT_FINDINGS
+    if _refused(results) and not args.exit_zero:  # pending changes, as with --diff
+        return EXIT_FINDINGS
     fixed = any(r.status == "changed" for r in results)
     return EXIT_FINDINGS if fixed and args.exit_non_zero_on_fix else EXIT_OK
 
@@ -267,6 +276,12 @@ def _failed(results: list[FileResult]) -> bool:
     """A file that could not be processed, or a part of one left unread (a notebook cell that
     does not parse): the run exits 1."""
     return any(r.status == "failed" or r.problems for r in results)
+
+
+def _refused(results: list[FileResult]) -> bool:
+    """A rewrite git safety held back (uncommitted changes): not a failure, but pending changes
+    (exit 1 unless --exit-zero, as a dry run with changes to make)."""
+    return any(r.status == "refused" for r in results)
 
 
 def _write_report(results: list[FileResult], args: Arguments, settings: Settings, out: Printer, mode: str) -> bool:
@@ -286,7 +301,7 @@ def _write_report(results: list[FileResult], args: Arguments, settings: Settings
 
 def _remaining(result: FileResult) -> FileResult:
     """After ``check --fix``: the findings still there (every one of a file not written)."""
-    if result.status == "failed":
+    if result.status in ("failed", "refused"):
         return dataclasses.replace(result, findings=[dataclasses.replace(f, fixed=False) for f in result.findings])
     return dataclasses.replace(result, findings=[f for f in result.findings if not f.fixed])
 

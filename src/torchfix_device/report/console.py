@@ -44,7 +44,7 @@ def print_problems(results: Sequence[FileResult], console: Printer | Console) ->
     """One line per file that failed or was skipped, naming it (and the line, where known)."""
     console = _printer(console)
     for result in results:
-        if result.status in ("failed", "skipped") and result.error and result.skip_kind not in QUIET_SKIP_KINDS:
+        if result.status in ("failed", "skipped", "refused") and result.error and result.skip_kind not in QUIET_SKIP_KINDS:
             style = "red" if result.status == "failed" else "yellow"
             where = result.display
             message = result.error
@@ -101,6 +101,9 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
     declined = sum(1 for r in results for f in r.findings if f.declined)
     verb = "would change" if checking or not wrote else "changed"
     parts = [f"{scanned} file{'s' if scanned != 1 else ''} scanned", f"{changed} {verb}", f"{failed} failed"]
+    refused = Counter(r.skip_kind or "other" for r in results if r.status == "refused")
+    if refused:
+        parts.append(f"{sum(refused.values())} refused (" + ", ".join(sorted(refused)) + ")")
     unread = sum(len(r.problems) for r in results)
     if unread:
         parts.append(f"{unread} notebook cell{'s' if unread != 1 else ''} not read")
@@ -117,6 +120,19 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
     if suppressed:
         line += f"; suppressed by noqa: {suppressed}"
     return line
+
+
+def refusal_hint(results: Sequence[FileResult]) -> str | None:
+    """What to do about refused files, in one line (None when none was refused)."""
+    if not any(r.status == "refused" for r in results):
+        return None
+    return REFUSAL_HINT
+
+
+REFUSAL_HINT = (
+    "commit (or stash) the refused files and run again, so that git can give them back; "
+    "or pass --allow-dirty to rewrite them anyway"
+)
 
 
 def usage_error(message: str) -> None:

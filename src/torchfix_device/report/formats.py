@@ -84,7 +84,7 @@ def json_document(results: Sequence[FileResult], *, unused: bool) -> dict:
         "findings": [finding_record(r, f) for r in results for f in r.findings],
         "problems": [
             {"file": r.display, "status": r.status, "message": r.error}
-            for r in results if r.status in ("failed", "skipped") and r.error
+            for r in results if r.status in ("failed", "skipped", "refused") and r.error
         ] + [{"file": r.display, "status": "not read", "message": p} for r in results for p in r.problems],
         "suppressed": sum(len(r.suppressed) for r in results),
     }
