@@ -185,6 +185,25 @@ def test_check_summary_goes_to_stderr_only(project: Path) -> None:
     assert not any(line in stderr for line in (ITEM_LINE, LOAD_LINE))  # findings are not echoed there
 
 
+def test_check_summary_says_how_to_apply_the_fixes(tmp_path: Path) -> None:
+    """Issue 33, item 10: after the summary, how many findings ``apply`` would fix, and how many
+    more ``--unsafe-fixes`` would (as ruff's "[*] N fixable with the `--fix` option")."""
+    (tmp_path / "m.py").write_text(
+        'import torch\n\nstate = torch.load("ckpt.pt")\n\n\ndef move(x, gpu_id):\n    return x.cuda(gpu_id)\n'
+    )
+    safe = run_cli("check", ".", cwd=tmp_path).stderr.decode().splitlines()
+    assert safe[-1] == "1 fixable with `torchfix-device apply`; 1 more with `--unsafe-fixes`", safe
+    unsafe = run_cli("check", "--unsafe-fixes", ".", cwd=tmp_path).stderr.decode().splitlines()
+    assert unsafe[-1] == "2 fixable with `torchfix-device apply --unsafe-fixes`", unsafe
+    only_unsafe = run_cli("check", "--select", "TFD001", ".", cwd=tmp_path).stderr.decode().splitlines()
+    assert only_unsafe[-1] == "1 fixable with `torchfix-device apply --unsafe-fixes`", only_unsafe
+    quiet = run_cli("check", "-q", ".", cwd=tmp_path)
+    assert b"fixable" not in quiet.stderr
+    (tmp_path / "m.py").write_text("import os\n")
+    clean = run_cli("check", ".", cwd=tmp_path)
+    assert b"fixable" not in clean.stderr
+
+
 def test_check_exits_0_without_findings(project: Path) -> None:
     out = run_cli("check", "clean.py", cwd=project)
     assert out.returncode == 0 and out.stdout == b""

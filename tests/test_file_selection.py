@@ -147,3 +147,17 @@ def test_stdin_misuse_is_bad_usage(tmp_path: Path, args: tuple[str, ...], messag
     (tmp_path / "other.py").write_text(LEGACY)
     out = run_cli(*args, cwd=tmp_path, input=b"")
     assert out.returncode == 2 and message in out.stderr.decode()
+
+
+def test_jupyter_checkpoints_are_left_out_as_ruff_does(tmp_path: Path) -> None:
+    """Issue 33, item 10: ``.ipynb_checkpoints/`` holds Jupyter's autosaved copies (a stale twin
+    of every notebook); ruff leaves it out by default, and so do we. Named on the command line,
+    a file there is still taken."""
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "train-checkpoint.py").write_text(LEGACY)
+    (tmp_path / "train.py").write_text(LEGACY)
+    out = run_cli("check", ".", cwd=tmp_path)
+    assert _files(out) == {"train.py"}, out.stdout.decode()
+    assert "1 file scanned" in out.stderr.decode()
+    named = run_cli("check", ".ipynb_checkpoints/train-checkpoint.py", cwd=tmp_path)
+    assert _files(named) == {".ipynb_checkpoints/train-checkpoint.py"}

@@ -191,7 +191,7 @@ def _run_files(settings: Settings, *, write: bool, tidy: bool = False) -> list[F
     from torchfix_device.report.progress import file_progress
     from torchfix_device.run.runner import run
 
-    with file_progress() as bar:
+    with file_progress(roots=settings.paths) as bar:
         return run(
             settings.paths, settings.codemods, exclude=settings.exclude,
             options=dataclasses.replace(settings.options, write=write), progress=bar, jobs=settings.jobs, cache=settings.cache, shard=settings.shard,
@@ -322,6 +322,9 @@ def _finish_check(results: list[FileResult], args: Arguments, settings: Settings
         _emit(text, args)
     report.print_problems(results, out)
     _summary(results, args, out, wrote=fixing, checking=not fixing)
+    hint = report.fix_hint(results, unsafe_flag=args.unsafe_fixes, fixed=fixing)
+    if hint is not None and not args.quiet and not args.add_noqa:
+        out.line(hint)
     remaining = any(r.findings for r in shown)
     unused = args.show_unused and any(r.unused_suppressions for r in results)
     failed = _failed(results)

@@ -122,6 +122,26 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
     return line
 
 
+def fix_hint(results: Sequence[FileResult], *, unsafe_flag: bool | None, fixed: bool = False) -> str | None:
+    """How to apply what ``check`` found: ``20 fixable with `torchfix-device apply`; 1 more with
+    `--unsafe-fixes``` (None when nothing is fixable). ``unsafe_flag``: ``--unsafe-fixes`` as
+    given on the command line (None: not given; the configuration's choice applies to ``apply``
+    too). ``fixed`` (``check --fix``): the fixes are made, only the held-back ones are left."""
+    usable = [r for r in results if r.status not in ("failed", "skipped")]
+    fixable = 0 if fixed else sum(1 for r in usable for f in r.findings if f.fixed)
+    held = sum(1 for r in usable for f in r.findings if f.held_back)
+    if fixed:
+        return f"{held} more fixable with `--unsafe-fixes`" if held else None
+    apply = "torchfix-device apply" + (" --unsafe-fixes" if unsafe_flag else "")
+    if fixable and held:
+        return f"{fixable} fixable with `{apply}`; {held} more with `--unsafe-fixes`"
+    if fixable:
+        return f"{fixable} fixable with `{apply}`"
+    if held:
+        return f"{held} fixable with `{apply} --unsafe-fixes`"
+    return None
+
+
 def refusal_hint(results: Sequence[FileResult]) -> str | None:
     """What to do about refused files, in one line (None when none was refused)."""
     if not any(r.status == "refused" for r in results):
