@@ -173,7 +173,7 @@ def test_path_that_does_not_exist_is_reported_and_the_rest_still_run(tmp_path: P
     out = run_cli("check", "good.py", "missing.py", "gone/", cwd=tmp_path)
     assert out.returncode == 2
     assert "no such file or folder: missing.py, gone" in _stderr(out)
-    assert b"good.py:7:27 TFD005" in out.stdout  # the rest still ran
+    assert b"good.py:7:27: TFD005" in out.stdout  # the rest still ran
     out = run_cli("apply", "good.py", "missing.py", "gone/", cwd=tmp_path)
     assert out.returncode == 2 and "no such file or folder: missing.py, gone" in _stderr(out)
     assert (tmp_path / "good.py").read_text() == FIXED
@@ -202,8 +202,8 @@ def test_same_file_named_twice_is_processed_once(tmp_path: Path) -> None:
     check = run_cli("check", *names, cwd=tmp_path)
     assert check.returncode == 1
     assert check.stdout.decode().splitlines() == [
-        "pkg/m.py:7:27 TFD005 `torch.load` without `map_location`: add `map_location=device`",
-        "pkg/m.py:10:27 TFD006 `.data[0]` on a scalar: use `.item()`",
+        "pkg/m.py:7:27: TFD005 [*] `torch.load` without `map_location`: add `map_location=device`",
+        "pkg/m.py:10:27: TFD006 [*] `.data[0]` on a scalar: use `.item()`",
     ]
     diff = run_cli("apply", "--diff", *names, cwd=tmp_path)
     assert diff.stdout.count(b"--- a/pkg/m.py") == 1
@@ -242,7 +242,7 @@ def test_read_only_file_with_a_finding_is_reported_and_left_intact(tmp_path: Pat
     (tmp_path / "good.py").write_text(LEGACY)
     try:
         check = run_cli("check", "frozen.py", cwd=tmp_path)
-        assert check.returncode == 1 and b"frozen.py:7:27 TFD005" in check.stdout  # still reported
+        assert check.returncode == 1 and b"frozen.py:7:27: TFD005" in check.stdout  # still reported
         out = run_cli("apply", ".", cwd=tmp_path)
         assert out.returncode == 1
         stderr = _stderr(out)

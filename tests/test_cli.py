@@ -35,8 +35,8 @@ def train(model, loader):
 
 state = torch.load("ckpt.pt")
 """
-ITEM_LINE = "legacy.py:10:18 TFD006 `.data[0]` on a scalar: use `.item()`"
-LOAD_LINE = "legacy.py:14:9 TFD005 `torch.load` without `map_location`: add `map_location=device`"
+ITEM_LINE = "legacy.py:10:18: TFD006 [*] `.data[0]` on a scalar: use `.item()`"
+LOAD_LINE = "legacy.py:14:9: TFD005 [*] `torch.load` without `map_location`: add `map_location=device`"
 
 # TFD012 is an unsafe fix: held back unless unsafe fixes are asked for.
 RESIDUAL = """\
@@ -51,7 +51,7 @@ class Block(nn.Module):
 """
 
 CLEAN = "import os\n\nprint(os.getcwd())\n"
-FINDING = re.compile(r"^[^\s:]+\.py:\d+:\d+ TFD\d{3} \S.*$")
+FINDING = re.compile(r"^[^\s:]+\.py:\d+:\d+: TFD\d{3} (\[\*\] )?[^\s[]\S*.*$")  # ruff's concise line
 ANSI = b"\x1b["
 
 

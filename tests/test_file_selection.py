@@ -120,9 +120,9 @@ def test_apply_stdin_keeps_bytes_and_returns_unfixable_input_unchanged(tmp_path:
 def test_check_and_diff_on_stdin_use_the_stdin_filename(tmp_path: Path) -> None:
     out = run_cli("check", "-", "--stdin-filename", "pkg/model.py", cwd=tmp_path, input=LEGACY.encode())
     assert out.returncode == 1
-    assert out.stdout.decode() == "pkg/model.py:2:9 TFD005 `torch.load` without `map_location`: add `map_location=device`\n"
+    assert out.stdout.decode() == "pkg/model.py:2:9: TFD005 [*] `torch.load` without `map_location`: add `map_location=device`\n"
     unnamed = run_cli("check", "-", cwd=tmp_path, input=LEGACY.encode())
-    assert unnamed.stdout.decode().startswith("-:2:9 TFD005")
+    assert unnamed.stdout.decode().startswith("-:2:9: TFD005")
     diff = run_cli("apply", "--diff", "-", "--stdin-filename", "pkg/model.py", cwd=tmp_path, input=LEGACY.encode())
     assert diff.stdout.decode().startswith("--- a/pkg/model.py\n+++ b/pkg/model.py\n")
 

@@ -24,22 +24,6 @@ def _printer(console: Any) -> Printer:
     return console if isinstance(console, Printer) else Printer(console.file)
 
 
-def finding_lines(results: Sequence[FileResult]) -> list[str]:
-    """``path:line:col CODE message`` per finding, ordered by file and position."""
-    lines = []
-    for result in results:
-        for f in result.findings:
-            suffix = ""
-            if f.held_back:
-                suffix = " [unsafe fix: rerun with --unsafe-fixes]"
-            elif f.declined:
-                suffix = " [declined]"
-            elif not f.fixed:
-                suffix = " [manual review]"
-            lines.append(f"{result.display}:{f.where} {f.code} {f.message}{suffix}")
-    return lines
-
-
 def print_problems(results: Sequence[FileResult], console: Printer | Console) -> None:
     """One line per file that failed or was skipped, naming it (and the line, where known)."""
     console = _printer(console)

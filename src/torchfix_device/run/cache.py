@@ -198,7 +198,7 @@ def _finding(item: object) -> Finding:
     assert isinstance(item, dict)
     _check(all(type(item[k]) is int and item[k] >= 0 for k in ("line", "column")))
     _check(all(type(item[k]) is str for k in ("code", "message")))
-    _check(all(type(item[k]) is bool for k in ("fixed", "held_back")))
+    _check(all(type(item[k]) is bool for k in ("fixed", "held_back", "declined", "unsafe")))
     _check(item["cell"] is None or (type(item["cell"]) is int and item["cell"] > 0))
     return Finding(**item)
 
