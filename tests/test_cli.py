@@ -431,6 +431,51 @@ def test_colour_only_on_a_terminal(project: Path) -> None:
     assert _snapshot(project) == before
 
 
+COLOUR = re.compile(rb"\x1b\[(?:\d+;)*(?:3[0-7]|9[0-7]|38|4[0-7]|10[0-7]|48)[;m]")
+"""An SGR sequence that sets a colour (bold or underline alone is not colour, as NO_COLOR means it)."""
+
+
+def test_no_color_wins_over_a_terminal_and_force_color_colours_a_pipe(project: Path) -> None:
+    """Issue 33, item 13: ``NO_COLOR`` turns colour off even on a terminal; ``FORCE_COLOR`` turns
+    it on in a pipe: the patch, the findings (ruff's colours) and the labels on stderr. A file
+    named by ``--output-file`` never gets colour."""
+    pexpect = pytest.importorskip("pexpect")
+    (project / "broken.py").write_text("import torch\ndef f(:\n")
+    for args in (["apply", "--diff", "."], ["check", "."]):
+        child = pexpect.spawn(console_script()[0], args, cwd=str(project), env=_plain_env(NO_COLOR="1", COLUMNS="120"), timeout=120)
+        child.expect(pexpect.EOF)
+        child.close()
+        assert b"broken.py" in child.before and not COLOUR.search(child.before), (args, child.before)
+    forced = _plain_env(FORCE_COLOR="1")
+    diff = subprocess.run([*console_script(), "apply", "--diff", "."], cwd=project, capture_output=True, env=forced, timeout=300)
+    assert COLOUR.search(diff.stdout) and b"loss.item()" in diff.stdout, diff.stdout
+    check = subprocess.run([*console_script(), "check", "."], cwd=project, capture_output=True, env=forced, timeout=300)
+    assert COLOUR.search(check.stdout) and COLOUR.search(check.stderr), (check.stdout, check.stderr)
+    assert b"\x1b[1;31mTFD006\x1b[0m \x1b[36m[*]\x1b[0m" in check.stdout  # ruff's: the code red, [*] cyan
+    to_file = subprocess.run([*console_script(), "check", "-o", "out.txt", "."], cwd=project, capture_output=True, env=forced, timeout=300)
+    assert to_file.returncode == 1 and ANSI not in (project / "out.txt").read_bytes()
+    both = subprocess.run([*console_script(), "check", "."], cwd=project, capture_output=True, env={**forced, "NO_COLOR": "1"}, timeout=300)
+    assert ANSI not in both.stdout and ANSI not in both.stderr  # NO_COLOR wins
+
+
+def test_option_placeholders_are_readable_at_80_columns() -> None:
+    """Issue 33, item 13: at 80 columns every option that takes a value shows its placeholder
+    (``--select CODES``, ``-o, --output-file FILE``) next to its name, never a type name
+    (``TEXT``, ``<list[str]>``), and no help line is wider than the terminal."""
+    from torchfix_device.cli.flags import BOTH, FLAGS, SWITCH
+
+    for command in BOTH:
+        out = subprocess.run([*console_script(), command, "--help"], capture_output=True, env=_plain_env(COLUMNS="80"))
+        text = out.stdout.decode()
+        assert out.returncode == 0 and max(len(line) for line in text.splitlines()) <= 80, text
+        taking = [flag for flag in FLAGS if command in flag.commands and flag.kind != SWITCH and flag.fast]
+        assert len(taking) >= 10
+        for flag in taking:
+            assert re.search(rf"(^ +|, ){re.escape(flag.names[0])} {re.escape(flag.metavar)}(\s|$)", text, re.M), (command, flag.names)
+        assert not re.search(r"--[\w-]+ (TEXT|INTEGER|PATH|<)", text), text
+        assert "json-lines" in text or command == "apply"
+
+
 def test_help_and_rules_wrap_and_never_cut_in_a_narrow_pipe() -> None:
     """Help is plain text wrapped to the width; every option name stays whole, as does every
     summary of ``rules`` (one row a line in a pipe)."""

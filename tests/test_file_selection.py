@@ -139,7 +139,6 @@ def test_stdin_takes_the_configuration_of_the_stdin_filename(tmp_path: Path) -> 
     "args, message",
     [
         (("check", "-", "other.py"), "`-` (stdin) cannot be combined with other paths"),
-        (("check", "--stdin-filename", "x.py", "other.py"), "--stdin-filename needs `-` as the path"),
         (("apply", "--output-dir", "out", "-"), "--output-dir cannot be used with `-`"),
     ],
 )
@@ -147,6 +146,51 @@ def test_stdin_misuse_is_bad_usage(tmp_path: Path, args: tuple[str, ...], messag
     (tmp_path / "other.py").write_text(LEGACY)
     out = run_cli(*args, cwd=tmp_path, input=b"")
     assert out.returncode == 2 and message in out.stderr.decode()
+
+
+def test_stdin_filename_reads_stdin_without_a_dash_as_ruff_does(tmp_path: Path) -> None:
+    """Issue 33, item 13: ``--stdin-filename X`` alone reads stdin (it used to demand ``-``, and
+    wait on nothing else); a path given beside it is ignored with a warning, as ruff does."""
+    (tmp_path / "other.py").write_text(LEGACY)
+    out = run_cli("check", "--stdin-filename", "pkg/model.py", cwd=tmp_path, input=LEGACY.encode())
+    assert out.returncode == 1, out.stderr.decode()
+    assert out.stdout.decode() == "pkg/model.py:2:9: TFD005 [*] `torch.load` without `map_location`: add `map_location=device`\n"
+    applied = run_cli("apply", "--stdin-filename", "pkg/model.py", cwd=tmp_path, input=LEGACY.encode())
+    assert applied.returncode == 0 and applied.stdout.decode() == FIXED
+    beside = run_cli("check", "--stdin-filename", "x.py", "other.py", cwd=tmp_path, input=b"import os\n")
+    assert beside.returncode == 0 and beside.stdout == b"", beside.stderr.decode()  # stdin, not other.py
+    assert "warning: ignoring other.py in favour of standard input (--stdin-filename)" in beside.stderr.decode()
+    assert (tmp_path / "other.py").read_text() == LEGACY
+
+
+def test_per_file_ignores_as_ruff(tmp_path: Path) -> None:
+    """Issue 33, item 13: ``[tool.torchfix-device.per-file-ignores]``, glob -> codes (names and
+    prefixes too), relative to the configuration's folder; a glob without ``/`` matches file
+    names anywhere; ``!glob`` ignores for the files it does not match; stdin's file by its
+    ``--stdin-filename``; a cached run agrees."""
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.torchfix-device.per-file-ignores]\n"
+        '"tests/*" = ["TFD005"]\n'
+        '"__init__.py" = ["torch-load-without-map-location"]\n'
+        '"!src/**" = ["TFD00"]\n'
+    )
+    legacy = 'import torch\nx = torch.load("a").cuda()\n'
+    for name in ("tests/t.py", "src/m.py", "src/__init__.py", "top.py", "src/deep/__init__.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(legacy)
+    expected = {
+        ("src/deep/__init__.py", "TFD001"), ("src/__init__.py", "TFD001"),
+        ("src/m.py", "TFD001"), ("src/m.py", "TFD005"),
+    }
+    for _ in range(2):  # the second run is answered from the cache
+        out = run_cli("check", ".", cwd=tmp_path)
+        found = {(line.split(":")[0], line.split()[1]) for line in out.stdout.decode().splitlines()}
+        assert found == expected, out.stdout.decode()
+    stdin = run_cli("check", "--stdin-filename", "tests/new.py", cwd=tmp_path, input=legacy.encode())
+    assert stdin.returncode == 0 and stdin.stdout == b"", stdin.stdout.decode()
+    (tmp_path / "pyproject.toml").write_text('[tool.torchfix-device.per-file-ignores]\n"x/*" = ["TFD999"]\n')
+    bad = run_cli("check", ".", cwd=tmp_path)
+    assert bad.returncode == 2 and "per-file-ignores 'x/*'" in bad.stderr.decode() and "TFD999" in bad.stderr.decode()
 
 
 def test_jupyter_checkpoints_are_left_out_as_ruff_does(tmp_path: Path) -> None:

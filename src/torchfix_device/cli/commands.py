@@ -23,7 +23,7 @@ from torchfix_device.report import console as report
 from torchfix_device.cli.arguments import Arguments, UsageError
 from torchfix_device.results import FileResult, Interrupted, WritesInterrupted
 from torchfix_device.cli.settings import Settings, resolve
-from torchfix_device.report.termout import Printer
+from torchfix_device.report.termout import Printer, wants_colour
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
@@ -99,6 +99,11 @@ def _check_destinations(args: Arguments, settings: Settings) -> None:
 
 
 def _main(args: Arguments, out: Printer, started: float) -> int:
+    if args.stdin_filename is not None:  # as ruff: --stdin-filename reads stdin, `-` or not
+        others = [p for p in args.paths if str(p) != "-"]
+        if others:
+            out.warning(f"ignoring {', '.join(map(str, others))} in favour of standard input (--stdin-filename)")
+        args.paths = [Path("-")]
     if not args.paths:
         args.paths = [Path(".")]  # ruff's default, for check and apply alike
     _check_combinations(args)
@@ -231,7 +236,7 @@ def _summary(results: Sequence[FileResult], args: Arguments, out: Printer, *, wr
 def _finish_diff(results: list[FileResult], args: Arguments, settings: Settings, out: Printer) -> int:
     from torchfix_device.report import patch
 
-    if args.output_file is not None or not sys.stdout.isatty():
+    if args.output_file is not None or not wants_colour(sys.stdout):  # the patch as bytes
         diffs, root = patch.file_diffs(results)
         _emit(b"".join(data for _, data in diffs), args)
     else:
@@ -315,7 +320,9 @@ def _finish_check(results: list[FileResult], args: Arguments, settings: Settings
     if args.statistics:
         text = formats.statistics(shown, args.output_format)
     else:
-        text = formats.render(formats.OutputFormat(args.output_format), shown, catalog.refs(), unused=args.show_unused)
+        stream = sys.stderr if settings.stdin and fixing else sys.stdout
+        colour = args.output_file is None and wants_colour(stream)
+        text = formats.render(formats.OutputFormat(args.output_format), shown, catalog.refs(), unused=args.show_unused, colour=colour)
     if settings.stdin and fixing:  # stdout holds the fixed source: the findings go to stderr
         sys.stderr.write(text)
     else:

@@ -41,8 +41,10 @@ class OutputFormat(str, Enum):
     sarif = "sarif"
 
 
-def render(fmt: OutputFormat, results: Sequence[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, unused: bool) -> str:
-    """The whole stdout of ``check`` in format ``fmt`` ("" for text with nothing to say)."""
+def render(fmt: OutputFormat, results: Sequence[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, unused: bool,
+           colour: bool = False) -> str:
+    """The whole stdout of ``check`` in format ``fmt`` ("" for text with nothing to say);
+    ``colour``: the text formats in ruff's colours (for a terminal, or ``FORCE_COLOR``)."""
     if fmt in (OutputFormat.json, OutputFormat.json_lines):
         records = ruff_json.records(results, {c.code: c.name for c in codemods}, unused=unused)
         if fmt is OutputFormat.json:
@@ -52,12 +54,10 @@ def render(fmt: OutputFormat, results: Sequence[FileResult], codemods: Sequence[
         return json.dumps(sarif_document(results, codemods, unused=unused), indent=2, ensure_ascii=False) + "\n"
     if fmt is OutputFormat.github:
         lines = github_lines(results, unused=unused)
-    elif fmt is OutputFormat.full:
-        lines = text_formats.full_lines(results, unused=unused)
-    elif fmt is OutputFormat.grouped:
-        lines = text_formats.grouped_lines(results, unused=unused)
     else:
-        lines = text_formats.concise_lines(results, unused=unused)
+        paint = text_formats.painter(colour)
+        layout = {OutputFormat.full: text_formats.full_lines, OutputFormat.grouped: text_formats.grouped_lines}
+        lines = layout.get(fmt, text_formats.concise_lines)(results, unused=unused, paint=paint)
     return "".join(line + "\n" for line in lines)
 
 

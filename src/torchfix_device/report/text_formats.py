@@ -15,10 +15,24 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 from torchfix_device.finding import Finding
+from torchfix_device.report.termout import STYLES
 from torchfix_device.results import FileResult
+
+Paint = Callable[[str, str], str]
+"""``paint(text, style)``: ``text`` in a style of :data:`~torchfix_device.report.termout.STYLES`."""
+
+
+def painter(colour: bool) -> Paint:
+    """Colour as ruff's: the path bold, the code red and bold, ``[*]`` cyan; nothing without ``colour``."""
+    if not colour:
+        return lambda text, style: text
+    return lambda text, style: f"\x1b[{STYLES[style]}m{text}\x1b[0m"
+
+
+PLAIN = painter(False)
 
 HELD_BACK = "unsafe fix: rerun with --unsafe-fixes"
 TAGS = {"unsafe-fix": HELD_BACK, "manual": "manual review", "declined": "declined"}
@@ -27,16 +41,17 @@ CONTEXT_LINES = 1
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def _head(finding: Finding, *, tagged: bool = True) -> str:
+def _head(finding: Finding, paint: Paint = PLAIN, *, tagged: bool = True) -> str:
     """``CODE [*] message``, with the tag of a finding that is not fixed (``tagged``)."""
     tag = TAGS.get(finding.kind) if tagged else None
-    return f"{finding.code} {'[*] ' if finding.fixed else ''}{finding.message}{f' [{tag}]' if tag else ''}"
+    fixable = paint("[*]", "cyan") + " " if finding.fixed else ""
+    return f"{paint(finding.code, 'bold red')} {fixable}{finding.message}{f' [{tag}]' if tag else ''}"
 
 
-def concise_lines(results: Sequence[FileResult], *, unused: bool) -> list[str]:
+def concise_lines(results: Sequence[FileResult], *, unused: bool, paint: Paint = PLAIN) -> list[str]:
     lines = []
     for result in results:
-        lines += [f"{result.display}:{f.where}: {_head(f)}" for f in result.findings]
+        lines += [f"{paint(result.display, 'bold')}:{f.where}: {_head(f, paint)}" for f in result.findings]
         if unused:
             lines += [f"{result.display}:{u.line}:{u.column}: {_unused(u)}" for u in result.unused_suppressions]
     return lines
@@ -46,25 +61,25 @@ def _unused(unused) -> str:
     return f"unused suppression `{unused.directive}`: {unused.reason}"
 
 
-def grouped_lines(results: Sequence[FileResult], *, unused: bool) -> list[str]:
+def grouped_lines(results: Sequence[FileResult], *, unused: bool, paint: Paint = PLAIN) -> list[str]:
     lines: list[str] = []
     for result in results:
-        entries = [f"  {f.where} {_head(f)}" for f in result.findings]
+        entries = [f"  {f.where} {_head(f, paint)}" for f in result.findings]
         if unused:
             entries += [f"  {u.line}:{u.column} {_unused(u)}" for u in result.unused_suppressions]
         if entries:
-            lines += [f"{result.display}:", *entries, ""]
+            lines += [f"{paint(result.display, 'bold')}:", *entries, ""]
     return lines
 
 
-def full_lines(results: Sequence[FileResult], *, unused: bool) -> list[str]:
+def full_lines(results: Sequence[FileResult], *, unused: bool, paint: Paint = PLAIN) -> list[str]:
     lines: list[str] = []
     for result in results:
         sources: dict[int | None, list[str] | None] = {}
         for finding in result.findings:
             if finding.cell not in sources:
                 sources[finding.cell] = _source_lines(result, finding.cell)
-            lines += [_head(finding, tagged=False), f" --> {result.display}:{finding.where}"]
+            lines += [_head(finding, paint, tagged=False), f" --> {paint(result.display, 'bold')}:{finding.where}"]
             lines += _frame(sources[finding.cell], finding.line, finding.column)
             tag = TAGS.get(finding.kind)
             if tag:

@@ -108,6 +108,12 @@ class ResultCache:
         salted._salt = self._salt + ",".join(sorted(own_move_classes)).encode() + b"|"
         return salted
 
+    def for_ignored(self, codes: frozenset[str]) -> "ResultCache":
+        """This cache with entries keyed by the codemods ``per-file-ignores`` leaves out of a file."""
+        salted = copy.copy(self)
+        salted._salt = self._salt + b"ignored:" + ",".join(sorted(codes)).encode() + b"|"
+        return salted
+
     def for_stars(self, digest: str) -> "ResultCache":
         """This cache with entries keyed by what a file's star imports bind too (a module it
         star-imports changing its imports changes what is safe in the file)."""
