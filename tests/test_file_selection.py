@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import console_script, run_cli
 
 LEGACY = "import torch\nstate = torch.load('ckpt.pt')\n"
 FIXED = 'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nstate = torch.load(\'ckpt.pt\', map_location=device)\n'
@@ -161,6 +162,73 @@ def test_stdin_filename_reads_stdin_without_a_dash_as_ruff_does(tmp_path: Path) 
     assert beside.returncode == 0 and beside.stdout == b"", beside.stderr.decode()  # stdin, not other.py
     assert "warning: ignoring other.py in favour of standard input (--stdin-filename)" in beside.stderr.decode()
     assert (tmp_path / "other.py").read_text() == LEGACY
+
+
+PEAK_RSS = """
+import resource, subprocess, sys, threading
+
+size, command = int(sys.argv[1]), sys.argv[2:]
+child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+counted = []
+
+def drain(stream, keep):
+    total, head = 0, b""
+    while True:
+        block = stream.read(1 << 20)
+        if not block:
+            break
+        total += len(block)
+        head = head or block[:200]
+    keep.append((total, head))
+
+out, err = [], []
+readers = [threading.Thread(target=drain, args=(child.stdout, out)), threading.Thread(target=drain, args=(child.stderr, err))]
+for reader in readers:
+    reader.start()
+block, sent = b"\\0" * (1 << 20), 0
+try:
+    while sent < size:
+        child.stdin.write(block)
+        sent += len(block)
+    child.stdin.close()
+except BrokenPipeError:
+    pass
+child.wait()
+for reader in readers:
+    reader.join()
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+print(child.returncode, sent, out[0][0], peak, err[0][1].decode(errors="replace").splitlines()[0])
+"""
+
+
+@pytest.mark.parametrize("command", ["check", "apply"])
+def test_stdin_is_bounded_like_a_file(tmp_path: Path, command: str) -> None:
+    """Issue 33, item 14: 200 MB through a pipe never sits in memory (it used to: ``read()`` of
+    everything, a 1.5 GB peak for 1.5 GB of zeros, and ``/dev/zero`` killed at 21 GB). At most
+    max-file-size + 1 bytes are read; the input is skipped naming the limit; ``apply -`` copies
+    it through to stdout unchanged, in chunks."""
+    size = 200 * 1000 * 1000
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, str(size), *console_script(), command, "-"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    code, sent, passed_through, peak_mb, first_error = done.stdout.split(" ", 4)
+    assert int(sent) >= size if command == "apply" else int(sent) < size  # check stops reading
+    assert int(peak_mb) < 100, f"peak RSS {peak_mb} MB for {int(sent) // 10**6} MB on stdin"
+    assert first_error.startswith("skipped: -: stdin holds more than 1 MB, the limit for one file; skipped (raise it with --max-file-size")
+    assert int(code) == 0
+    assert int(passed_through) == (int(sent) if command == "apply" else 0)  # an editor's buffer is never lost
+
+
+def test_stdin_at_the_limit_is_read_and_one_byte_over_is_skipped(tmp_path: Path) -> None:
+    source = LEGACY.encode()
+    fits = run_cli("apply", "-", "--max-file-size", str(len(source)), cwd=tmp_path, input=source)
+    assert fits.stdout.decode() == FIXED
+    over = source + b"#"
+    skipped = run_cli("apply", "-", "--max-file-size", str(len(source)), cwd=tmp_path, input=over)
+    assert skipped.returncode == 0 and skipped.stdout == over
+    assert f"stdin holds more than {len(source) / 1e6:g} MB, the limit for one file" in skipped.stderr.decode()
 
 
 def test_per_file_ignores_as_ruff(tmp_path: Path) -> None:

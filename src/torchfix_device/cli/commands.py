@@ -151,14 +151,13 @@ def _results(args: Arguments, settings: Settings, out: Printer) -> tuple[list[Fi
     """The files' results, rewrites written where the command writes (git safety, review), and
     whether Ctrl-C ended an interactive review."""
     if settings.stdin:
-        from torchfix_device.run.stdin import output_bytes, process_stdin
+        from torchfix_device.run.stdin import process_stdin, write_output
 
         result, raw = process_stdin(
             settings.codemods, options=settings.options, stdin_filename=args.stdin_filename
         )
         if args.writes:
-            sys.stdout.buffer.write(output_bytes(result, raw))
-            sys.stdout.buffer.flush()
+            write_output(result, raw, sys.stdout.buffer, sys.stdin.buffer)
         return [result], False
     in_place = args.writes
     guard = None
