@@ -262,3 +262,59 @@ def test_a_line_that_goes_on_with_a_statement_is_python_even_when_it_starts_with
     assert source == cell.replace("%time y = 1\n", "%time y = 1\n" + device).replace(
         "torch.zeros(1).cuda()", "torch.zeros(1).to(device)"
     )
+
+
+# -- every byte outside the rewrite (issue 33, item 15) -----------------------------------------
+def _unusual_layouts() -> dict[str, str]:
+    """Notebooks as other writers lay them out: 1-space indent and ``\\u00e9`` escapes (Python's
+    ``json`` defaults), keys in an unusual order, no final newline, a source as one string, a
+    compact list, and a raw ``é`` with 4-space indent."""
+    cells = [
+        {"source": ["# caf\u00e9 \u2014 setup\n", "import torch\n"], "cell_type": "code", "metadata": {}, "outputs": [],
+         "execution_count": None},
+        {"cell_type": "markdown", "source": ["R\u00e9sum\u00e9: `x.cuda()`"], "metadata": {}},
+        {"outputs": [], "execution_count": 3, "metadata": {"z": 1, "a": 2}, "cell_type": "code",
+         "source": ["x = 1  # d\u00e9j\u00e0 vu\n", "m = torch.load('m.pt')\n", "print(m)  # \u00e9t\u00e9"]},
+    ]
+    document = {"nbformat_minor": 5, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "cells": cells}
+    one_string = json.loads(json.dumps(document))
+    one_string["cells"][2]["source"] = "".join(one_string["cells"][2]["source"])
+    return {
+        "escaped_one_space.ipynb": json.dumps(document, indent=1),  # ensure_ascii: \u00e9; no final newline
+        "raw_four_spaces.ipynb": json.dumps(document, indent=4, ensure_ascii=False) + "\n",
+        "one_string.ipynb": json.dumps(one_string, indent=1, sort_keys=True) + "\r\n",
+        "compact.ipynb": json.dumps(document, separators=(",", ":")),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_unusual_layouts()))
+def test_a_rewritten_notebook_keeps_every_byte_outside_its_changed_lines(tmp_path: Path, name: str) -> None:
+    """The README promises that every byte outside a rewrite survives: a notebook not in
+    nbformat's own layout was re-serialised (escapes decoded, indentation and key order
+    changed, a final newline added). Now the text before and after the changed cell's source
+    value is byte-identical, the lines of that source that did not change keep their JSON text,
+    and a new line is written the way the file writes strings (``\\u00e9`` or ``é``)."""
+    text = _unusual_layouts()[name]
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8"))
+    out = run_cli("apply", name, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    new = path.read_bytes().decode("utf-8")
+    assert new != text
+    start = text.rindex('"source"')  # the last cell's source, its last key in every layout
+    value_at = text.index(":", start) + 1
+    value_at += len(text[value_at:]) - len(text[value_at:].lstrip())
+    _, end = json.JSONDecoder().raw_decode(text, value_at)
+    prefix, suffix = text[:value_at], text[end:]
+    assert new.startswith(prefix) and new.endswith(suffix), (text, new)
+    value = json.loads(new[len(prefix): len(new) - len(suffix)])
+    source = "".join(value) if isinstance(value, list) else value
+    assert source.endswith("x = 1  # d\u00e9j\u00e0 vu\nm = torch.load('m.pt', map_location=device)\nprint(m)  # \u00e9t\u00e9")
+    assert isinstance(value, list) == isinstance(json.loads(text[value_at:end]), list)
+    escaped = "\\u00e9" in text
+    if isinstance(value, list):  # the unchanged lines keep their JSON text
+        for line in ("x = 1  # d\u00e9j\u00e0 vu\n", "print(m)  # \u00e9t\u00e9"):
+            old_item = json.dumps(line, ensure_ascii=escaped)
+            assert old_item in text[value_at:end] and old_item in new[len(prefix): len(new) - len(suffix)]
+    assert ("\\u00e9" in new) == escaped and ("\u00e9" in new) == (not escaped)
+    assert run_cli("apply", name, cwd=tmp_path).returncode == 0 and path.read_bytes().decode("utf-8") == new  # stable

@@ -15,8 +15,9 @@ a statement starts (not inside brackets, after a backslash, in a string), and a 
 line is indented loses that indentation (``leading_indent``), put back after the rewrite. A cell
 that still does not parse on its own (after the token fixes), or whose JSON holds a raw control
 character, is left as it is and named in the result's ``problems``; the other cells are read
-and migrated as one program (a notebook that is not strict JSON is written back by replacing
-only the changed cells' sources in its text: :mod:`torchfix_device.files.notebook_json`).
+and migrated as one program. The notebook is written back by replacing only the changed lines
+of the changed cells' sources in its text, in its own layout and escapes, never re-serialised
+(:mod:`torchfix_device.files.notebook_json`), so every other byte survives.
 
 This module is the notebook format and the cell mapping; reading a notebook from disk, the
 result and the write are the per-file job's (:func:`torchfix_device.run.job.process_notebook`).
@@ -259,13 +260,6 @@ def read_notebook(raw: bytes):
         raise NotebookError(f"not a readable notebook: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
 
-def write_notebook(nb, like: str) -> str:
-    import nbformat
-
-    text = nbformat.writes(nb, version=nbformat.NO_CONVERT)
-    return text + "\n" if like.endswith("\n") and not text.endswith("\n") else text
-
-
 def transform_notebook(
     nb, text: str, codemods: Sequence["CodemodRef | type[Codemod]"], *,
     filename: str | None = None, options: "RunOptions | None" = None,
@@ -301,8 +295,23 @@ def transform_notebook(
             nb_cell["source"] = changed[nb_cell_index] = new
     if not changed:
         return TransformOutput(text, findings, output.notes, problems=tuple(problems))
-    new_text = write_notebook(nb, text) if not unreadable else notebook_json.replace_sources(text, changed)
-    return TransformOutput(new_text, findings, output.notes, problems=tuple(problems))
+    return TransformOutput(_replaced(text, changed), findings, output.notes, problems=tuple(problems))
+
+
+def _replaced(text: str, changed: dict[int, str]) -> str:
+    """``text`` with the changed cells' sources replaced where they stand (every other byte
+    kept: :func:`~torchfix_device.files.notebook_json.replace_sources`), checked: read back, it
+    is the old notebook with exactly those sources changed."""
+    new_text = notebook_json.replace_sources(text, changed)
+    before, after = json.loads(text, strict=False), json.loads(new_text, strict=False)
+    for index, source in changed.items():
+        value = after["cells"][index - 1].get("source")
+        if ("".join(value) if isinstance(value, list) else value) != source:
+            raise InternalError(f"cell {index}: its new source did not read back as written; notebook left unchanged")
+        before["cells"][index - 1]["source"] = value
+    if before != after:
+        raise InternalError("replacing the changed cells' sources changed the notebook elsewhere; notebook left unchanged")
+    return new_text
 
 
 def _transform_cells(
