@@ -318,3 +318,39 @@ def test_a_rewritten_notebook_keeps_every_byte_outside_its_changed_lines(tmp_pat
             assert old_item in text[value_at:end] and old_item in new[len(prefix): len(new) - len(suffix)]
     assert ("\\u00e9" in new) == escaped and ("\u00e9" in new) == (not escaped)
     assert run_cli("apply", name, cwd=tmp_path).returncode == 0 and path.read_bytes().decode("utf-8") == new  # stable
+
+
+# -- malformed and old notebooks (issue 33, item 16) --------------------------------------------
+def _cell(source: object) -> dict:
+    return {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
+
+
+def test_malformed_and_old_notebooks_are_reported_by_file_and_cell(tmp_path: Path) -> None:
+    """``"source": 5`` was "internal error: AttributeError"; a cell without an ``id`` printed
+    nbformat's MissingIDFieldWarning on stderr; an nbformat 3 notebook (cells in ``worksheets``)
+    was passed over in silence, 0 findings and exit 0."""
+    legacy = "import torch\nx = torch.load('a')\n"
+    (tmp_path / "five.ipynb").write_text(json.dumps(
+        {"cells": [_cell(legacy), _cell(5)], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    no_ids = json.dumps({"cells": [_cell(legacy)], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+    (tmp_path / "no_ids.ipynb").write_text(no_ids)
+    (tmp_path / "v3.ipynb").write_text(json.dumps({
+        "metadata": {"name": ""}, "nbformat": 3, "nbformat_minor": 0,
+        "worksheets": [{"cells": [{"cell_type": "code", "collapsed": False, "input": legacy.splitlines(True),
+                                   "language": "python", "metadata": {}, "outputs": []}], "metadata": {}}],
+    }))
+    out = run_cli("check", "--no-cache", ".", cwd=tmp_path)
+    stderr = out.stderr.decode()
+    assert out.returncode == 1
+    assert "failed: five.ipynb: cell 2: not a valid cell: its `source` is int 5, not text" in stderr, stderr
+    assert "internal error" not in stderr and "AttributeError" not in stderr
+    assert "Warning" not in stderr and "normalize()" not in stderr, stderr
+    assert out.stdout.decode().startswith("no_ids.ipynb:cell 1:2:5: TFD005 [*] ")  # read all the same
+    assert (
+        "failed: v3.ipynb: nbformat 3 notebook: only nbformat 4 is read; convert it with "
+        "`jupyter nbconvert --to notebook --nbformat 4 FILE` and run again"
+    ) in stderr, stderr
+    assert "3 files scanned, 1 would change, 2 failed" in stderr
+    applied = run_cli("apply", "--no-cache", "no_ids.ipynb", cwd=tmp_path)
+    assert applied.returncode == 0 and "Warning" not in applied.stderr.decode()
+    assert '"id"' not in (tmp_path / "no_ids.ipynb").read_text()  # nothing added to the cells

@@ -247,17 +247,51 @@ def is_python_notebook(nb) -> bool:
 
 
 def read_notebook(raw: bytes):
+    """The notebook of ``raw``, checked for what a rewrite relies on; :class:`NotebookError`
+    names the problem (and the cell) otherwise. nbformat's warnings (a cell without an ``id``)
+    are not the user's business: the notebook is never re-serialised, so nothing is added."""
+    import warnings
+
     import nbformat
 
     try:
         text = raw.decode("utf-8")
         if not notebook_json.strict(text):  # e.g. a raw newline pasted into a string
             text = json.dumps(json.loads(text, strict=False))
-        return nbformat.reads(text, as_version=nbformat.NO_CONVERT)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # MissingIDFieldWarning and the like, printed on stderr
+            nb = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
     except UnicodeDecodeError as exc:
         raise NotebookError(f"not UTF-8 (byte 0x{raw[exc.start]:02x}): not a notebook") from None
     except Exception as exc:  # nbformat raises several kinds on bad JSON / unknown versions
         raise NotebookError(f"not a readable notebook: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    _check_layout(nb)
+    return nb
+
+
+def _check_layout(nb) -> None:  # noqa: ANN001
+    """What the rewrite reads of a notebook: nbformat 4, a list of cells, each a table whose
+    ``source`` is text (nbformat itself lets ``"source": 5`` through)."""
+    if not isinstance(nb, dict):
+        raise NotebookError("not a notebook: its JSON is not an object")
+    version = nb.get("nbformat")
+    if version != 4:
+        how = "; convert it with `jupyter nbconvert --to notebook --nbformat 4 FILE` and run again" if version in (1, 2, 3) else ""
+        raise NotebookError(f"nbformat {version} notebook: only nbformat 4 is read{how}")
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookError(f"not a valid notebook: `cells` is {_kind(cells)}, not a list")
+    for index, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict):
+            raise NotebookError(f"cell {index}: not a valid cell: {_kind(cell)}, not an object")
+        source = cell.get("source", "")
+        if not isinstance(source, str):
+            raise NotebookError(f"cell {index}: not a valid cell: its `source` is {_kind(source)}, not text")
+
+
+def _kind(value: object) -> str:
+    return "missing" if value is None else f"{type(value).__name__} {json.dumps(value)[:40]}" if isinstance(value, (int, float, bool)) \
+        else f"a {type(value).__name__}"
 
 
 def transform_notebook(
