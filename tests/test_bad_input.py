@@ -59,11 +59,21 @@ BAD_FILES: dict[str, tuple[bytes, str]] = {
     ),
     "latin1_no_cookie.py": (
         "import torch\n# poids entraînés\nstate = torch.load('m.pt')\n".encode("latin-1"),
-        "failed: latin1_no_cookie.py:2: cannot decode byte 0xee as utf-8 (add a `# -*- coding: ... -*-` line",
+        "failed: latin1_no_cookie.py:2: not valid UTF-8 at line 2, column 14 (byte 0xee): `# poids entra\\xeen\\xe9s`; "
+        "save the file as UTF-8, or declare its encoding on line 1 or 2 (`# -*- coding: latin-1 -*-`)",
     ),
     "bad_cookie.py": (
         b'# -*- coding: klingon -*-\nimport torch\nstate = torch.load("m.pt")\n',
         "failed: bad_cookie.py: bad coding cookie: unknown encoding: klingon",
+    ),
+    "latin1_first_line.py": (  # tokenize reads lines 1 and 2 for a cookie: that said "bad coding cookie"
+        "# entraîné\nimport torch\n".encode("latin-1"),
+        "failed: latin1_first_line.py:1: not valid UTF-8 at line 1, column 8 (byte 0xee): `# entra\\xeen\\xe9`; "
+        "save the file as UTF-8, or declare its encoding on line 1 or 2 (`# -*- coding: latin-1 -*-`)",
+    ),
+    "latin1_code_first.py": (
+        "x = 'café'\nimport torch\n".encode("latin-1"),
+        "failed: latin1_code_first.py:1: not valid UTF-8 at line 1, column 9 (byte 0xe9): `x = 'caf\\xe9'`;",
     ),
     "nul_bytes.py": (
         b'import torch\nstate = torch.load("m.pt")\n\x00\x00\x00\n',
