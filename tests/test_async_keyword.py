@@ -150,9 +150,9 @@ def test_select_ignore_noqa_unsafe_check_summary_and_diff(tmp_path: Path) -> Non
     check = run_cli("check", "--no-cache", ".", cwd=tmp_path)
     out, err = check.stdout.decode(), check.stderr.decode()
     assert check.returncode == 1
-    assert "loop.py:6:40 TFD016 `.cuda(async=True)`: `async` is a reserved word since Python 3.7" in out
-    assert "other_noqa.py:6:40 TFD016" in out and "other_noqa.py:6:53 TFD001" not in out
-    assert "noqa.py:6:40 TFD016" not in out.replace("other_noqa.py", "")
+    assert "loop.py:6:40: TFD016 [*] `.cuda(async=True)`: `async` is a reserved word since Python 3.7" in out
+    assert "other_noqa.py:6:40: TFD016" in out and "other_noqa.py:6:53: TFD001" not in out
+    assert "noqa.py:6:40: TFD016" not in out.replace("other_noqa.py", "")
     assert (
         "failed: noqa.py:6:40: syntax error: `async=` at line 6: `async` is a reserved word since Python 3.7 "
         "(PyTorch 0.4 renamed the argument `non_blocking=`): rename it, then run torchfix-device again "
@@ -162,7 +162,7 @@ def test_select_ignore_noqa_unsafe_check_summary_and_diff(tmp_path: Path) -> Non
     assert "4 files scanned, 2 would change, 2 failed; fixes: TFD001 ×2, TFD005 ×2, TFD016 ×2; suppressed by noqa: 2" in err
 
     unsafe = run_cli("check", "--no-cache", "--unsafe-fixes", "send.py", cwd=tmp_path)
-    assert "send.py:3:15 TFD016 `async=True`: `async` is a reserved word since Python 3.7" in unsafe.stdout.decode()
+    assert "send.py:3:15: TFD016 [*] `async=True`: `async` is a reserved word since Python 3.7" in unsafe.stdout.decode()
     assert "fixes: TFD001 ×1, TFD016 ×1" in unsafe.stderr.decode()
 
     ignored = run_cli("check", "--no-cache", "--ignore", "TFD016", "loop.py", cwd=tmp_path)

@@ -59,11 +59,21 @@ BAD_FILES: dict[str, tuple[bytes, str]] = {
     ),
     "latin1_no_cookie.py": (
         "import torch\n# poids entraînés\nstate = torch.load('m.pt')\n".encode("latin-1"),
-        "failed: latin1_no_cookie.py:2: cannot decode byte 0xee as utf-8 (add a `# -*- coding: ... -*-` line",
+        "failed: latin1_no_cookie.py:2: not valid UTF-8 at line 2, column 14 (byte 0xee): `# poids entra\\xeen\\xe9s`; "
+        "save the file as UTF-8, or declare its encoding on line 1 or 2 (`# -*- coding: latin-1 -*-`)",
     ),
     "bad_cookie.py": (
         b'# -*- coding: klingon -*-\nimport torch\nstate = torch.load("m.pt")\n',
         "failed: bad_cookie.py: bad coding cookie: unknown encoding: klingon",
+    ),
+    "latin1_first_line.py": (  # tokenize reads lines 1 and 2 for a cookie: that said "bad coding cookie"
+        "# entraîné\nimport torch\n".encode("latin-1"),
+        "failed: latin1_first_line.py:1: not valid UTF-8 at line 1, column 8 (byte 0xee): `# entra\\xeen\\xe9`; "
+        "save the file as UTF-8, or declare its encoding on line 1 or 2 (`# -*- coding: latin-1 -*-`)",
+    ),
+    "latin1_code_first.py": (
+        "x = 'café'\nimport torch\n".encode("latin-1"),
+        "failed: latin1_code_first.py:1: not valid UTF-8 at line 1, column 9 (byte 0xe9): `x = 'caf\\xe9'`;",
     ),
     "nul_bytes.py": (
         b'import torch\nstate = torch.load("m.pt")\n\x00\x00\x00\n',
@@ -173,7 +183,7 @@ def test_path_that_does_not_exist_is_reported_and_the_rest_still_run(tmp_path: P
     out = run_cli("check", "good.py", "missing.py", "gone/", cwd=tmp_path)
     assert out.returncode == 2
     assert "no such file or folder: missing.py, gone" in _stderr(out)
-    assert b"good.py:7:27 TFD005" in out.stdout  # the rest still ran
+    assert b"good.py:7:27: TFD005" in out.stdout  # the rest still ran
     out = run_cli("apply", "good.py", "missing.py", "gone/", cwd=tmp_path)
     assert out.returncode == 2 and "no such file or folder: missing.py, gone" in _stderr(out)
     assert (tmp_path / "good.py").read_text() == FIXED
@@ -202,8 +212,8 @@ def test_same_file_named_twice_is_processed_once(tmp_path: Path) -> None:
     check = run_cli("check", *names, cwd=tmp_path)
     assert check.returncode == 1
     assert check.stdout.decode().splitlines() == [
-        "pkg/m.py:7:27 TFD005 `torch.load` without `map_location`: add `map_location=device`",
-        "pkg/m.py:10:27 TFD006 `.data[0]` on a scalar: use `.item()`",
+        "pkg/m.py:7:27: TFD005 [*] `torch.load` without `map_location`: add `map_location=device`",
+        "pkg/m.py:10:27: TFD006 [*] `.data[0]` on a scalar: use `.item()`",
     ]
     diff = run_cli("apply", "--diff", *names, cwd=tmp_path)
     assert diff.stdout.count(b"--- a/pkg/m.py") == 1
@@ -242,7 +252,7 @@ def test_read_only_file_with_a_finding_is_reported_and_left_intact(tmp_path: Pat
     (tmp_path / "good.py").write_text(LEGACY)
     try:
         check = run_cli("check", "frozen.py", cwd=tmp_path)
-        assert check.returncode == 1 and b"frozen.py:7:27 TFD005" in check.stdout  # still reported
+        assert check.returncode == 1 and b"frozen.py:7:27: TFD005" in check.stdout  # still reported
         out = run_cli("apply", ".", cwd=tmp_path)
         assert out.returncode == 1
         stderr = _stderr(out)

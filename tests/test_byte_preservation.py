@@ -141,6 +141,25 @@ def test_page_breaks_survive_in_lines_the_fix_does_not_touch(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.parametrize("tail", [b"\x0c\n\x0c\n", b"\n\x0c\n", b"\x0c\n\x0c  \n\n", b"\x0c\n   ", b"\n\x0c", b"\r\n\x0c\r\n"])
+def test_a_file_ending_in_form_feed_lines_is_fixed_and_keeps_them(tmp_path: Path, tail: bytes) -> None:
+    """Issue 33, item 18: a valid file ending in lines of form feeds and blanks was refused
+    ("libcst cannot reproduce this file byte for byte ... please report this bug"): libcst's
+    round trip changes the number of such lines. They are set aside and put back."""
+    path = tmp_path / "paged.py"
+    body = b'import torch\nstate = torch.load("a")\n'
+    path.write_bytes(body + tail)
+    out = run_cli("apply", "paged.py", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    assert b"please report" not in out.stderr
+    assert path.read_bytes() == (
+        b'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        b'state = torch.load("a", map_location=device)\n' + tail
+    )
+    assert run_cli("apply", "paged.py", cwd=tmp_path).returncode == 0
+    assert path.read_bytes().endswith(tail) and path.read_bytes().count(b"map_location") == 1
+
+
 def test_missing_final_newline_stays_missing(tmp_path: Path) -> None:
     path = tmp_path / "no_newline.py"
     path.write_bytes(LEGACY.rstrip("\n").encode())

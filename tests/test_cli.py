@@ -35,8 +35,8 @@ def train(model, loader):
 
 state = torch.load("ckpt.pt")
 """
-ITEM_LINE = "legacy.py:10:18 TFD006 `.data[0]` on a scalar: use `.item()`"
-LOAD_LINE = "legacy.py:14:9 TFD005 `torch.load` without `map_location`: add `map_location=device`"
+ITEM_LINE = "legacy.py:10:18: TFD006 [*] `.data[0]` on a scalar: use `.item()`"
+LOAD_LINE = "legacy.py:14:9: TFD005 [*] `torch.load` without `map_location`: add `map_location=device`"
 
 # TFD012 is an unsafe fix: held back unless unsafe fixes are asked for.
 RESIDUAL = """\
@@ -51,7 +51,7 @@ class Block(nn.Module):
 """
 
 CLEAN = "import os\n\nprint(os.getcwd())\n"
-FINDING = re.compile(r"^[^\s:]+\.py:\d+:\d+ TFD\d{3} \S.*$")
+FINDING = re.compile(r"^[^\s:]+\.py:\d+:\d+: TFD\d{3} (\[\*\] )?[^\s[]\S*.*$")  # ruff's concise line
 ANSI = b"\x1b["
 
 
@@ -183,6 +183,25 @@ def test_check_summary_goes_to_stderr_only(project: Path) -> None:
     assert "2 files scanned, 1 would change, 0 failed" in stderr
     assert b"scanned" not in out.stdout
     assert not any(line in stderr for line in (ITEM_LINE, LOAD_LINE))  # findings are not echoed there
+
+
+def test_check_summary_says_how_to_apply_the_fixes(tmp_path: Path) -> None:
+    """Issue 33, item 10: after the summary, how many findings ``apply`` would fix, and how many
+    more ``--unsafe-fixes`` would (as ruff's "[*] N fixable with the `--fix` option")."""
+    (tmp_path / "m.py").write_text(
+        'import torch\n\nstate = torch.load("ckpt.pt")\n\n\ndef move(x, gpu_id):\n    return x.cuda(gpu_id)\n'
+    )
+    safe = run_cli("check", ".", cwd=tmp_path).stderr.decode().splitlines()
+    assert safe[-1] == "1 fixable with `torchfix-device apply`; 1 more with `--unsafe-fixes`", safe
+    unsafe = run_cli("check", "--unsafe-fixes", ".", cwd=tmp_path).stderr.decode().splitlines()
+    assert unsafe[-1] == "2 fixable with `torchfix-device apply --unsafe-fixes`", unsafe
+    only_unsafe = run_cli("check", "--select", "TFD001", ".", cwd=tmp_path).stderr.decode().splitlines()
+    assert only_unsafe[-1] == "1 fixable with `torchfix-device apply --unsafe-fixes`", only_unsafe
+    quiet = run_cli("check", "-q", ".", cwd=tmp_path)
+    assert b"fixable" not in quiet.stderr
+    (tmp_path / "m.py").write_text("import os\n")
+    clean = run_cli("check", ".", cwd=tmp_path)
+    assert b"fixable" not in clean.stderr
 
 
 def test_check_exits_0_without_findings(project: Path) -> None:
@@ -410,6 +429,51 @@ def test_colour_only_on_a_terminal(project: Path) -> None:
     assert child.exitstatus == 1, output  # pending changes
     assert ANSI in output and b"loss.item()" in output
     assert _snapshot(project) == before
+
+
+COLOUR = re.compile(rb"\x1b\[(?:\d+;)*(?:3[0-7]|9[0-7]|38|4[0-7]|10[0-7]|48)[;m]")
+"""An SGR sequence that sets a colour (bold or underline alone is not colour, as NO_COLOR means it)."""
+
+
+def test_no_color_wins_over_a_terminal_and_force_color_colours_a_pipe(project: Path) -> None:
+    """Issue 33, item 13: ``NO_COLOR`` turns colour off even on a terminal; ``FORCE_COLOR`` turns
+    it on in a pipe: the patch, the findings (ruff's colours) and the labels on stderr. A file
+    named by ``--output-file`` never gets colour."""
+    pexpect = pytest.importorskip("pexpect")
+    (project / "broken.py").write_text("import torch\ndef f(:\n")
+    for args in (["apply", "--diff", "."], ["check", "."]):
+        child = pexpect.spawn(console_script()[0], args, cwd=str(project), env=_plain_env(NO_COLOR="1", COLUMNS="120"), timeout=120)
+        child.expect(pexpect.EOF)
+        child.close()
+        assert b"broken.py" in child.before and not COLOUR.search(child.before), (args, child.before)
+    forced = _plain_env(FORCE_COLOR="1")
+    diff = subprocess.run([*console_script(), "apply", "--diff", "."], cwd=project, capture_output=True, env=forced, timeout=300)
+    assert COLOUR.search(diff.stdout) and b"loss.item()" in diff.stdout, diff.stdout
+    check = subprocess.run([*console_script(), "check", "."], cwd=project, capture_output=True, env=forced, timeout=300)
+    assert COLOUR.search(check.stdout) and COLOUR.search(check.stderr), (check.stdout, check.stderr)
+    assert b"\x1b[1;31mTFD006\x1b[0m \x1b[36m[*]\x1b[0m" in check.stdout  # ruff's: the code red, [*] cyan
+    to_file = subprocess.run([*console_script(), "check", "-o", "out.txt", "."], cwd=project, capture_output=True, env=forced, timeout=300)
+    assert to_file.returncode == 1 and ANSI not in (project / "out.txt").read_bytes()
+    both = subprocess.run([*console_script(), "check", "."], cwd=project, capture_output=True, env={**forced, "NO_COLOR": "1"}, timeout=300)
+    assert ANSI not in both.stdout and ANSI not in both.stderr  # NO_COLOR wins
+
+
+def test_option_placeholders_are_readable_at_80_columns() -> None:
+    """Issue 33, item 13: at 80 columns every option that takes a value shows its placeholder
+    (``--select CODES``, ``-o, --output-file FILE``) next to its name, never a type name
+    (``TEXT``, ``<list[str]>``), and no help line is wider than the terminal."""
+    from torchfix_device.cli.flags import BOTH, FLAGS, SWITCH
+
+    for command in BOTH:
+        out = subprocess.run([*console_script(), command, "--help"], capture_output=True, env=_plain_env(COLUMNS="80"))
+        text = out.stdout.decode()
+        assert out.returncode == 0 and max(len(line) for line in text.splitlines()) <= 80, text
+        taking = [flag for flag in FLAGS if command in flag.commands and flag.kind != SWITCH and flag.fast]
+        assert len(taking) >= 10
+        for flag in taking:
+            assert re.search(rf"(^ +|, ){re.escape(flag.names[0])} {re.escape(flag.metavar)}(\s|$)", text, re.M), (command, flag.names)
+        assert not re.search(r"--[\w-]+ (TEXT|INTEGER|PATH|<)", text), text
+        assert "json-lines" in text or command == "apply"
 
 
 def test_help_and_rules_wrap_and_never_cut_in_a_narrow_pipe() -> None:

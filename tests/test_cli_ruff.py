@@ -82,7 +82,7 @@ def test_check_fix_writes_the_fixes_and_reports_what_remains(project: Path) -> N
     stderr = _err(out)
     assert out.returncode == 1  # a finding remains (TFD013 is report only)
     lines = out.stdout.decode().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("head.py:6:17 TFD013 ") and lines[0].endswith("[manual review]")
+    assert len(lines) == 1 and lines[0].startswith("head.py:6:17: TFD013 ") and lines[0].endswith("[manual review]")
     assert "Fixed 2 findings:\n- legacy.py:\n    1 × TFD005 (torch-load-without-map-location)\n    1 × TFD006 (loss-data-index)" in stderr
     assert "loss.item()" in (project / "legacy.py").read_text()
     again = run_cli("check", "--fix", "--exit-non-zero-on-fix", "legacy.py", cwd=project)
@@ -324,4 +324,4 @@ def test_check_fix_on_stdin_writes_the_fixed_source_and_lists_what_remains_on_st
     out = run_cli("check", "--fix", "-", cwd=tmp_path, input=source)
     assert out.returncode == 1  # the explicit .cuda(dev) remains
     assert b'torch.load("a", map_location=device)' in out.stdout and b"TFD001" not in out.stdout
-    assert "-:3:5 TFD001 " in _err(out)
+    assert "-:3:5: TFD001 " in _err(out)

@@ -58,7 +58,7 @@ def test_without_configuration_the_default_expression_is_used(tmp_path: Path) ->
         ('device-expression = "torch.device("', "device-expression 'torch.device(' is not a Python expression"),
         ("device-expression = 3", "[tool.torchfix-device] device-expression must be a string"),
         ('device-expression = "  "', "device-expression is empty"),
-        ('device-expresion = "x"', "unknown key(s) device-expresion; known: cache-dir, device-expression, exclude, extend-exclude, extend-select, file-memory-limit, file-time-limit, force-exclude, ignore, max-file-size, select, unsafe-fixes"),
+        ('device-expresion = "x"', "unknown key(s) device-expresion; known: cache-dir, device-expression, exclude, extend-exclude, extend-select, file-memory-limit, file-time-limit, force-exclude, ignore, max-file-size, per-file-ignores, select, unsafe-fixes"),
     ],
 )
 def test_bad_device_expression_is_a_clear_error(tmp_path: Path, body: str, message: str) -> None:

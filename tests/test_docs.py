@@ -115,9 +115,11 @@ def test_readme_is_short_enough() -> None:
 
 
 SETUP_COMMANDS = (
-    "pip install -e . && torchfix-device apply --diff examples/legacy_project",
-    'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest -q',
+    "python -m venv .venv && . .venv/bin/activate && pip install -e . && torchfix-device apply --diff examples/legacy_project",
+    "pip install torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu"
+    ' && pip install -e ".[test]" && python -m pytest -q',
 )
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def test_readme_holds_the_two_setup_commands() -> None:
@@ -127,7 +129,19 @@ def test_readme_holds_the_two_setup_commands() -> None:
     lines = [line.strip() for line in block.splitlines()]
     for command in SETUP_COMMANDS:
         assert command in lines, f"README's set-up block lost {command!r}"
-    assert "`.ci/run` runs the second command." in text
+    assert "`.ci/run` runs the second command" in text
+
+
+def test_the_setup_makes_a_virtual_environment_and_takes_torch_from_the_cpu_index() -> None:
+    """Issue 33, item 2: on a fresh machine ``pip install torch`` alone is the CUDA build on Linux
+    (and a bare system Python may refuse to install at all): the commands make and activate a
+    virtual environment first, and name PyTorch's CPU wheel index for torch."""
+    first, second = (command.split(" && ") for command in SETUP_COMMANDS)
+    assert first[:2] == ["python -m venv .venv", ". .venv/bin/activate"]
+    torch_step = second[0].split()
+    assert torch_step[:3] == ["pip", "install", "torch==2.13.0"]
+    assert torch_step[torch_step.index("--extra-index-url") + 1] == CPU_INDEX
+    assert second[1:] == ['pip install -e ".[test]"', "python -m pytest -q"]
 
 
 def _normalised(command: str) -> str:
@@ -136,13 +150,64 @@ def _normalised(command: str) -> str:
     return command[len("python -m "):] if command.startswith("python -m ") else command
 
 
+def _ci_lines() -> list[str]:
+    return [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
 def test_ci_runs_the_readmes_test_command() -> None:
-    ci = [_normalised(line) for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-          if line.strip() and not line.lstrip().startswith("#")]
+    ci = [_normalised(line) for line in _ci_lines()]
     steps = [_normalised(part) for part in SETUP_COMMANDS[1].split("&&")]
     assert len(steps) == 3
     for step in steps:
         assert step in ci, f".ci/run does not run README's {step!r}"
+    assert [ci.index(step) for step in steps] == sorted(ci.index(step) for step in steps), "README's order"
+    assert ci[-1] == "pytest -q", "the suite must be the last command: its exit status is the script's"
+
+
+def _fake_python(folder: Path, log: Path) -> None:
+    """A ``python`` that logs its arguments; ``-m venv DIR`` makes a venv whose ``activate`` puts
+    ``DIR/bin`` (another logging ``python``) first on PATH; pytest exits 3."""
+    folder.mkdir(parents=True)
+    script = folder / "python"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$0 $*" >> "{log}"\n'
+        'if [ "$1 $2" = "-m venv" ]; then\n'
+        '  mkdir -p "$3/bin" && cp "$0" "$3/bin/python"\n'
+        '  printf \'PATH="%s/bin:$PATH"; export PATH; VIRTUAL_ENV="%s"\\n\' "$3" "$3" > "$3/bin/activate"\n'
+        "fi\n"
+        'if [ "$1 $2" = "-m pytest" ]; then exit 3; fi\n'
+        "exit 0\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+
+
+def test_ci_installs_into_a_fresh_virtual_environment_and_exits_with_pytests_status(tmp_path: Path) -> None:
+    """``.ci/run`` makes a virtual environment with ``python -m venv`` and runs every step with
+    its ``python`` (so an install step missing from the README fails CI), and its exit status is
+    pytest's. Run with a stand-in ``python`` that logs what it is asked."""
+    import os
+    import subprocess
+
+    tree = tmp_path / "clone"
+    (tree / ".ci").mkdir(parents=True)
+    shutil.copy2(ROOT / ".ci" / "run", tree / ".ci" / "run")
+    log = tmp_path / "log"
+    _fake_python(tmp_path / "bin", log)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run(["bash", str(tree / ".ci" / "run")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    calls = [line.split(" ", 1) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert calls[0][0] == str(tmp_path / "bin" / "python") and calls[0][1].startswith("-m venv ")
+    venv = Path(calls[0][1].split()[2])
+    assert not str(venv).startswith(str(ROOT)) and not venv.exists(), "a fresh venv, removed afterwards"
+    rest = [(Path(exe), args) for exe, args in calls[1:]]
+    assert all(exe == venv / "bin" / "python" for exe, _ in rest), rest
+    steps = [_normalised(part) for part in SETUP_COMMANDS[1].split("&&")]
+    assert [_normalised("python " + args) for _, args in rest] == [s.replace('"', "") for s in steps]  # as the shell passes them
 
 
 def _anchors(path: Path) -> set[str]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import console_script, run_cli
 
 LEGACY = "import torch\nstate = torch.load('ckpt.pt')\n"
 FIXED = 'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nstate = torch.load(\'ckpt.pt\', map_location=device)\n'
@@ -120,9 +121,9 @@ def test_apply_stdin_keeps_bytes_and_returns_unfixable_input_unchanged(tmp_path:
 def test_check_and_diff_on_stdin_use_the_stdin_filename(tmp_path: Path) -> None:
     out = run_cli("check", "-", "--stdin-filename", "pkg/model.py", cwd=tmp_path, input=LEGACY.encode())
     assert out.returncode == 1
-    assert out.stdout.decode() == "pkg/model.py:2:9 TFD005 `torch.load` without `map_location`: add `map_location=device`\n"
+    assert out.stdout.decode() == "pkg/model.py:2:9: TFD005 [*] `torch.load` without `map_location`: add `map_location=device`\n"
     unnamed = run_cli("check", "-", cwd=tmp_path, input=LEGACY.encode())
-    assert unnamed.stdout.decode().startswith("-:2:9 TFD005")
+    assert unnamed.stdout.decode().startswith("-:2:9: TFD005")
     diff = run_cli("apply", "--diff", "-", "--stdin-filename", "pkg/model.py", cwd=tmp_path, input=LEGACY.encode())
     assert diff.stdout.decode().startswith("--- a/pkg/model.py\n+++ b/pkg/model.py\n")
 
@@ -139,7 +140,6 @@ def test_stdin_takes_the_configuration_of_the_stdin_filename(tmp_path: Path) -> 
     "args, message",
     [
         (("check", "-", "other.py"), "`-` (stdin) cannot be combined with other paths"),
-        (("check", "--stdin-filename", "x.py", "other.py"), "--stdin-filename needs `-` as the path"),
         (("apply", "--output-dir", "out", "-"), "--output-dir cannot be used with `-`"),
     ],
 )
@@ -147,3 +147,129 @@ def test_stdin_misuse_is_bad_usage(tmp_path: Path, args: tuple[str, ...], messag
     (tmp_path / "other.py").write_text(LEGACY)
     out = run_cli(*args, cwd=tmp_path, input=b"")
     assert out.returncode == 2 and message in out.stderr.decode()
+
+
+def test_stdin_filename_reads_stdin_without_a_dash_as_ruff_does(tmp_path: Path) -> None:
+    """Issue 33, item 13: ``--stdin-filename X`` alone reads stdin (it used to demand ``-``, and
+    wait on nothing else); a path given beside it is ignored with a warning, as ruff does."""
+    (tmp_path / "other.py").write_text(LEGACY)
+    out = run_cli("check", "--stdin-filename", "pkg/model.py", cwd=tmp_path, input=LEGACY.encode())
+    assert out.returncode == 1, out.stderr.decode()
+    assert out.stdout.decode() == "pkg/model.py:2:9: TFD005 [*] `torch.load` without `map_location`: add `map_location=device`\n"
+    applied = run_cli("apply", "--stdin-filename", "pkg/model.py", cwd=tmp_path, input=LEGACY.encode())
+    assert applied.returncode == 0 and applied.stdout.decode() == FIXED
+    beside = run_cli("check", "--stdin-filename", "x.py", "other.py", cwd=tmp_path, input=b"import os\n")
+    assert beside.returncode == 0 and beside.stdout == b"", beside.stderr.decode()  # stdin, not other.py
+    assert "warning: ignoring other.py in favour of standard input (--stdin-filename)" in beside.stderr.decode()
+    assert (tmp_path / "other.py").read_text() == LEGACY
+
+
+PEAK_RSS = """
+import resource, subprocess, sys, threading
+
+size, command = int(sys.argv[1]), sys.argv[2:]
+child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+counted = []
+
+def drain(stream, keep):
+    total, head = 0, b""
+    while True:
+        block = stream.read(1 << 20)
+        if not block:
+            break
+        total += len(block)
+        head = head or block[:200]
+    keep.append((total, head))
+
+out, err = [], []
+readers = [threading.Thread(target=drain, args=(child.stdout, out)), threading.Thread(target=drain, args=(child.stderr, err))]
+for reader in readers:
+    reader.start()
+block, sent = b"\\0" * (1 << 20), 0
+try:
+    while sent < size:
+        child.stdin.write(block)
+        sent += len(block)
+    child.stdin.close()
+except BrokenPipeError:
+    pass
+child.wait()
+for reader in readers:
+    reader.join()
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+print(child.returncode, sent, out[0][0], peak, err[0][1].decode(errors="replace").splitlines()[0])
+"""
+
+
+@pytest.mark.parametrize("command", ["check", "apply"])
+def test_stdin_is_bounded_like_a_file(tmp_path: Path, command: str) -> None:
+    """Issue 33, item 14: 200 MB through a pipe never sits in memory (it used to: ``read()`` of
+    everything, a 1.5 GB peak for 1.5 GB of zeros, and ``/dev/zero`` killed at 21 GB). At most
+    max-file-size + 1 bytes are read; the input is skipped naming the limit; ``apply -`` copies
+    it through to stdout unchanged, in chunks."""
+    size = 200 * 1000 * 1000
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, str(size), *console_script(), command, "-"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    code, sent, passed_through, peak_mb, first_error = done.stdout.split(" ", 4)
+    assert int(sent) >= size if command == "apply" else int(sent) < size  # check stops reading
+    assert int(peak_mb) < 100, f"peak RSS {peak_mb} MB for {int(sent) // 10**6} MB on stdin"
+    assert first_error.startswith("skipped: -: stdin holds more than 1 MB, the limit for one file; skipped (raise it with --max-file-size")
+    assert int(code) == 0
+    assert int(passed_through) == (int(sent) if command == "apply" else 0)  # an editor's buffer is never lost
+
+
+def test_stdin_at_the_limit_is_read_and_one_byte_over_is_skipped(tmp_path: Path) -> None:
+    source = LEGACY.encode()
+    fits = run_cli("apply", "-", "--max-file-size", str(len(source)), cwd=tmp_path, input=source)
+    assert fits.stdout.decode() == FIXED
+    over = source + b"#"
+    skipped = run_cli("apply", "-", "--max-file-size", str(len(source)), cwd=tmp_path, input=over)
+    assert skipped.returncode == 0 and skipped.stdout == over
+    assert f"stdin holds more than {len(source) / 1e6:g} MB, the limit for one file" in skipped.stderr.decode()
+
+
+def test_per_file_ignores_as_ruff(tmp_path: Path) -> None:
+    """Issue 33, item 13: ``[tool.torchfix-device.per-file-ignores]``, glob -> codes (names and
+    prefixes too), relative to the configuration's folder; a glob without ``/`` matches file
+    names anywhere; ``!glob`` ignores for the files it does not match; stdin's file by its
+    ``--stdin-filename``; a cached run agrees."""
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.torchfix-device.per-file-ignores]\n"
+        '"tests/*" = ["TFD005"]\n'
+        '"__init__.py" = ["torch-load-without-map-location"]\n'
+        '"!src/**" = ["TFD00"]\n'
+    )
+    legacy = 'import torch\nx = torch.load("a").cuda()\n'
+    for name in ("tests/t.py", "src/m.py", "src/__init__.py", "top.py", "src/deep/__init__.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(legacy)
+    expected = {
+        ("src/deep/__init__.py", "TFD001"), ("src/__init__.py", "TFD001"),
+        ("src/m.py", "TFD001"), ("src/m.py", "TFD005"),
+    }
+    for _ in range(2):  # the second run is answered from the cache
+        out = run_cli("check", ".", cwd=tmp_path)
+        found = {(line.split(":")[0], line.split()[1]) for line in out.stdout.decode().splitlines()}
+        assert found == expected, out.stdout.decode()
+    stdin = run_cli("check", "--stdin-filename", "tests/new.py", cwd=tmp_path, input=legacy.encode())
+    assert stdin.returncode == 0 and stdin.stdout == b"", stdin.stdout.decode()
+    (tmp_path / "pyproject.toml").write_text('[tool.torchfix-device.per-file-ignores]\n"x/*" = ["TFD999"]\n')
+    bad = run_cli("check", ".", cwd=tmp_path)
+    assert bad.returncode == 2 and "per-file-ignores 'x/*'" in bad.stderr.decode() and "TFD999" in bad.stderr.decode()
+
+
+def test_jupyter_checkpoints_are_left_out_as_ruff_does(tmp_path: Path) -> None:
+    """Issue 33, item 10: ``.ipynb_checkpoints/`` holds Jupyter's autosaved copies (a stale twin
+    of every notebook); ruff leaves it out by default, and so do we. Named on the command line,
+    a file there is still taken."""
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "train-checkpoint.py").write_text(LEGACY)
+    (tmp_path / "train.py").write_text(LEGACY)
+    out = run_cli("check", ".", cwd=tmp_path)
+    assert _files(out) == {"train.py"}, out.stdout.decode()
+    assert "1 file scanned" in out.stderr.decode()
+    named = run_cli("check", ".ipynb_checkpoints/train-checkpoint.py", cwd=tmp_path)
+    assert _files(named) == {".ipynb_checkpoints/train-checkpoint.py"}

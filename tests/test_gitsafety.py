@@ -50,13 +50,15 @@ def test_apply_refuses_files_git_cannot_restore(repo: Path) -> None:
     stderr = out.stderr.decode()
     assert out.returncode == 1, stderr
     assert (repo / "clean.py").read_text() == FIXED  # committed: rewritten
-    for name in ("modified.py", "staged.py", "untracked.py"):
+    for name, why in (("modified.py", "has uncommitted changes"), ("staged.py", "has uncommitted changes"),
+                      ("untracked.py", "is not tracked by git")):
         assert (repo / name).read_text() == before[name], name
-        assert f"failed: {name}: has uncommitted changes or is not tracked by git" in stderr, stderr
-        assert "--allow-dirty" in stderr
+        assert f"refused: {name}: {why}; not rewritten" in stderr, stderr
+    assert stderr.count("--allow-dirty") == 1, "what to do, said once"
+    assert "hint: commit (or stash) the refused files and run again" in stderr
     assert (repo / "ignored.py").read_text() == before["ignored.py"]  # .gitignore: not taken at all
     assert "ignored.py" not in stderr.replace("1 .gitignore", "")
-    assert "4 files scanned, 1 changed, 3 failed, 1 skipped (1 .gitignore)" in stderr
+    assert "4 files scanned, 1 changed, 0 failed, 3 refused (uncommitted changes), 1 skipped (1 .gitignore)" in stderr
     assert "not inside a git work tree" not in stderr
 
 
@@ -64,9 +66,9 @@ def test_an_ignored_file_taken_anyway_is_refused_too(repo: Path) -> None:
     out = run_cli("apply", "--no-respect-gitignore", ".", cwd=repo)
     stderr = out.stderr.decode()
     assert out.returncode == 1, stderr
-    assert "failed: ignored.py: has uncommitted changes or is not tracked by git" in stderr, stderr
+    assert "refused: ignored.py: is ignored by git (not tracked); not rewritten" in stderr, stderr
     assert (repo / "ignored.py").read_text() == LEGACY
-    assert "5 files scanned, 1 changed, 4 failed" in stderr
+    assert "5 files scanned, 1 changed, 0 failed, 4 refused (uncommitted changes)" in stderr
 
 
 def test_a_dirty_file_with_nothing_to_fix_does_not_block_the_run(repo: Path) -> None:
@@ -97,9 +99,46 @@ def test_a_named_file_and_a_subfolder_are_checked_too(repo: Path) -> None:
     out = run_cli("apply", "modified.py", "pkg", cwd=repo)
     stderr = out.stderr.decode()
     assert out.returncode == 1
-    assert "failed: modified.py: has uncommitted changes" in stderr
-    assert "failed: pkg/new.py: has uncommitted changes" in stderr
+    assert "refused: modified.py: has uncommitted changes" in stderr
+    assert "refused: pkg/new.py: is not tracked by git" in stderr
     assert (repo / "pkg" / "new.py").read_text() == LEGACY
+
+
+UNSAFE_TOO = LEGACY + "\n\ndef move(x, gpu_id):\n    return x.cuda(gpu_id)\n"  # an unsafe fix: gpu_id may be a device
+
+
+def test_apply_then_unsafe_fixes_refuses_the_first_runs_changes_and_counts_them_apart(tmp_path: Path) -> None:
+    """Issue 33, item 9: ``apply`` then ``apply --unsafe-fixes`` meets the first run's own
+    uncommitted rewrites: a refusal, not a failure; what to do in one line; exit 1 (rewrites
+    pending, as ``--diff``), 0 with ``--exit-zero``. Committed in between, the second run
+    rewrites."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for index in range(4):
+        (repo / f"m{index}.py").write_text(UNSAFE_TOO)
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "legacy")
+    first = run_cli("apply", ".", cwd=repo)
+    assert first.returncode == 0, first.stderr.decode()
+    safe = (repo / "m0.py").read_text()
+    assert safe != UNSAFE_TOO and "x.cuda(gpu_id)" in safe
+    second = run_cli("apply", "--unsafe-fixes", ".", cwd=repo)
+    stderr = second.stderr.decode()
+    assert second.returncode == 1, stderr
+    assert "4 files scanned, 0 changed, 0 failed, 4 refused (uncommitted changes)" in stderr, stderr
+    assert "failed:" not in stderr and "4 failed" not in stderr
+    hints = [line for line in stderr.splitlines() if "--allow-dirty" in line]
+    assert hints == ["hint: commit (or stash) the refused files and run again, so that git can give them back; "
+                     "or pass --allow-dirty to rewrite them anyway"], stderr
+    assert all((repo / f"m{i}.py").read_text() == safe for i in range(4))
+    quiet = run_cli("apply", "--unsafe-fixes", "--exit-zero", ".", cwd=repo)
+    assert quiet.returncode == 0, quiet.stderr.decode()
+    git(repo, "commit", "-qam", "safe fixes")
+    third = run_cli("apply", "--unsafe-fixes", ".", cwd=repo)
+    assert third.returncode == 0, third.stderr.decode()
+    assert 'x.to(torch.device("cuda", gpu_id))' in (repo / "m0.py").read_text()
+    assert "4 changed" in third.stderr.decode()
 
 
 def test_diff_needs_no_clean_tree(repo: Path) -> None:

@@ -119,6 +119,6 @@ def test_ctrl_c_while_writes_are_held_for_the_git_check_says_what_was_written(tm
         f"interrupted after writing {done} of 500 files to rewrite; the other {500 - done} are unchanged; "
         "every file is either unchanged or fully rewritten"
     ], stderr
-    assert f"501 files scanned, {done} changed, 1 failed, {500 - done} skipped ({500 - done} interrupted)" in stderr, stderr
+    assert f"501 files scanned, {done} changed, 0 failed, 1 refused (uncommitted changes), {500 - done} skipped ({500 - done} interrupted)" in stderr, stderr
     assert dirty.read_text() == "import torch\nx = torch.load('wip')\n"
     assert temp_files(repo) == []

@@ -64,8 +64,13 @@ def project(tmp_path: Path) -> Path:
 
 
 def _findings(project: Path) -> list[dict]:
-    document = json.loads(run_cli("check", "--output-format", "json", "src", cwd=project).stdout)
-    return document["findings"]
+    """The findings of ``check --output-format json`` (ruff's records), in the report's terms."""
+    records = json.loads(run_cli("check", "--output-format", "json", "src", cwd=project).stdout)
+    return [
+        {"file": Path(r["filename"]).relative_to(project).as_posix(), "line": r["location"]["row"],
+         "column": r["location"]["column"], "code": r["code"], "kind": r["kind"]}
+        for r in records if r["code"] is not None
+    ]
 
 
 def _place(item: dict) -> tuple[str, int, int, str]:

@@ -114,7 +114,7 @@ def test_a_toy_codemod_in_one_file_goes_through_every_stage(package_with_toy) ->
 
     check = _cli(env, project, "check", "--select", "TFD900", ".")
     assert check.returncode == 1, check.stderr
-    assert "uses.py:2:12 TFD900 spam() is deprecated: call eggs()" in check.stdout
+    assert "uses.py:2:12: TFD900 [*] spam() is deprecated: call eggs()" in check.stdout
     assert "mentions.py" not in check.stdout
     asked = _asked(tmp)
     assert asked >= 2  # stage 1 asked it about both files holding its trigger

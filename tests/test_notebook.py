@@ -44,9 +44,9 @@ def test_check_names_the_cell(tmp_path: Path) -> None:
     out = run_cli("check", ".", cwd=tmp_path)  # found by the folder walk
     assert out.returncode == 1
     assert out.stdout.decode().splitlines() == [
-        "train.ipynb:cell 3:2:9 TFD001 `torch.load('m.pt').cuda()` hard-codes CUDA: use `.to(device)`",
-        "train.ipynb:cell 3:2:9 TFD005 `torch.load` without `map_location`: add `map_location=device`",
-        "train.ipynb:cell 5:2:5 TFD001 `torch.randn(3).cuda()` hard-codes CUDA: use `.to(device)`",
+        "train.ipynb:cell 3:2:9: TFD001 [*] `torch.load('m.pt').cuda()` hard-codes CUDA: use `.to(device)`",
+        "train.ipynb:cell 3:2:9: TFD005 [*] `torch.load` without `map_location`: add `map_location=device`",
+        "train.ipynb:cell 5:2:5: TFD001 [*] `torch.randn(3).cuda()` hard-codes CUDA: use `.to(device)`",
     ]
 
 
@@ -164,7 +164,7 @@ def test_a_cell_that_does_not_parse_is_left_as_it_is_and_the_others_are_migrated
     before = json.loads(path.read_text())
     check = run_cli("check", "--no-cache", "course.ipynb", cwd=tmp_path)
     assert check.returncode == 1
-    assert "course.ipynb:cell 4:1:34 TFD016 `.cuda(async=True)`" in check.stdout.decode()
+    assert "course.ipynb:cell 4:1:34: TFD016 [*] `.cuda(async=True)`" in check.stdout.decode()
     problems = [line for line in check.stderr.decode().splitlines() if line.startswith("not read: ")]
     assert problems == [
         "not read: course.ipynb:cell 3:1:9: syntax error: '(' was never closed; cell left as it is",
@@ -173,9 +173,10 @@ def test_a_cell_that_does_not_parse_is_left_as_it_is_and_the_others_are_migrated
         "suppressed by `# noqa` here); cell left as it is",
     ]
     as_json = json.loads(run_cli("check", "--no-cache", "--output-format", "json", "course.ipynb", cwd=tmp_path).stdout)
-    assert [(p["file"], p["status"], p["message"].split(" syntax error")[0]) for p in as_json["problems"]] == [
-        ("course.ipynb", "not read", "cell 3: line 1:9:"),
-        ("course.ipynb", "not read", "cell 6: line 1:24:"),
+    problems = [r for r in as_json if r["code"] is None]  # ruff's JSON: records with no rule
+    assert [(Path(r["filename"]).name, r["kind"], r["cell"], r["location"], r["message"].split(" syntax error")[0]) for r in problems] == [
+        ("course.ipynb", "not read", 3, {"row": 1, "column": 9}, "not read:"),
+        ("course.ipynb", "not read", 6, {"row": 1, "column": 24}, "not read:"),
     ]
     out = run_cli("apply", "--no-cache", "--report", "report.json", "course.ipynb", cwd=tmp_path)
     assert out.returncode == 1, out.stderr.decode()
@@ -261,3 +262,95 @@ def test_a_line_that_goes_on_with_a_statement_is_python_even_when_it_starts_with
     assert source == cell.replace("%time y = 1\n", "%time y = 1\n" + device).replace(
         "torch.zeros(1).cuda()", "torch.zeros(1).to(device)"
     )
+
+
+# -- every byte outside the rewrite (issue 33, item 15) -----------------------------------------
+def _unusual_layouts() -> dict[str, str]:
+    """Notebooks as other writers lay them out: 1-space indent and ``\\u00e9`` escapes (Python's
+    ``json`` defaults), keys in an unusual order, no final newline, a source as one string, a
+    compact list, and a raw ``é`` with 4-space indent."""
+    cells = [
+        {"source": ["# caf\u00e9 \u2014 setup\n", "import torch\n"], "cell_type": "code", "metadata": {}, "outputs": [],
+         "execution_count": None},
+        {"cell_type": "markdown", "source": ["R\u00e9sum\u00e9: `x.cuda()`"], "metadata": {}},
+        {"outputs": [], "execution_count": 3, "metadata": {"z": 1, "a": 2}, "cell_type": "code",
+         "source": ["x = 1  # d\u00e9j\u00e0 vu\n", "m = torch.load('m.pt')\n", "print(m)  # \u00e9t\u00e9"]},
+    ]
+    document = {"nbformat_minor": 5, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "cells": cells}
+    one_string = json.loads(json.dumps(document))
+    one_string["cells"][2]["source"] = "".join(one_string["cells"][2]["source"])
+    return {
+        "escaped_one_space.ipynb": json.dumps(document, indent=1),  # ensure_ascii: \u00e9; no final newline
+        "raw_four_spaces.ipynb": json.dumps(document, indent=4, ensure_ascii=False) + "\n",
+        "one_string.ipynb": json.dumps(one_string, indent=1, sort_keys=True) + "\r\n",
+        "compact.ipynb": json.dumps(document, separators=(",", ":")),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_unusual_layouts()))
+def test_a_rewritten_notebook_keeps_every_byte_outside_its_changed_lines(tmp_path: Path, name: str) -> None:
+    """The README promises that every byte outside a rewrite survives: a notebook not in
+    nbformat's own layout was re-serialised (escapes decoded, indentation and key order
+    changed, a final newline added). Now the text before and after the changed cell's source
+    value is byte-identical, the lines of that source that did not change keep their JSON text,
+    and a new line is written the way the file writes strings (``\\u00e9`` or ``é``)."""
+    text = _unusual_layouts()[name]
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8"))
+    out = run_cli("apply", name, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    new = path.read_bytes().decode("utf-8")
+    assert new != text
+    start = text.rindex('"source"')  # the last cell's source, its last key in every layout
+    value_at = text.index(":", start) + 1
+    value_at += len(text[value_at:]) - len(text[value_at:].lstrip())
+    _, end = json.JSONDecoder().raw_decode(text, value_at)
+    prefix, suffix = text[:value_at], text[end:]
+    assert new.startswith(prefix) and new.endswith(suffix), (text, new)
+    value = json.loads(new[len(prefix): len(new) - len(suffix)])
+    source = "".join(value) if isinstance(value, list) else value
+    assert source.endswith("x = 1  # d\u00e9j\u00e0 vu\nm = torch.load('m.pt', map_location=device)\nprint(m)  # \u00e9t\u00e9")
+    assert isinstance(value, list) == isinstance(json.loads(text[value_at:end]), list)
+    escaped = "\\u00e9" in text
+    if isinstance(value, list):  # the unchanged lines keep their JSON text
+        for line in ("x = 1  # d\u00e9j\u00e0 vu\n", "print(m)  # \u00e9t\u00e9"):
+            old_item = json.dumps(line, ensure_ascii=escaped)
+            assert old_item in text[value_at:end] and old_item in new[len(prefix): len(new) - len(suffix)]
+    assert ("\\u00e9" in new) == escaped and ("\u00e9" in new) == (not escaped)
+    assert run_cli("apply", name, cwd=tmp_path).returncode == 0 and path.read_bytes().decode("utf-8") == new  # stable
+
+
+# -- malformed and old notebooks (issue 33, item 16) --------------------------------------------
+def _cell(source: object) -> dict:
+    return {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}
+
+
+def test_malformed_and_old_notebooks_are_reported_by_file_and_cell(tmp_path: Path) -> None:
+    """``"source": 5`` was "internal error: AttributeError"; a cell without an ``id`` printed
+    nbformat's MissingIDFieldWarning on stderr; an nbformat 3 notebook (cells in ``worksheets``)
+    was passed over in silence, 0 findings and exit 0."""
+    legacy = "import torch\nx = torch.load('a')\n"
+    (tmp_path / "five.ipynb").write_text(json.dumps(
+        {"cells": [_cell(legacy), _cell(5)], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    no_ids = json.dumps({"cells": [_cell(legacy)], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+    (tmp_path / "no_ids.ipynb").write_text(no_ids)
+    (tmp_path / "v3.ipynb").write_text(json.dumps({
+        "metadata": {"name": ""}, "nbformat": 3, "nbformat_minor": 0,
+        "worksheets": [{"cells": [{"cell_type": "code", "collapsed": False, "input": legacy.splitlines(True),
+                                   "language": "python", "metadata": {}, "outputs": []}], "metadata": {}}],
+    }))
+    out = run_cli("check", "--no-cache", ".", cwd=tmp_path)
+    stderr = out.stderr.decode()
+    assert out.returncode == 1
+    assert "failed: five.ipynb: cell 2: not a valid cell: its `source` is int 5, not text" in stderr, stderr
+    assert "internal error" not in stderr and "AttributeError" not in stderr
+    assert "Warning" not in stderr and "normalize()" not in stderr, stderr
+    assert out.stdout.decode().startswith("no_ids.ipynb:cell 1:2:5: TFD005 [*] ")  # read all the same
+    assert (
+        "failed: v3.ipynb: nbformat 3 notebook: only nbformat 4 is read; convert it with "
+        "`jupyter nbconvert --to notebook --nbformat 4 FILE` and run again"
+    ) in stderr, stderr
+    assert "3 files scanned, 1 would change, 2 failed" in stderr
+    applied = run_cli("apply", "--no-cache", "no_ids.ipynb", cwd=tmp_path)
+    assert applied.returncode == 0 and "Warning" not in applied.stderr.decode()
+    assert '"id"' not in (tmp_path / "no_ids.ipynb").read_text()  # nothing added to the cells

@@ -109,10 +109,10 @@ def test_a_class_gaining_its_own_cuda_changes_the_cached_answer_for_the_other_fi
     (root / "pyproject.toml").write_text("[tool.torchfix-device]\n", encoding="utf-8")  # the cache lives here
     (root / "storage.py").write_text(STORAGE.replace("    def cuda(self):\n        self.moved = True\n", ""), encoding="utf-8")
     first = _cli("check", ".", cwd=root)
-    assert "train.py:7:5 TFD001" in first.stdout and "manual review" not in first.stdout
+    assert "train.py:7:5: TFD001" in first.stdout and "manual review" not in first.stdout
     (root / "storage.py").write_text(STORAGE, encoding="utf-8")  # train.py is unchanged
     second = _cli("check", ".", cwd=root)
-    line = next(l for l in second.stdout.splitlines() if l.startswith("train.py:7:5 TFD001"))
+    line = next(l for l in second.stdout.splitlines() if l.startswith("train.py:7:5: TFD001"))
     assert "may be a `RolloutStorage`" in line and line.endswith("[manual review]"), second.stdout
 
 

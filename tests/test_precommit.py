@@ -104,7 +104,7 @@ def test_check_hook_reports_and_changes_nothing(user_repo: Path, pre_commit_home
     text = out.stdout.decode()
     assert out.returncode == 1, text + out.stderr.decode()
     assert "torchfix-device (check)" in text and "Failed" in text
-    assert "model.py:3:9 TFD005 `torch.load` without `map_location`" in text
+    assert "model.py:3:9: TFD005 [*] `torch.load` without `map_location`" in text
     assert "notes.txt" not in text
     assert (user_repo / "model.py").read_text() == LEGACY
 

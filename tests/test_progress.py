@@ -4,6 +4,7 @@ in non-interactive output. Through the installed console script."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -41,6 +42,44 @@ def test_a_long_run_on_a_terminal_shows_a_bar(tmp_path: Path) -> None:
     assert BAR in text, text
     assert f"{count}/{count}" in text  # files done / files in the run
     assert f"{count} files scanned, {count} would change" in text
+
+
+def test_the_bar_shows_the_path_below_the_folder_given_and_an_eta(tmp_path: Path) -> None:
+    """Issue 33, item 10: the file is named by its path below the folder given (``pkg/m007.py``
+    for ``proj/pkg/m007.py`` of ``check proj``), not by its bare name, and the bar says how long
+    the rest should take."""
+    count = MIN_FILES + 5
+    _tree((tmp_path / "proj" / "pkg").mkdir(parents=True) or tmp_path / "proj" / "pkg", count)
+    text = _on_a_terminal(["check", "--output-file", str(tmp_path / "findings.txt"), "proj"], tmp_path)
+    assert BAR in text, text
+    assert re.search(r"\d+/25 \d:\d\d:\d\d ETA (\d:\d\d:\d\d|-:--:--) pkg/m0\d\d\.py", text), text
+    assert "proj/pkg/" not in text  # the findings went to the file; the bar never names the folder given
+    assert re.search(r"25/25 \d:\d\d:\d\d ETA 0:00:00 pkg/m0\d\d\.py", text), text
+
+
+def test_a_long_path_keeps_its_end_in_a_narrow_terminal(monkeypatch) -> None:
+    import io
+
+    from torchfix_device.report import progress
+    from torchfix_device.report.progress import _Bar
+
+    monkeypatch.setattr(progress, "REDRAW_S", 0.0)
+    monkeypatch.setenv("COLUMNS", "120")
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    bar = _Bar(stream, 1, [Path("src")])
+    bar.start(2)
+    bar.advance(Path("src") / ("deep/" * 40) / "train.py")
+    bar.advance(Path("src/pkg/b.py"))
+    drawn = stream.getvalue()
+    lines = drawn.split("\r\x1b[2K")
+    assert re.search(r"1/2 .* …\S*deep/deep/train\.py$", lines[2]), lines  # the start cut, the end kept
+    assert len(re.sub(r"\x1b\[[0-9;]*m", "", lines[2])) < 120
+    assert lines[3].endswith(" pkg/b.py") and "src/" not in drawn
 
 
 def test_a_short_run_on_a_terminal_shows_none(tmp_path: Path) -> None:

@@ -173,7 +173,7 @@ def test_traps_stay_unchanged_and_unproven_ones_are_reported_for_review(tmp_path
     # `limited` exports only `helper`: `Variable` is still `nets`'s, the torch one
     assert "use the tensor itself" in finding("restricted") and "manual review" not in finding("restricted")
     assert not [line for line in lines if line.startswith("agents/local_def.py")]
-    assert any(line.startswith("agents/learner.py:5:9 TFD009") for line in lines)
+    assert any(line.startswith("agents/learner.py:5:9: TFD009") for line in lines)
 
 
 def test_one_file_named_from_the_project_folder_is_resolved_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

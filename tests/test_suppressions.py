@@ -96,9 +96,9 @@ def test_show_unused_suppressions(tmp_path: Path) -> None:
     out = run_cli("check", "--show-unused-suppressions", ".", cwd=tmp_path)
     assert out.returncode == 1
     assert _lines(out) == [
-        "u.py:3:21 unused suppression `noqa: TFD005`: no TFD005 finding on this line",
-        "u.py:4:21 unused suppression `noqa: TFD999`: unknown code TFD999",
-        "useless_skip.py:1:1 unused suppression `torchfix-device: skip-file`: nothing in this file to skip",
+        "u.py:3:21: unused suppression `noqa: TFD005`: no TFD005 finding on this line",
+        "u.py:4:21: unused suppression `noqa: TFD999`: unknown code TFD999",
+        "useless_skip.py:1:1: unused suppression `torchfix-device: skip-file`: nothing in this file to skip",
     ]
     # with only another codemod selected, TFD005 cannot be judged
     narrowed = run_cli("check", "--show-unused-suppressions", "--select", "TFD001", "u.py", cwd=tmp_path)

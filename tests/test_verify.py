@@ -352,3 +352,87 @@ def test_one_interpreter_runs_a_version_on_dev_and_then_on_the_cpu_except_with_c
 
     assert device_groups("meta") == [["meta", "cpu"]] and device_groups("mps") == [["mps", "cpu"]]
     assert device_groups("cuda") == [["cuda"], ["cpu"]]  # the CPU runs must not see the GPU
+
+
+# -- a rewrite whose numbers change on purpose (issue 33, item 11) ------------------------------
+LAYERS_IN_A_LIST = '''
+import argparse
+
+import torch
+import torch.nn as nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--width", type=int, default=4)
+args = parser.parse_args()  # at the top level, as scripts do: sees none of the harness's arguments
+
+
+class Blocks(nn.Module):
+    """A BatchNorm and a Dropout kept in a plain list: model.eval() never reached them."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(args.width, 4)
+        self.blocks = [nn.BatchNorm1d(4), nn.Dropout(0.5)]
+
+    def forward(self, x):
+        x = self.fc(x)
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class Counted(nn.Module):
+    """Its output counts its parameters: registering the layer changes that, not a mode."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.extra = [nn.Linear(4, 4)]
+
+    def forward(self, x):
+        return self.extra[0](self.fc(x)) * sum(p.numel() for p in self.parameters())
+'''
+
+
+def test_the_rewrites_intended_change_of_outputs_passes_and_no_other(tmp_path: Path) -> None:
+    """``verify examples/legacy_project`` ended in ✗ "the rewrite changes the outputs" for
+    SmallResNet: its blocks sat in a plain list, so ``model.eval()`` left their BatchNorms in
+    training mode; TFD004 registers them, which is the point. The verifier now checks that this is
+    the whole difference (the original with those layers in eval mode gives the rewrite's
+    outputs) and says so; a difference with another cause (``Counted``) still fails."""
+    from torchfix_device.verify.user_verifier import verify_user_file
+
+    model = tmp_path / "models.py"
+    model.write_text(textwrap.dedent(LAYERS_IN_A_LIST).lstrip(), encoding="utf-8")
+    reports = {report.name: report for report in verify_user_file(read_spec(model), "meta")}
+    blocks, counted = reports["Blocks"], reports["Counted"]
+    assert blocks.ok and blocks.output_differences and blocks.intended_change, blocks.to_json()
+    assert blocks.verdict().startswith(
+        "fixed: before the rewrite it fails on meta (a device error); now it runs there; "
+        "the outputs on the CPU differ, as intended (output 0: max |diff| "
+    ), blocks.verdict()
+    assert blocks.verdict().endswith("eval() now reaches them; with them in eval mode in the original too, the outputs are the same")
+    assert not counted.ok and counted.intended_change is None, counted.to_json()
+    assert counted.verdict().startswith("the rewrite changes the outputs on the CPU: output 0: "), counted.verdict()
+
+
+def test_the_bundled_example_project_verifies(cli) -> None:
+    """The example project ends in ✓: SmallResNet's change is the intended one; the files with
+    no model, or whose original cannot be imported (a script reading ``model.pt``), are not run;
+    a script's ``argparse`` at its top level does not read the harness's arguments."""
+    from conftest import ROOT
+
+    proc = cli("verify", "--device", "meta", str(ROOT / "examples" / "legacy_project"))
+    out, err = proc.stdout.decode(), proc.stderr.decode()
+    assert proc.returncode == 0, out + err
+    verdicts = {line.split(":")[0][2:]: line for line in out.splitlines() if line.startswith(("✓", "✗", "-"))}
+    assert verdicts["SmallResNet"].startswith(
+        "✓ SmallResNet: fixed: before the rewrite it fails on meta (a device error); now it runs there; "
+        "the outputs on the CPU differ, as intended"
+    ), out
+    assert "│ ✓ differ, as intended: output 0" in out  # the table's cell
+    assert verdicts["evaluate"] == "- evaluate: not run: no model in this file: nn.Module classes with a forward(), or make_model()"
+    assert verdicts["export_onnx"].startswith("- export_onnx: not run: importing it fails before the rewrite (original on meta: FileNotFoundError"), out
+    assert verdicts["train"].startswith("- train: not run: no model in this file"), out  # not SystemExit: 2 from argparse
+    assert not [line for line in verdicts.values() if line.startswith("✗")], out
+    assert "1 of 1 models as expected on meta" in err

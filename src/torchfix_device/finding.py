@@ -22,6 +22,9 @@ class Finding:
     """In a notebook: the cell (counted from 1) that ``line`` is relative to."""
     declined: bool = False
     """A fix the user declined in ``apply --interactive``: not applied, and not left for review."""
+    unsafe: bool = False
+    """The fix is in the unsafe tier (applied only with ``--unsafe-fixes``): held back, or fixed
+    because the flag was given."""
 
     def __post_init__(self) -> None:
         # One finding, one line of output: code quoted from a call that spans lines (a message

@@ -7,7 +7,10 @@ the command line and the codemods (and so that it can cross into worker processe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 DEFAULT_SECONDS = 120.0
@@ -39,6 +42,11 @@ class RunOptions:
     """Processor seconds one file's transform may take (``file-time-limit``; None: no limit)."""
     file_memory_limit: int | None = DEFAULT_MEMORY
     """Bytes one file's transform may add to the process (``file-memory-limit``; None: no limit)."""
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    """``per-file-ignores``: (glob, codes) pairs, the globs relative to :attr:`per_file_root`
+    (``!glob``: the files it does not match); see :func:`ignored_codes`."""
+    per_file_root: str | None = None
+    """The folder ``per-file-ignores`` globs are relative to (the configuration file's)."""
     own_move_classes: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """For each file of the run (by the name its transform is given), the classes that define
     their own ``cuda()``/``to()`` it can reach by import
@@ -63,6 +71,32 @@ class RunOptions:
 
 
 DEFAULT_OPTIONS = RunOptions()
+
+
+def ignored_codes(path: "Path", options: RunOptions) -> frozenset[str]:
+    """The codes ``per-file-ignores`` leaves out for ``path``, as ruff matches them: a glob is
+    matched against the file's path relative to :attr:`RunOptions.per_file_root` (``*`` crosses
+    folders, ``**/x`` matches ``x`` at the top too), and a glob without ``/`` also against the
+    file's name; ``!glob`` ignores the codes for every file the glob does not match."""
+    if not options.per_file_ignores:
+        return frozenset()
+    import os
+    from fnmatch import fnmatchcase
+
+    absolute = os.path.abspath(path)
+    root = options.per_file_root or os.getcwd()
+    relative = os.path.relpath(absolute, root).replace(os.sep, "/")
+    names = [relative, "/" + relative] if not relative.startswith("..") else [absolute.replace(os.sep, "/")]
+    ignored: set[str] = set()
+    for pattern, codes in options.per_file_ignores:
+        negated = pattern.startswith("!")
+        glob = pattern[1:] if negated else pattern
+        matches = any(fnmatchcase(name, glob) for name in names) or (
+            "/" not in glob and fnmatchcase(os.path.basename(absolute), glob)
+        )
+        if matches != negated:
+            ignored |= codes
+    return frozenset(ignored)
 
 
 def default_jobs() -> int:

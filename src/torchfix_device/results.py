@@ -14,7 +14,9 @@ from typing import Literal
 from torchfix_device.source import SourceFile
 from torchfix_device.finding import Finding
 
-Status = Literal["changed", "unchanged", "failed", "skipped"]
+Status = Literal["changed", "unchanged", "failed", "skipped", "refused"]
+"""``refused``: a rewrite that was not written because git could not give the file back (it has
+uncommitted changes); not a failure: the file was read and fixed, the user decides."""
 
 
 @dataclass
@@ -24,7 +26,7 @@ class FileResult:
     status: Status
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None
-    """For ``failed``/``skipped``: the reason, starting with ``line N:`` where there is one."""
+    """For ``failed``/``skipped``/``refused``: the reason, starting with ``line N:`` where there is one."""
     source: SourceFile | None = None
     new_text: str | None = None
     notes: list[str] = field(default_factory=list)

@@ -3,7 +3,8 @@ code: resolve the settings, run the files, print, decide the exit code (ruff's, 
 docs/cli.md). Neither typer nor rich nor libcst is imported here: a run answered from the cache
 loads none of them (the typer app and the fast path both land here).
 
-Exit codes: 0 ok; 1 findings (``check``), pending changes (``--diff``), a file that could not be
+Exit codes: 0 ok; 1 findings (``check``), pending changes (``--diff``, or rewrites git safety
+refused: files with uncommitted changes; ``--exit-zero`` makes both 0), a file that could not be
 processed, or fixes made with ``--exit-non-zero-on-fix``; 2 bad usage, a bad configuration or a
 missing path; 130 interrupted (128 + the signal: 143 for SIGTERM, 129 for SIGHUP).
 """
@@ -22,7 +23,7 @@ from torchfix_device.report import console as report
 from torchfix_device.cli.arguments import Arguments, UsageError
 from torchfix_device.results import FileResult, Interrupted, WritesInterrupted
 from torchfix_device.cli.settings import Settings, resolve
-from torchfix_device.report.termout import Printer
+from torchfix_device.report.termout import Printer, wants_colour
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
@@ -50,6 +51,9 @@ def main(args: Arguments) -> int:
         with interrupts.ignoring():
             report.print_problems(stop.results, out)
             out.line(report.summary_line(stop.results, wrote=True))
+            hint = report.refusal_hint(stop.results)
+            if hint is not None:
+                out.labelled("hint", "yellow", hint)
             out.line(
                 f"{out.styled(interrupts.word(stop.signum), 'yellow')} after writing {stop.written} of {stop.total} files "
                 f"to rewrite; the other {stop.total - stop.written} are unchanged; every file is either unchanged or fully rewritten"
@@ -95,6 +99,11 @@ def _check_destinations(args: Arguments, settings: Settings) -> None:
 
 
 def _main(args: Arguments, out: Printer, started: float) -> int:
+    if args.stdin_filename is not None:  # as ruff: --stdin-filename reads stdin, `-` or not
+        others = [p for p in args.paths if str(p) != "-"]
+        if others:
+            out.warning(f"ignoring {', '.join(map(str, others))} in favour of standard input (--stdin-filename)")
+        args.paths = [Path("-")]
     if not args.paths:
         args.paths = [Path(".")]  # ruff's default, for check and apply alike
     _check_combinations(args)
@@ -142,14 +151,13 @@ def _results(args: Arguments, settings: Settings, out: Printer) -> tuple[list[Fi
     """The files' results, rewrites written where the command writes (git safety, review), and
     whether Ctrl-C ended an interactive review."""
     if settings.stdin:
-        from torchfix_device.run.stdin import output_bytes, process_stdin
+        from torchfix_device.run.stdin import process_stdin, write_output
 
         result, raw = process_stdin(
             settings.codemods, options=settings.options, stdin_filename=args.stdin_filename
         )
         if args.writes:
-            sys.stdout.buffer.write(output_bytes(result, raw))
-            sys.stdout.buffer.flush()
+            write_output(result, raw, sys.stdout.buffer, sys.stdin.buffer)
         return [result], False
     in_place = args.writes
     guard = None
@@ -187,7 +195,7 @@ def _run_files(settings: Settings, *, write: bool, tidy: bool = False) -> list[F
     from torchfix_device.report.progress import file_progress
     from torchfix_device.run.runner import run
 
-    with file_progress() as bar:
+    with file_progress(roots=settings.paths) as bar:
         return run(
             settings.paths, settings.codemods, exclude=settings.exclude,
             options=dataclasses.replace(settings.options, write=write), progress=bar, jobs=settings.jobs, cache=settings.cache, shard=settings.shard,
@@ -219,12 +227,15 @@ def _summary(results: Sequence[FileResult], args: Arguments, out: Printer, *, wr
             out.line(line)
     if not args.quiet:
         out.line(report.summary_line(results, wrote=wrote, checking=checking))
+    hint = report.refusal_hint(results)
+    if hint is not None:  # even with --quiet: the run did not do all it was asked
+        out.labelled("hint", "yellow", hint)
 
 
 def _finish_diff(results: list[FileResult], args: Arguments, settings: Settings, out: Printer) -> int:
     from torchfix_device.report import patch
 
-    if args.output_file is not None or not sys.stdout.isatty():
+    if args.output_file is not None or not wants_colour(sys.stdout):  # the patch as bytes
         diffs, root = patch.file_diffs(results)
         _emit(b"".join(data for _, data in diffs), args)
     else:
@@ -259,6 +270,8 @@ def _finish_apply(results: list[FileResult], args: Arguments, settings: Settings
         return EXIT_FINDINGS
     if _failed(results):
         return EXIT_FINDINGS
+    if _refused(results) and not args.exit_zero:  # pending changes, as with --diff
+        return EXIT_FINDINGS
     fixed = any(r.status == "changed" for r in results)
     return EXIT_FINDINGS if fixed and args.exit_non_zero_on_fix else EXIT_OK
 
@@ -267,6 +280,12 @@ def _failed(results: list[FileResult]) -> bool:
     """A file that could not be processed, or a part of one left unread (a notebook cell that
     does not parse): the run exits 1."""
     return any(r.status == "failed" or r.problems for r in results)
+
+
+def _refused(results: list[FileResult]) -> bool:
+    """A rewrite git safety held back (uncommitted changes): not a failure, but pending changes
+    (exit 1 unless --exit-zero, as a dry run with changes to make)."""
+    return any(r.status == "refused" for r in results)
 
 
 def _write_report(results: list[FileResult], args: Arguments, settings: Settings, out: Printer, mode: str) -> bool:
@@ -286,7 +305,7 @@ def _write_report(results: list[FileResult], args: Arguments, settings: Settings
 
 def _remaining(result: FileResult) -> FileResult:
     """After ``check --fix``: the findings still there (every one of a file not written)."""
-    if result.status == "failed":
+    if result.status in ("failed", "refused"):
         return dataclasses.replace(result, findings=[dataclasses.replace(f, fixed=False) for f in result.findings])
     return dataclasses.replace(result, findings=[f for f in result.findings if not f.fixed])
 
@@ -300,13 +319,18 @@ def _finish_check(results: list[FileResult], args: Arguments, settings: Settings
     if args.statistics:
         text = formats.statistics(shown, args.output_format)
     else:
-        text = formats.render(formats.OutputFormat(args.output_format), shown, catalog.refs(), unused=args.show_unused)
+        stream = sys.stderr if settings.stdin and fixing else sys.stdout
+        colour = args.output_file is None and wants_colour(stream)
+        text = formats.render(formats.OutputFormat(args.output_format), shown, catalog.refs(), unused=args.show_unused, colour=colour)
     if settings.stdin and fixing:  # stdout holds the fixed source: the findings go to stderr
         sys.stderr.write(text)
     else:
         _emit(text, args)
     report.print_problems(results, out)
     _summary(results, args, out, wrote=fixing, checking=not fixing)
+    hint = report.fix_hint(results, unsafe_flag=args.unsafe_fixes, fixed=fixing)
+    if hint is not None and not args.quiet and not args.add_noqa:
+        out.line(hint)
     remaining = any(r.findings for r in shown)
     unused = args.show_unused and any(r.unused_suppressions for r in results)
     failed = _failed(results)

@@ -22,7 +22,7 @@ TABLE = "torchfix-device"
 TABLE_ALIAS = "torchfix_device"
 LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
 KNOWN_KEYS = {*LIST_KEYS, "unsafe-fixes", "device-expression", "force-exclude", "max-file-size", "cache-dir",
-              "file-time-limit", "file-memory-limit"}
+              "file-time-limit", "file-memory-limit", "per-file-ignores"}
 SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3, "gib": 1024**3}
 
 
@@ -50,6 +50,9 @@ class Config:
     """Processor seconds one file may take (None: no limit)."""
     file_memory_limit: int | None = budget.DEFAULT_MEMORY
     """Bytes of memory one file may add to the process (None: no limit)."""
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    """``per-file-ignores``: a glob (relative to the configuration file's folder; ``!`` negates
+    it) to the codes, names or prefixes left out for the files it matches, as ruff's."""
 
 
 def _read_toml(path: Path) -> dict:
@@ -129,6 +132,15 @@ def parse_table(table: dict, path: Path) -> Config:
             raise ConfigError(f"{path}: [tool.{TABLE}] {key} must be true or false")
         setattr(config, key.replace("-", "_"), value)
     config.device_expression = _device_expression(table, path)
+    ignores = table.get("per-file-ignores", {})
+    if not isinstance(ignores, dict) or not all(
+        isinstance(codes, list) and all(isinstance(c, str) for c in codes) for codes in ignores.values()
+    ):
+        raise ConfigError(
+            f"{path}: [tool.{TABLE}] per-file-ignores must be a table of glob = [codes], "
+            'e.g. "tests/*" = ["TFD001"]'
+        )
+    config.per_file_ignores = {str(pattern): list(codes) for pattern, codes in ignores.items()}
     if "max-file-size" in table:
         try:
             config.max_file_size = parse_size(table["max-file-size"])

@@ -45,8 +45,8 @@ class Flag:
         return None
 
 
-OUTPUT_FORMATS = ("text", "json", "github", "sarif")
-"""``check --output-format``."""
+OUTPUT_FORMATS = ("text", "concise", "full", "grouped", "json", "json-lines", "github", "sarif")
+"""``check --output-format``, ruff's names (``text``, the default, is ``concise``)."""
 
 FLAGS: tuple[Flag, ...] = (
     Flag(("--fix",), "fix", SWITCH, "Apply the fixes (as `apply`), then report what remains.", (CHECK,), negative="--no-fix"),
@@ -55,7 +55,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(("--extend-select",), "extend_select", LIST, "Add these codemods to the selection (as --select).", metavar="CODES"),
     Flag(("--ignore",), "ignore", LIST, "Skip these codemods (as --select).", metavar="CODES"),
     Flag(("--unsafe-fixes",), "unsafe_fixes", SWITCH, "Also apply fixes marked unsafe.", negative="--no-unsafe-fixes"),
-    Flag(("--output-format",), "output_format", CHOICE, "Findings as text, json, github (workflow annotations) or sarif (2.1.0).", (CHECK,), metavar="FORMAT", choices=OUTPUT_FORMATS),
+    Flag(("--output-format",), "output_format", CHOICE, "Findings as ruff writes them: concise (the default, also text), full (with the source), grouped (by file), json or json-lines (ruff's JSON), github (workflow annotations) or sarif (2.1.0).", (CHECK,), metavar="FORMAT", choices=OUTPUT_FORMATS),
     Flag(("--report",), "report_file", PATH, "Write a migration report: Markdown, or JSON when FILE ends in .json.", (APPLY,), metavar="FILE"),
     Flag(("--output-dir",), "output_dir", PATH, "Write rewritten copies of the files under DIR; leave the input untouched.", (APPLY,), metavar="DIR"),
     Flag(("--output-file", "-o"), "output_file", PATH, "Write what would go to stdout (findings, statistics, the patch) to FILE.", metavar="FILE"),
@@ -73,7 +73,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(("--force-exclude",), "force_exclude", SWITCH, "Apply the exclusions to files named on the command line too (for pre-commit).", negative="--no-force-exclude"),
     Flag(("--include-generated",), "include_generated", SWITCH, "Also process files marked @generated in a comment."),
     Flag(("--respect-gitignore",), "respect_gitignore", SWITCH, "Inside a git work tree, leave out files .gitignore ignores (default).", negative="--no-respect-gitignore"),
-    Flag(("--stdin-filename",), "stdin_filename", VALUE, "With PATH -: the file's name for messages and configuration.", metavar="NAME"),
+    Flag(("--stdin-filename",), "stdin_filename", VALUE, "Read the file from stdin (as PATH -) and name it NAME in messages and for the configuration.", metavar="NAME"),
     Flag(("--max-file-size",), "max_file_size", VALUE, "Skip files larger than this (default 1MB; e.g. 5MB, 2000000).", metavar="SIZE"),
     Flag(("--config",), "config", LIST, "Read the settings from FILE instead of the nearest pyproject.toml, or override one setting (`unsafe-fixes = true`).", metavar="FILE|KEY=VALUE"),
     Flag(("--isolated",), "isolated", SWITCH, "Read no configuration file."),
@@ -88,7 +88,7 @@ FLAGS: tuple[Flag, ...] = (
 PATHS_HELP = "Files or folders (folders are searched for *.py and *.ipynb); - reads stdin."
 
 COMMAND_HELP = {
-    CHECK: "Report findings as `path:line:col CODE message` without writing; exit 1 if any.",
+    CHECK: "Report findings as `path:line:col: CODE [*] message` without writing; exit 1 if any.",
     APPLY: "Rewrite files in place (or show the patch with --diff). Summary on stderr.",
 }
 

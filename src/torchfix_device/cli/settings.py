@@ -47,8 +47,6 @@ def config_start(args: Arguments) -> Path:
         if len(args.paths) > 1:
             raise UsageError("`-` (stdin) cannot be combined with other paths")
         return Path(args.stdin_filename) if args.stdin_filename else Path.cwd()
-    if args.stdin_filename is not None:
-        raise UsageError("--stdin-filename needs `-` as the path")
     return args.paths[0] if args.paths else Path.cwd()
 
 
@@ -115,6 +113,8 @@ def _run_options(args: Arguments, config: Config) -> RunOptions:
     except ValueError as exc:
         raise UsageError(f"--max-file-size: {exc}") from None
     return RunOptions(
+        per_file_ignores=_per_file_ignores(config),
+        per_file_root=str(config.source.parent.absolute()) if config.source is not None and config.source.is_file() else None,
         unsafe_fixes=config.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes,
         write=args.writes,
         device_expression=expression,
@@ -126,6 +126,18 @@ def _run_options(args: Arguments, config: Config) -> RunOptions:
         file_time_limit=config.file_time_limit,
         file_memory_limit=config.file_memory_limit,
     )
+
+
+def _per_file_ignores(config: Config) -> tuple[tuple[str, frozenset[str]], ...]:
+    """``per-file-ignores`` with each entry's codes, names and prefixes made codes."""
+    pairs = []
+    for pattern, entries in config.per_file_ignores.items():
+        try:
+            codes = frozenset(ref.code for ref in select_refs(entries, [], [])) if entries else frozenset()
+        except UnknownRuleError as exc:
+            raise UsageError(f"{config.source}: [tool.{TABLE}] per-file-ignores {pattern!r}: {exc}") from None
+        pairs.append((pattern, codes))
+    return tuple(pairs)
 
 
 def cache_folder(args: Arguments, config: Config) -> Path:

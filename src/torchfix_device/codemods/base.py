@@ -218,7 +218,8 @@ class Codemod(VisitorBasedCodemodCommand):
         """
         if safe and not self.safe:
             raise ValueError(f"{self.code}: a codemod with safe = False marks no finding safe (see may_change)")
-        apply = fixable and self.options.applies(self.safe if safe is None else safe)
+        tier_safe = self.safe if safe is None else safe
+        apply = fixable and self.options.applies(tier_safe)
         chosen = FIX_FILTER.get()
         if not (self.keeps_findings or self._has_noqa() or (apply and chosen is not None)):
             return apply  # nothing to record, nothing that depends on where the node is
@@ -227,7 +228,8 @@ class Codemod(VisitorBasedCodemodCommand):
         if apply and not suppressed and chosen is not None and not chosen(self.code, position.line, position.column + 1, self.visited_module):
             return False  # declined in interactive review: recorded as nothing, changes nothing
         if self.keeps_findings:
-            found = Finding(line=position.line, column=position.column + 1, code=self.code, message=message, fixed=apply, held_back=fixable and not apply)
+            found = Finding(line=position.line, column=position.column + 1, code=self.code, message=message, fixed=apply,
+                            held_back=fixable and not apply, unsafe=fixable and not tier_safe)
             (self.suppressed_findings if suppressed else self.findings).append(found)
             if not apply and not suppressed:  # shown by `python -m libcst.tool codemod`
                 self.warn(f"{position.line}:{position.column + 1} {self.code} {message}")

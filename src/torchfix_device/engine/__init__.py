@@ -41,6 +41,7 @@ from torchfix_device.engine.shared import SharedWrapper
 from torchfix_device.engine.token_pass import Repair, token_repair
 from torchfix_device.engine.visiting import engine_class
 from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
+from torchfix_device.syntax.file_tail import split_tail
 from torchfix_device.finding import Finding
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.results import InternalError, TransformOutput
@@ -270,14 +271,12 @@ def transform_unfiltered(
     active = active_codemods(text, codemods, options, filename)
     if not active:
         return TransformOutput(text, [], [])
-    body = text.rstrip("\r")
-    if body != text:
-        # libcst counts only \n as a file's final newline: a final bare \r (classic Mac line
-        # endings) would be lost with the last line's rewrite. Transform without it, put it back.
+    body, tail = split_tail(text)
+    if tail:  # a final bare \r, trailing form-feed lines: libcst cannot render them back
         inner = transform_unfiltered(
             body, codemods, filename=filename, options=options, rewrites=rewrites, stage1=stage1
         )
-        return dataclasses.replace(inner, text=text if inner.text == body else inner.text + text[len(body):])
+        return dataclasses.replace(inner, text=text if inner.text == body else inner.text + tail)
     if stage1 is None or not stage1.parsed(text):
         repair = _token_pass(text, active, options=options, filename=filename)
         if repair is not None:  # ``text`` did not parse; ``repair.text`` does

@@ -76,7 +76,8 @@ def token_repair(text: str, codemods: Sequence[type["Codemod"]], options: RunOpt
         if apply and not suppressed and chosen is not None and not chosen(codemod.code, fix.line, fix.column, None):
             repair.declined.setdefault(fix.line, []).append(f"{codemod.code} would fix it, declined in review")
             continue
-        finding = Finding(fix.line, fix.column, codemod.code, fix.message, fixed=apply, held_back=not apply)
+        finding = Finding(fix.line, fix.column, codemod.code, fix.message, fixed=apply, held_back=not apply,
+                          unsafe=not (fix.safe and codemod.safe))
         if suppressed:
             repair.suppressed.append(finding)
             repair.declined.setdefault(fix.line, []).append(f"{codemod.code} would fix it, suppressed by `# noqa` here")

@@ -34,6 +34,9 @@ SKIP_DIRS = frozenset(
         ".git", ".hg", ".svn", "__pycache__", "build", "dist", "site-packages", ".tox", ".nox",
         ".venv", "venv", ".eggs", "node_modules", ".mypy_cache", ".pytest_cache",
         ".torchfix_device_cache",
+        # as ruff's default exclusions: Jupyter's autosave copies (a stale duplicate of every
+        # notebook), other tools' caches
+        ".ipynb_checkpoints", ".ruff_cache", ".pytype", "__pypackages__",
     }
 )
 MAX_FILE_BYTES = 1_000_000

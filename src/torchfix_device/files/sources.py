@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
 import secrets
 import signal
 import stat
@@ -55,16 +56,47 @@ def decode_source(path: Path, raw: bytes) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
+        if not _has_coding_cookie(body):  # no cookie: tokenize found bytes that are not UTF-8
+            _raise_not_utf8(body)
         raise SourceError(f"bad coding cookie: {exc.msg if hasattr(exc, 'msg') else exc}", getattr(exc, "lineno", None)) from None
     if encoding == "utf-8-sig":
         encoding = "utf-8"
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as exc:
+        if encoding == "utf-8":
+            _raise_not_utf8(body)
         line = body[: exc.start].count(b"\n") + 1
-        hint = "" if encoding != "utf-8" else " (add a `# -*- coding: ... -*-` line if the file uses another encoding)"
-        raise SourceError(f"cannot decode byte 0x{body[exc.start]:02x} as {encoding}{hint}", line) from None
+        raise SourceError(f"cannot decode byte 0x{body[exc.start]:02x} as {encoding}", line) from None
     return SourceFile(path=path, raw=raw, text=text, encoding=encoding, bom=bom)
+
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.ASCII)
+
+
+def _has_coding_cookie(body: bytes) -> bool:
+    """A PEP 263 encoding declaration on line 1 or 2."""
+    return any(_COOKIE.match(line) for line in body.splitlines()[:2])
+
+
+def _raise_not_utf8(body: bytes) -> None:
+    """:class:`SourceError` naming the line, column and byte where ``body`` stops being UTF-8,
+    with the line as it reads (the byte shown as ``\\xNN``)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = body.rfind(b"\n", 0, exc.start) + 1
+        end = body.find(b"\n", exc.start)
+        line_bytes = body[start: end if end != -1 else len(body)].rstrip(b"\r")
+        shown = line_bytes.decode("utf-8", "backslashreplace")
+        shown = shown if len(shown) <= 80 else shown[:79] + "…"
+        line = body[: exc.start].count(b"\n") + 1
+        column = len(body[start:exc.start].decode("utf-8", "replace")) + 1
+        raise SourceError(
+            f"not valid UTF-8 at line {line}, column {column} (byte 0x{body[exc.start]:02x}): `{shown}`; save the file "
+            "as UTF-8, or declare its encoding on line 1 or 2 (`# -*- coding: latin-1 -*-`)", line,
+        ) from None
+    raise SourceError("not valid UTF-8")  # pragma: no cover - only called for bytes that are not
 
 
 def _wide_encoding(raw: bytes) -> str | None:

@@ -24,27 +24,11 @@ def _printer(console: Any) -> Printer:
     return console if isinstance(console, Printer) else Printer(console.file)
 
 
-def finding_lines(results: Sequence[FileResult]) -> list[str]:
-    """``path:line:col CODE message`` per finding, ordered by file and position."""
-    lines = []
-    for result in results:
-        for f in result.findings:
-            suffix = ""
-            if f.held_back:
-                suffix = " [unsafe fix: rerun with --unsafe-fixes]"
-            elif f.declined:
-                suffix = " [declined]"
-            elif not f.fixed:
-                suffix = " [manual review]"
-            lines.append(f"{result.display}:{f.where} {f.code} {f.message}{suffix}")
-    return lines
-
-
 def print_problems(results: Sequence[FileResult], console: Printer | Console) -> None:
     """One line per file that failed or was skipped, naming it (and the line, where known)."""
     console = _printer(console)
     for result in results:
-        if result.status in ("failed", "skipped") and result.error and result.skip_kind not in QUIET_SKIP_KINDS:
+        if result.status in ("failed", "skipped", "refused") and result.error and result.skip_kind not in QUIET_SKIP_KINDS:
             style = "red" if result.status == "failed" else "yellow"
             where = result.display
             message = result.error
@@ -101,6 +85,9 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
     declined = sum(1 for r in results for f in r.findings if f.declined)
     verb = "would change" if checking or not wrote else "changed"
     parts = [f"{scanned} file{'s' if scanned != 1 else ''} scanned", f"{changed} {verb}", f"{failed} failed"]
+    refused = Counter(r.skip_kind or "other" for r in results if r.status == "refused")
+    if refused:
+        parts.append(f"{sum(refused.values())} refused (" + ", ".join(sorted(refused)) + ")")
     unread = sum(len(r.problems) for r in results)
     if unread:
         parts.append(f"{unread} notebook cell{'s' if unread != 1 else ''} not read")
@@ -117,6 +104,39 @@ def summary_line(results: Sequence[FileResult], *, wrote: bool, checking: bool =
     if suppressed:
         line += f"; suppressed by noqa: {suppressed}"
     return line
+
+
+def fix_hint(results: Sequence[FileResult], *, unsafe_flag: bool | None, fixed: bool = False) -> str | None:
+    """How to apply what ``check`` found: ``20 fixable with `torchfix-device apply`; 1 more with
+    `--unsafe-fixes``` (None when nothing is fixable). ``unsafe_flag``: ``--unsafe-fixes`` as
+    given on the command line (None: not given; the configuration's choice applies to ``apply``
+    too). ``fixed`` (``check --fix``): the fixes are made, only the held-back ones are left."""
+    usable = [r for r in results if r.status not in ("failed", "skipped")]
+    fixable = 0 if fixed else sum(1 for r in usable for f in r.findings if f.fixed)
+    held = sum(1 for r in usable for f in r.findings if f.held_back)
+    if fixed:
+        return f"{held} more fixable with `--unsafe-fixes`" if held else None
+    apply = "torchfix-device apply" + (" --unsafe-fixes" if unsafe_flag else "")
+    if fixable and held:
+        return f"{fixable} fixable with `{apply}`; {held} more with `--unsafe-fixes`"
+    if fixable:
+        return f"{fixable} fixable with `{apply}`"
+    if held:
+        return f"{held} fixable with `{apply} --unsafe-fixes`"
+    return None
+
+
+def refusal_hint(results: Sequence[FileResult]) -> str | None:
+    """What to do about refused files, in one line (None when none was refused)."""
+    if not any(r.status == "refused" for r in results):
+        return None
+    return REFUSAL_HINT
+
+
+REFUSAL_HINT = (
+    "commit (or stash) the refused files and run again, so that git can give them back; "
+    "or pass --allow-dirty to rewrite them anyway"
+)
 
 
 def usage_error(message: str) -> None:

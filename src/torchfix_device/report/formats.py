@@ -1,8 +1,10 @@
-"""``check --output-format``: the findings as text, JSON, GitHub annotations or SARIF 2.1.0.
+"""``check --output-format``: the findings as ruff writes them (``concise``, the default, also
+spelt ``text``; ``full``; ``grouped``; ``json``; ``json-lines``), GitHub annotations or SARIF 2.1.0.
 
 Every format carries the same things: each finding (fix, unsafe fix held back, or manual
 review) with its place, the files that could not be processed, and, when asked for, the
-suppressions that suppressed nothing.
+suppressions that suppressed nothing. The text formats are in
+:mod:`~torchfix_device.report.text_formats`, ruff's JSON in :mod:`~torchfix_device.report.ruff_json`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from torchfix_device import __version__
 from torchfix_device.finding import Finding
-from torchfix_device.report.console import finding_lines
+from torchfix_device.report import ruff_json, text_formats
 from torchfix_device.results import FileResult
 
 if TYPE_CHECKING:
@@ -29,71 +31,40 @@ KIND_LABEL = {"fix": "fix", "unsafe-fix": "unsafe fix: rerun with --unsafe-fixes
 
 class OutputFormat(str, Enum):
     text = "text"
+    """``concise``, by its old name (the default)."""
+    concise = "concise"
+    full = "full"
+    grouped = "grouped"
     json = "json"
+    json_lines = "json-lines"
     github = "github"
     sarif = "sarif"
 
 
-def render(fmt: OutputFormat, results: Sequence[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, unused: bool) -> str:
-    """The whole stdout of ``check`` in format ``fmt`` ("" for text with nothing to say)."""
-    if fmt is OutputFormat.json:
-        return json.dumps(json_document(results, unused=unused), indent=2, ensure_ascii=False) + "\n"
+def render(fmt: OutputFormat, results: Sequence[FileResult], codemods: Sequence["CodemodRef | type[Codemod]"], *, unused: bool,
+           colour: bool = False) -> str:
+    """The whole stdout of ``check`` in format ``fmt`` ("" for text with nothing to say);
+    ``colour``: the text formats in ruff's colours (for a terminal, or ``FORCE_COLOR``)."""
+    if fmt in (OutputFormat.json, OutputFormat.json_lines):
+        records = ruff_json.records(results, {c.code: c.name for c in codemods}, unused=unused)
+        if fmt is OutputFormat.json:
+            return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+        return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    if fmt is OutputFormat.sarif:
+        return json.dumps(sarif_document(results, codemods, unused=unused), indent=2, ensure_ascii=False) + "\n"
     if fmt is OutputFormat.github:
         lines = github_lines(results, unused=unused)
-    elif fmt is OutputFormat.sarif:
-        return json.dumps(sarif_document(results, codemods, unused=unused), indent=2, ensure_ascii=False) + "\n"
     else:
-        lines = text_lines(results, unused=unused)
+        paint = text_formats.painter(colour)
+        layout = {OutputFormat.full: text_formats.full_lines, OutputFormat.grouped: text_formats.grouped_lines}
+        lines = layout.get(fmt, text_formats.concise_lines)(results, unused=unused, paint=paint)
     return "".join(line + "\n" for line in lines)
-
-
-# -- text ---------------------------------------------------------------------------------------
-def text_lines(results: Sequence[FileResult], *, unused: bool) -> list[str]:
-    lines = finding_lines(results)
-    if unused:
-        for result in results:
-            for u in result.unused_suppressions:
-                lines.append(f"{result.display}:{u.line}:{u.column} unused suppression `{u.directive}`: {u.reason}")
-    return lines
-
-
-# -- JSON ---------------------------------------------------------------------------------------
-def finding_record(result: FileResult, finding: Finding) -> dict:
-    """One finding; in a notebook ``cell`` is the cell (counted from 1) and ``line`` and
-    ``column`` are within it (null for other files, as in ruff's JSON)."""
-    return {
-        "file": result.display,
-        "cell": finding.cell,
-        "line": finding.line,
-        "column": finding.column,
-        "code": finding.code,
-        "message": finding.message,
-        "kind": finding.kind,
-    }
 
 
 def _in_cell(finding: Finding, message: str) -> str:
     """A notebook finding's message, prefixed with its place in the cell (the annotation's and
     SARIF's lines count the lines of the file, which in a notebook is JSON)."""
     return message if finding.cell is None else f"cell {finding.cell}, line {finding.line}, column {finding.column}: {message}"
-
-
-def json_document(results: Sequence[FileResult], *, unused: bool) -> dict:
-    document: dict = {
-        "tool": {"name": "torchfix-device", "version": __version__},
-        "findings": [finding_record(r, f) for r in results for f in r.findings],
-        "problems": [
-            {"file": r.display, "status": r.status, "message": r.error}
-            for r in results if r.status in ("failed", "skipped") and r.error
-        ] + [{"file": r.display, "status": "not read", "message": p} for r in results for p in r.problems],
-        "suppressed": sum(len(r.suppressed) for r in results),
-    }
-    if unused:
-        document["unused_suppressions"] = [
-            {"file": r.display, "line": u.line, "column": u.column, "directive": u.directive, "reason": u.reason}
-            for r in results for u in r.unused_suppressions
-        ]
-    return document
 
 
 # -- GitHub workflow commands ----------------------------------------------------------------

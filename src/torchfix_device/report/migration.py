@@ -88,9 +88,10 @@ def report_data(results: Sequence[FileResult], codemods: Sequence["CodemodRef | 
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "mode": mode,
         "summary": {
-            "files_scanned": sum(1 for r in results if r.status in ("changed", "unchanged") or (r.status == "failed" and r.source is not None)),
+            "files_scanned": sum(1 for r in results if r.status in ("changed", "unchanged", "refused") or (r.status == "failed" and r.source is not None)),
             "files_changed": len(changed),
             "files_failed": sum(1 for r in results if r.status == "failed"),
+            "files_refused": sum(1 for r in results if r.status == "refused"),
             "files_skipped": sum(skipped_by.values()),
             "skipped_by_reason": dict(sorted(skipped_by.items())),
             "changes": sum(1 for r in changed for f in r.findings if f.fixed),
@@ -106,7 +107,7 @@ def report_data(results: Sequence[FileResult], codemods: Sequence["CodemodRef | 
         "checkpoint_warnings": [{"file": r.display, "message": n} for r in results for n in r.notes],
         "not_processed": [
             {"file": r.display, "status": r.status, "reason": r.error}
-            for r in results if r.status in ("failed", "skipped") and r.error
+            for r in results if r.status in ("failed", "skipped", "refused") and r.error
         ] + [{"file": r.display, "status": "not read", "reason": p} for r in results for p in r.problems],
     }
 
@@ -180,6 +181,7 @@ def report_markdown(data: dict) -> str:
         ["files scanned", s["files_scanned"]],
         ["files that would change" if data["mode"].startswith("dry run") else "files changed", s["files_changed"]],
         ["files that failed", s["files_failed"]],
+        *([["files refused (uncommitted changes; not rewritten)", s["files_refused"]]] if s["files_refused"] else []),
         ["files skipped" + (f" ({reasons})" if skipped else ""), skipped],
         ["changes", s["changes"]],
         ["left for manual review", s["manual_review"]],

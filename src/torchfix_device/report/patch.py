@@ -21,6 +21,7 @@ from typing import IO, Sequence
 
 from torchfix_device.files.selection import git_work_tree_of
 from torchfix_device.results import FileResult
+from torchfix_device.report.termout import wants_colour
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 _GIT_ESCAPES = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r", '"': '"', "\\": "\\"}
@@ -105,15 +106,16 @@ def patch_bytes(results: Sequence[FileResult], cwd: Path | None = None) -> tuple
 
 
 def write_diffs(results: Sequence[FileResult], stream: IO[str] | None = None) -> Path | None:
-    """The patch on ``stream`` (stdout): plain bytes to a pipe or file, coloured on a terminal.
-    Returns the patch root (None when nothing changed)."""
+    """The patch on ``stream`` (stdout): coloured where colour is wanted (a terminal without
+    ``NO_COLOR``, or ``FORCE_COLOR``), else plain bytes. Returns the patch root (None when
+    nothing changed)."""
     stream = stream or sys.stdout
     diffs, root = file_diffs(results)
-    if stream.isatty():
-        from rich.console import Console  # rich and pygments: only for a terminal
+    if wants_colour(stream):
+        from rich.console import Console  # rich and pygments: only for colour
         from rich.syntax import Syntax
 
-        console = Console(file=stream)
+        console = Console(file=stream, force_terminal=True)
         for result, data in diffs:
             text = data.decode(result.source.encoding if result.source else "utf-8", "replace")
             console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))

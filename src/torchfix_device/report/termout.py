@@ -14,7 +14,7 @@ import os
 import sys
 from typing import IO
 
-STYLES = {"red": "31", "yellow": "33", "green": "32", "bold": "1"}
+STYLES = {"red": "31", "yellow": "33", "green": "32", "bold": "1", "cyan": "36", "bold red": "1;31"}
 
 
 def wants_colour(stream: IO[str]) -> bool:

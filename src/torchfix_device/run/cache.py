@@ -109,6 +109,12 @@ class ResultCache:
         salted._salt = self._salt + ",".join(sorted(own_move_classes)).encode() + b";" + ",".join(sorted(known_classes)).encode() + b"|"
         return salted
 
+    def for_ignored(self, codes: frozenset[str]) -> "ResultCache":
+        """This cache with entries keyed by the codemods ``per-file-ignores`` leaves out of a file."""
+        salted = copy.copy(self)
+        salted._salt = self._salt + b"ignored:" + ",".join(sorted(codes)).encode() + b"|"
+        return salted
+
     def for_stars(self, digest: str) -> "ResultCache":
         """This cache with entries keyed by what a file's star imports bind too (a module it
         star-imports changing its imports changes what is safe in the file)."""
@@ -199,7 +205,7 @@ def _finding(item: object) -> Finding:
     assert isinstance(item, dict)
     _check(all(type(item[k]) is int and item[k] >= 0 for k in ("line", "column")))
     _check(all(type(item[k]) is str for k in ("code", "message")))
-    _check(all(type(item[k]) is bool for k in ("fixed", "held_back")))
+    _check(all(type(item[k]) is bool for k in ("fixed", "held_back", "declined", "unsafe")))
     _check(item["cell"] is None or (type(item["cell"]) is int and item["cell"] > 0))
     return Finding(**item)
 

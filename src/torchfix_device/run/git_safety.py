@@ -17,24 +17,33 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 if TYPE_CHECKING:
     from torchfix_device.results import FileResult
 
-DIRTY_MESSAGE = (
-    "has uncommitted changes or is not tracked by git, so git could not give it back after "
-    "the rewrite; not rewritten: commit or stash it, or pass --allow-dirty"
-)
+UNCOMMITTED, UNTRACKED, IGNORED = "has uncommitted changes", "is not tracked by git", "is ignored by git (not tracked)"
+"""Why git could not give a file back, as ``git status`` says it."""
+REFUSED = "; not rewritten"
+REFUSAL_KIND = "uncommitted changes"
+"""How the summary counts refused files: ``3 refused (uncommitted changes)``."""
 
 
 @dataclass
 class GitState:
     """What git knows about the paths of one run."""
 
-    dirty: set[Path] = field(default_factory=set)
-    """Resolved paths (files, or folders holding only untracked/ignored files) not safe to rewrite."""
+    dirty: dict[Path, str] = field(default_factory=dict)
+    """Resolved paths (files, or folders holding only untracked/ignored files) not safe to
+    rewrite, each with why (:data:`UNCOMMITTED`, :data:`UNTRACKED`, :data:`IGNORED`)."""
     outside: list[Path] = field(default_factory=list)
     """Given paths that are not inside any git work tree."""
 
-    def is_dirty(self, path: Path) -> bool:
+    def why_dirty(self, path: Path) -> str | None:
+        """Why git could not give ``path`` back, or None if it could."""
         resolved = path.resolve()
-        return any(resolved == d or d in resolved.parents for d in self.dirty)
+        for place in (resolved, *resolved.parents):
+            if place in self.dirty:
+                return self.dirty[place]
+        return None
+
+    def is_dirty(self, path: Path) -> bool:
+        return self.why_dirty(path) is not None
 
 
 def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess | None:
@@ -54,14 +63,15 @@ def work_tree_of(path: Path) -> Path | None:
     return Path(top).resolve() if top else None
 
 
-def _status_entries(top: Path, paths: Iterable[Path]) -> set[Path]:
-    """Paths under ``top`` that ``git status`` lists (modified, staged, untracked, ignored)."""
+def _status_entries(top: Path, paths: Iterable[Path]) -> dict[Path, str]:
+    """Paths under ``top`` that ``git status`` lists (modified, staged, untracked, ignored), each
+    with why it is listed."""
     specs = [os.path.relpath(p.absolute(), top) for p in paths]
     out = _git(["status", "--porcelain=v1", "-z", "--ignored=matching", "--", *specs], top)
     if out is None or out.returncode != 0:
-        return set()
+        return {}
     fields = out.stdout.decode("utf-8", "surrogateescape").split("\0")
-    entries: set[Path] = set()
+    entries: dict[Path, str] = {}
     index = 0
     while index < len(fields):
         entry = fields[index]
@@ -69,7 +79,8 @@ def _status_entries(top: Path, paths: Iterable[Path]) -> set[Path]:
         if len(entry) < 4:
             continue
         status, name = entry[:2], entry[3:]
-        entries.add((top / name.rstrip("/")).resolve())
+        why = UNTRACKED if status == "??" else IGNORED if status == "!!" else UNCOMMITTED
+        entries[(top / name.rstrip("/")).resolve()] = why
         if "R" in status or "C" in status:  # a rename's second field is the old name
             index += 1
     return entries
@@ -87,7 +98,7 @@ def inspect(paths: Sequence[Path], *, check_dirty: bool = True) -> GitState:
         else:
             by_top.setdefault(top, []).append(path)
     for top, inside in by_top.items() if check_dirty else ():
-        state.dirty |= _status_entries(top, inside)
+        state.dirty.update(_status_entries(top, inside))
     return state
 
 
@@ -111,9 +122,7 @@ def write_unless_dirty(results: Sequence["FileResult"], state: GitState) -> None
 
     pending = [r for r in results if r.status == "changed"]
     for result in pending:
-        if state.is_dirty(result.path):
-            result.status = "failed"
-            result.error = DIRTY_MESSAGE
+        refuse_if_dirty(result, state)
     pending = [r for r in pending if r.status == "changed"]
     for index, result in enumerate(pending):
         try:
@@ -127,8 +136,10 @@ def write_unless_dirty(results: Sequence["FileResult"], state: GitState) -> None
 
 
 def refuse_if_dirty(result: "FileResult", state: GitState | None) -> bool:
-    """Mark a changed result that git could not restore as failed (not written); True if so."""
-    if state is None or not state.is_dirty(result.path):
+    """Mark a changed result that git could not restore as ``refused`` (not written, not a
+    failure); True if so."""
+    why = None if state is None else state.why_dirty(result.path)
+    if why is None:
         return False
-    result.status, result.error = "failed", DIRTY_MESSAGE
+    result.status, result.error, result.skip_kind = "refused", why + REFUSED, REFUSAL_KIND
     return True

@@ -28,7 +28,7 @@ from torchfix_device.codemods import catalog
 from torchfix_device.files import selection as file_selection
 from torchfix_device.files.selection import MAX_FILE_BYTES, display_path
 from torchfix_device.files.sources import SourceError, SourceFile, WriteError, atomic_replace, read_source
-from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
+from torchfix_device.options import DEFAULT_OPTIONS, RunOptions, ignored_codes
 from torchfix_device.files.safe_paths import FolderReplaced, NotRegularFile, read_regular
 from torchfix_device.results import FileResult, InternalError, TransformOutput
 from torchfix_device.syntax.suppressions import UnusedSuppression, parse_suppressions, unused_suppressions
@@ -58,6 +58,7 @@ def process_file(
     line that ``path`` was found under (no symbolic link below it is followed, reading or
     writing).
     """
+    codemods, cache = _for_this_file(path, codemods, options or DEFAULT_OPTIONS, cache)
     if cached_only and (cache is None or path.suffix == ".ipynb"):
         return None
     if source is None and path.suffix == ".ipynb":
@@ -123,6 +124,17 @@ def process_file(
     if options.write:
         write_result(result)
     return result
+
+
+def _for_this_file(
+    path: Path, codemods: Sequence["CodemodRef | type[Codemod]"], options: RunOptions, cache: "ResultCache | None"
+) -> tuple[Sequence["CodemodRef | type[Codemod]"], "ResultCache | None"]:
+    """The codemods ``per-file-ignores`` leaves for ``path``, and the cache keyed by them."""
+    ignored = ignored_codes(path, options) & {c.code for c in codemods}
+    if not ignored:
+        return codemods, cache
+    kept = [c for c in codemods if c.code not in ignored]
+    return kept, cache.for_ignored(ignored) if cache is not None else None
 
 
 def process_notebook(

@@ -15,8 +15,9 @@ a statement starts (not inside brackets, after a backslash, in a string), and a 
 line is indented loses that indentation (``leading_indent``), put back after the rewrite. A cell
 that still does not parse on its own (after the token fixes), or whose JSON holds a raw control
 character, is left as it is and named in the result's ``problems``; the other cells are read
-and migrated as one program (a notebook that is not strict JSON is written back by replacing
-only the changed cells' sources in its text: :mod:`torchfix_device.files.notebook_json`).
+and migrated as one program. The notebook is written back by replacing only the changed lines
+of the changed cells' sources in its text, in its own layout and escapes, never re-serialised
+(:mod:`torchfix_device.files.notebook_json`), so every other byte survives.
 
 This module is the notebook format and the cell mapping; reading a notebook from disk, the
 result and the write are the per-file job's (:func:`torchfix_device.run.job.process_notebook`).
@@ -246,24 +247,51 @@ def is_python_notebook(nb) -> bool:
 
 
 def read_notebook(raw: bytes):
+    """The notebook of ``raw``, checked for what a rewrite relies on; :class:`NotebookError`
+    names the problem (and the cell) otherwise. nbformat's warnings (a cell without an ``id``)
+    are not the user's business: the notebook is never re-serialised, so nothing is added."""
+    import warnings
+
     import nbformat
 
     try:
         text = raw.decode("utf-8")
         if not notebook_json.strict(text):  # e.g. a raw newline pasted into a string
             text = json.dumps(json.loads(text, strict=False))
-        return nbformat.reads(text, as_version=nbformat.NO_CONVERT)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # MissingIDFieldWarning and the like, printed on stderr
+            nb = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
     except UnicodeDecodeError as exc:
         raise NotebookError(f"not UTF-8 (byte 0x{raw[exc.start]:02x}): not a notebook") from None
     except Exception as exc:  # nbformat raises several kinds on bad JSON / unknown versions
         raise NotebookError(f"not a readable notebook: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    _check_layout(nb)
+    return nb
 
 
-def write_notebook(nb, like: str) -> str:
-    import nbformat
+def _check_layout(nb) -> None:  # noqa: ANN001
+    """What the rewrite reads of a notebook: nbformat 4, a list of cells, each a table whose
+    ``source`` is text (nbformat itself lets ``"source": 5`` through)."""
+    if not isinstance(nb, dict):
+        raise NotebookError("not a notebook: its JSON is not an object")
+    version = nb.get("nbformat")
+    if version != 4:
+        how = "; convert it with `jupyter nbconvert --to notebook --nbformat 4 FILE` and run again" if version in (1, 2, 3) else ""
+        raise NotebookError(f"nbformat {version} notebook: only nbformat 4 is read{how}")
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookError(f"not a valid notebook: `cells` is {_kind(cells)}, not a list")
+    for index, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict):
+            raise NotebookError(f"cell {index}: not a valid cell: {_kind(cell)}, not an object")
+        source = cell.get("source", "")
+        if not isinstance(source, str):
+            raise NotebookError(f"cell {index}: not a valid cell: its `source` is {_kind(source)}, not text")
 
-    text = nbformat.writes(nb, version=nbformat.NO_CONVERT)
-    return text + "\n" if like.endswith("\n") and not text.endswith("\n") else text
+
+def _kind(value: object) -> str:
+    return "missing" if value is None else f"{type(value).__name__} {json.dumps(value)[:40]}" if isinstance(value, (int, float, bool)) \
+        else f"a {type(value).__name__}"
 
 
 def transform_notebook(
@@ -301,8 +329,23 @@ def transform_notebook(
             nb_cell["source"] = changed[nb_cell_index] = new
     if not changed:
         return TransformOutput(text, findings, output.notes, problems=tuple(problems))
-    new_text = write_notebook(nb, text) if not unreadable else notebook_json.replace_sources(text, changed)
-    return TransformOutput(new_text, findings, output.notes, problems=tuple(problems))
+    return TransformOutput(_replaced(text, changed), findings, output.notes, problems=tuple(problems))
+
+
+def _replaced(text: str, changed: dict[int, str]) -> str:
+    """``text`` with the changed cells' sources replaced where they stand (every other byte
+    kept: :func:`~torchfix_device.files.notebook_json.replace_sources`), checked: read back, it
+    is the old notebook with exactly those sources changed."""
+    new_text = notebook_json.replace_sources(text, changed)
+    before, after = json.loads(text, strict=False), json.loads(new_text, strict=False)
+    for index, source in changed.items():
+        value = after["cells"][index - 1].get("source")
+        if ("".join(value) if isinstance(value, list) else value) != source:
+            raise InternalError(f"cell {index}: its new source did not read back as written; notebook left unchanged")
+        before["cells"][index - 1]["source"] = value
+    if before != after:
+        raise InternalError("replacing the changed cells' sources changed the notebook elsewhere; notebook left unchanged")
+    return new_text
 
 
 def _transform_cells(

@@ -4,15 +4,21 @@
 is nothing to fix, the file is skipped or it cannot be processed (an editor replacing its
 buffer with our stdout must never lose it). ``--stdin-filename`` names the file in messages
 and decides which ``pyproject.toml`` applies.
+
+Stdin is bounded as files are: at most ``max-file-size`` + 1 bytes are read (1 MB by default);
+more is skipped with a message naming the limit, and never held in memory: ``apply -`` then
+copies the rest of stdin to stdout in chunks (the input unchanged), ``check -`` stops reading.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Sequence
 
+from torchfix_device.files.selection import MAX_FILE_BYTES
 from torchfix_device.files.sources import SourceError, decode_source
 from torchfix_device.options import RunOptions
 from torchfix_device.run.job import process_file
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
     from torchfix_device.codemods.base import Codemod
 
 STDIN = "-"
+OVER_LIMIT = "over the size limit"
+"""The skip kind of an input over ``max-file-size`` (as for a file)."""
+CHUNK = 1 << 20
 
 
 def is_stdin(paths: Sequence[Path]) -> bool:
@@ -36,10 +45,19 @@ def process_stdin(
     stdin_filename: str | None,
     stream: BinaryIO | None = None,
 ) -> tuple[FileResult, bytes]:
-    """The result for the text on stdin, and the bytes read."""
-    raw = (stream or sys.stdin.buffer).read()
+    """The result for the text on stdin, and the bytes read (at most the size limit + 1: an
+    input over the limit is skipped, the rest of it left unread)."""
+    limit = options.max_file_bytes or MAX_FILE_BYTES
+    raw = (stream or sys.stdin.buffer).read(limit + 1)
     shown = stdin_filename or STDIN
     path = Path(shown)
+    if len(raw) > limit:
+        return FileResult(
+            path, shown, "skipped",
+            error=f"stdin holds more than {limit / 1e6:g} MB, the limit for one file; skipped "
+            "(raise it with --max-file-size or max-file-size in [tool.torchfix-device])",
+            skip_kind=OVER_LIMIT,
+        ), raw
     try:
         source = decode_source(path, raw)
     except SourceError as exc:
@@ -47,6 +65,15 @@ def process_stdin(
         return FileResult(path, shown, "failed", error=f"{where}{exc.message}"), raw
     result = process_file(path, codemods, options=dataclasses.replace(options, write=False), source=source, shown=shown)
     return result, raw
+
+
+def write_output(result: FileResult, raw: bytes, stdout: BinaryIO, stdin: BinaryIO) -> None:
+    """``apply -``: the rewrite, else the input as it came, on ``stdout``; an input over the
+    size limit is copied through in chunks (only its first part was read)."""
+    stdout.write(output_bytes(result, raw))
+    if result.status == "skipped" and result.skip_kind == OVER_LIMIT:
+        shutil.copyfileobj(stdin, stdout, CHUNK)
+    stdout.flush()
 
 
 def output_bytes(result: FileResult, raw: bytes) -> bytes:

@@ -212,6 +212,8 @@ def user_table(reports, device: str) -> Table:
             continue
         if report.cpu_equal is True or (report.cpu_equal is False and not report.output_differences):
             cpu = _mark(True, "same")
+        elif report.cpu_equal is False and report.intended_change is not None:
+            cpu = _mark(True, "differ, as intended: " + report.output_differences[0])
         elif report.cpu_equal is False:
             cpu = _mark(False, "differ: " + report.output_differences[0])
         else:

@@ -72,3 +72,17 @@ def compare_saved(original: Path, rewrite: Path) -> Comparison:
             if not same:
                 differences.append(f"state_dict[{key!r}]: {why}")
     return Comparison(equal=not differences, differences=differences)
+
+
+def explained_by_registration(original: Path, rewrite: Path) -> bool:
+    """Whether the rewrite's outputs are the original's once the layers the original kept in
+    plain lists or dicts are in the model's own mode (``as_registered``, saved by the user
+    harness): then the outputs differ only because ``eval()`` now reaches those layers."""
+    import torch
+
+    before = torch.load(original, weights_only=True)
+    after = torch.load(rewrite, weights_only=True)
+    expected, got = before.get("as_registered"), after["outputs"]
+    if expected is None or len(expected) != len(got) or not got:
+        return False
+    return all(_close(a, b)[0] for a, b in zip(expected, got))

@@ -13,7 +13,13 @@ as a user's training script does) and called on inputs moved there too: those of
 batch of shape ``(2, 4)``, ``nn.Conv2d(3, ...)`` one of ``(2, 3, 16, 16)``; without such a
 layer the model is built and moved but not called). On ``meta`` the call runs under the device
 checker; after it every parameter and buffer must be on the device. On the CPU the outputs and
-the ``state_dict`` are saved for the comparison of original and rewrite.
+the ``state_dict`` are saved for the comparison of original and rewrite, and, for a model that
+keeps layers in a plain list, tuple or dict (invisible to ``eval()``: what TFD004 registers), the
+outputs it gives with those layers put in its own mode, as the rewrite puts them
+(``as_registered``): the verifier tells the rewrite's intended change from any other by them.
+
+The user's code sees ``sys.argv == [MODEL.py]``, as a script run without arguments: an
+``argparse`` parser at its top level does not read the harness's own arguments.
 """
 
 from __future__ import annotations
@@ -118,6 +124,9 @@ def run_user_models(path: Path, device: str, name: str, outputs_dir: Path | None
     with mode:  # the first dispatch mode imports torch._dynamo: not the model's time
         pass
     _seed_everything()
+    import sys
+
+    sys.argv = [str(path)]  # as a script run without arguments, not the harness's own
     try:
         with mode:
             module = _load_module(path, name)
@@ -170,5 +179,61 @@ def _run_one(model_name: str, factory, example_inputs, target, mode, path: Path,
     record["outputs"] = [{"shape": list(t.shape), "dtype": str(t.dtype)} for t in tensors]
     if outputs_dir is not None and target.type != "meta":
         state = {k: v.detach().cpu() for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)}
-        torch.save({"outputs": [t.detach().cpu() for t in tensors], "state_dict": state}, outputs_dir / f"{model_name}.pt")
+        saved = {"outputs": [t.detach().cpu() for t in tensors], "state_dict": state}
+        as_registered = _outputs_as_registered(factory, example_inputs, target)
+        if as_registered is not None:
+            saved["as_registered"] = [t.detach().cpu() for t in as_registered]
+        torch.save(saved, outputs_dir / f"{model_name}.pt")
     return record
+
+
+def match_unregistered_modes(model) -> int:
+    """Put each layer that a module of ``model`` keeps in a plain list, tuple or dict attribute
+    (not registered: ``train()``/``eval()`` never reach it; TFD004 registers it) in the mode of
+    the module holding it, as ``eval()`` does once it is registered; how many were switched."""
+    import torch
+
+    switched = 0
+    pending, seen = [model], set()
+    while pending:
+        module = pending.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        pending.extend(module.children())
+        for name, value in vars(module).items():
+            if name in ("_modules", "_parameters", "_buffers"):
+                continue
+            items = list(value) if isinstance(value, (list, tuple)) else list(value.values()) if isinstance(value, dict) else []
+            for item in items:
+                if isinstance(item, torch.nn.Module):
+                    if any(layer.training != module.training for layer in item.modules()):
+                        item.train(module.training)
+                        switched += 1
+                    pending.append(item)
+    return switched
+
+
+def _outputs_as_registered(factory, example_inputs, target) -> list | None:
+    """The model's outputs built and called as in :func:`_run_one`, with its unregistered layers
+    in its own mode (:func:`match_unregistered_modes`); None when it has no such layer in
+    another mode, or when this second run fails."""
+    import torch
+
+    from torchfix_device.verify.runtime import seed_everything as _seed_everything
+
+    try:
+        _seed_everything()
+        model = factory().to(target)
+        _seed_everything()
+        inputs = _as_tuple(example_inputs()) if example_inputs is not None else guess_inputs(model)
+        if inputs is None:
+            return None
+        inputs = tuple(t.to(target) for t in inputs)
+        model.eval()
+        if not match_unregistered_modes(model):
+            return None
+        with torch.no_grad():
+            return _outputs(model(*inputs))
+    except Exception:  # noqa: BLE001 - only a second opinion: without it the difference stays unexplained
+        return None

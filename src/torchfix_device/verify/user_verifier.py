@@ -7,6 +7,15 @@ which builds and calls each of its models on DEV and then on the CPU
 it runs on DEV with every parameter and buffer there, and gives the same outputs on the CPU as
 before. Unlike a fixture, the original need not fail: a user's model may have nothing to fix.
 Each model gets a verdict in plain words.
+
+One difference of the CPU outputs is the rewrite's documented intent, and is checked, not
+assumed: TFD004 registers layers kept in a plain list or dict, so ``model.eval()`` now reaches
+them (a BatchNorm there used batch statistics, a Dropout dropped, in "eval" mode). When the
+rewrite's outputs are exactly those of the original with those layers put in eval mode too, the
+model is as expected and the verdict says why the numbers changed; any other difference fails.
+
+A file of a folder that holds no model, or whose original cannot be imported (a script reading
+its files or data at its top level), is listed as not run: there is nothing to compare.
 """
 
 from __future__ import annotations
@@ -19,6 +28,12 @@ from pathlib import Path
 
 from torchfix_device.verify.contract import ModelSpec
 from torchfix_device.verify.verifier import LEG_TIMEOUT_S, device_groups, rewrite_model, run_interpreter
+
+INTENDED_EVAL_MODE = (
+    "TFD004 registers the layers kept in a plain list or dict, so eval() now reaches them; "
+    "with them in eval mode in the original too, the outputs are the same"
+)
+NO_MODEL = "no model in this file: nn.Module classes with a forward(), or make_model()"
 
 
 @dataclass
@@ -41,6 +56,8 @@ class UserModelReport:
     cpu_equal: bool | None = None
     cpu_differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    intended_change: str | None = None
+    """Why the outputs differ, when the difference was shown to be the rewrite's intent."""
 
     def run(self, code: str, cpu: bool = False) -> dict | None:
         return self.runs.get(f"{code} on {'cpu' if cpu else self.device}")
@@ -62,7 +79,7 @@ class UserModelReport:
             return False
         if any(r["status"] == "failed" for r in (after_dev, before_cpu, after_cpu)):
             return False
-        return not self.output_differences
+        return not self.output_differences or self.intended_change is not None
 
     def verdict(self) -> str:
         """What happened, in plain words."""
@@ -82,7 +99,7 @@ class UserModelReport:
             return f"the rewrite fails on {dev}: {_error(after_dev)}"
         if after_cpu["status"] == "failed":
             return f"the rewrite fails on the CPU: {_error(after_cpu)}"
-        if self.output_differences:
+        if self.output_differences and self.intended_change is None:
             return "the rewrite changes the outputs on the CPU: " + "; ".join(self.output_differences)
         called = "runs" if after_dev["status"] == "ran" else "is built and moved (not called: no inputs; define example_inputs())"
         if before_dev["status"] == "failed":
@@ -91,6 +108,8 @@ class UserModelReport:
         else:
             before = f"{called} on {dev} before and after the rewrite"
         same = "same outputs on the CPU" if after_cpu["status"] == "ran" else "nothing to compare on the CPU"
+        if self.output_differences:
+            same = f"the outputs on the CPU differ, as intended ({'; '.join(self.output_differences)}): {self.intended_change}"
         return f"{before}; {same}"
 
     def to_json(self) -> dict:
@@ -139,6 +158,12 @@ def _reports(name: str, path: str, device: str, applied: list[str], done: list) 
             leg = legs[dev]
             if leg["status"] == "failed":
                 error = _error(leg)
+                if code == "original" and not (leg.get("error") or {}).get("device_error"):
+                    return [UserModelReport(name, path, device, applied, skipped=(
+                        f"importing it fails before the rewrite ({where}: {error}); verify imports each file, "
+                        "running its top level: keep models in modules of their own, or guard a script with "
+                        "`if __name__ == \"__main__\":`"
+                    ))]
                 return [UserModelReport(name, path, device, applied, problem=f"the file fails to import ({where}): {error}")]
             order = order or leg.get("order", [])
             for skip in leg.get("skipped", []):
@@ -150,14 +175,18 @@ def _reports(name: str, path: str, device: str, applied: list[str], done: list) 
                 if dev == "cpu" and (outputs_dir / f"{record['model']}.pt").exists():
                     outputs[(record["model"], code)] = outputs_dir / f"{record['model']}.pt"
     if not reports:
-        return [UserModelReport(name, path, device, applied, problem="no model found: define nn.Module classes, or make_model()")]
-    from torchfix_device.verify.compare import compare_saved
+        return [UserModelReport(name, path, device, applied, skipped=NO_MODEL)]
+    from torchfix_device.verify.compare import compare_saved, explained_by_registration
 
     for model, report in reports.items():
         before, after = outputs.get((model, "original")), outputs.get((model, "rewrite"))
         if before is not None and after is not None:
             comparison = compare_saved(before, after)
             report.cpu_equal, report.cpu_differences = comparison.equal, comparison.differences
+            outputs_only = all(d.startswith(("output ", "state_dict:")) for d in report.cpu_differences)
+            if (report.output_differences and outputs_only and "TFD004" in applied
+                    and explained_by_registration(before, after)):
+                report.intended_change = INTENDED_EVAL_MODE
             report.notes += [f"{d} (a checkpoint saved before the rewrite lacks them)" for d in comparison.differences if d.startswith("state_dict:")]
     rank = {name: index for index, name in enumerate(order)}
     return sorted(reports.values(), key=lambda report: rank.get(report.name, len(rank)))  # as the file defines them

@@ -75,7 +75,9 @@ class UnregisteredLayerContainer(Codemod):
     trains them), to `state_dict()` (checkpoints silently lack them) and to `.to(device)` /
     `.cuda()`: after `model.to("cuda")` the blocks are still on the CPU and the forward pass fails
     with `RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor)
-    should be the same` — the two-day bug of seed 003 (a hand-written ResNet).
+    should be the same` — the two-day bug of seed 003 (a hand-written ResNet). `model.eval()` does
+    not reach them either: a `BatchNorm` in the list keeps normalising with batch statistics, a
+    `Dropout` keeps dropping, at evaluation time.
 
     ## Example
     ```python
@@ -112,7 +114,11 @@ class UnregisteredLayerContainer(Codemod):
     - Static and class methods, and methods whose first parameter is not `self`.
 
     ## Fix safety
-    Safe: the layers, their order and their forward computation are unchanged. **Checkpoints**:
+    Safe: the layers, their order and their forward computation are unchanged; what changes is
+    what the module's methods reach, which is the point: after `model.eval()` the registered
+    layers are in eval mode too, so a model with a `BatchNorm` or `Dropout` among them gives
+    different (now correct) outputs in eval mode (`torchfix-device verify` checks that this is the
+    whole difference). **Checkpoints**:
     the rewrite registers the layers, so `state_dict()` gains keys (`blocks.0.conv1.weight`,
     ...). A checkpoint saved before the rewrite lacks them: `load_state_dict(sd)` (strict by
     default) then fails with `Missing key(s) in state_dict`, and the old checkpoint never held
