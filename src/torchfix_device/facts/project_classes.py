@@ -140,7 +140,7 @@ def imported_modules(data: bytes) -> list[tuple[str, int]] | None:
             warnings.simplefilter("ignore")
             tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+        return _scanned_imports(data)  # legacy syntax (``async=True``, Python 2): its import lines
     found: list[tuple[str, int]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -152,13 +152,35 @@ def imported_modules(data: bytes) -> list[tuple[str, int]] | None:
     return found
 
 
+_IMPORT_LINE = __import__("re").compile(
+    rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)|import[ \t]+([\w., \t]+))", __import__("re").M
+)
+
+
+def _scanned_imports(data: bytes) -> list[tuple[str, int]]:
+    """The imports of a file ``ast`` cannot read, from its ``import``/``from ... import`` lines."""
+    found: list[tuple[str, int]] = []
+    for dots, module, names, plain in _IMPORT_LINE.findall(data):
+        if plain:
+            found.extend((part.split()[0].decode(), 0) for part in plain.split(b",") if part.strip())
+            continue
+        level, base = len(dots), module.decode()
+        found.append((base, level))
+        for name in names.split(b","):
+            word = name.split()[0].decode() if name.split() else ""
+            if word and word != "*":
+                found.append((f"{base}.{word}" if base else word, level))
+    return found
+
+
 def reachable_classes(
-    defined: Mapping[Path, frozenset[str]], imports: Mapping[Path, "list[tuple[str, int]] | None"], resolve: Resolve
+    defined: Mapping[Path, frozenset[str]], imports: Mapping[Path, "list[tuple[str, int]] | None"], resolve: Resolve,
+    importable: Callable[[Path], Callable[[Path], bool]],
 ) -> dict[Path, frozenset[str]]:
     """For each file of ``imports`` (the run's), the classes with their own moves that it can
     reach: its own (``defined``) and those of every module it imports, followed through the
-    run's files. ``imports[f]`` None: ``f`` may reach every class of the run."""
-    everything = frozenset().union(*defined.values()) if defined else frozenset()
+    run's files. ``imports[f]`` None (a dynamic import): ``f`` may reach every class of a module
+    it could import, ``importable(f)``."""
     edges: dict[Path, set[Path]] = {}
     for path, modules in imports.items():
         if modules is None:
@@ -167,16 +189,20 @@ def reachable_classes(
         for spelt, level in modules:
             targets.update(target for target in resolve(spelt, level, path) if target != path)
     reached: dict[Path, frozenset[str]] = {}
+    def anything(importer: Path) -> set[str]:
+        can = importable(importer)
+        return {c for path, classes in defined.items() if path == importer or can(path) for c in classes}
+
     for start in imports:
         if imports[start] is None:
-            reached[start] = everything
+            reached[start] = frozenset(anything(start))
             continue
         seen, stack, found = {start}, [start], set(defined.get(start, ()))
         while stack:
             here = stack.pop()
             if here != start and imports.get(here, ()) is None:
-                found = set(everything)
-                break
+                found |= anything(here)
+                continue
             for target in edges.get(here, ()):
                 if target not in seen:
                     seen.add(target)

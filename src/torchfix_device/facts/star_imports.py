@@ -319,6 +319,22 @@ class Resolver:
             return []
         return [t for root in self.roots_of(self.absolute(importer)) if (t := self._module_file(root, parts)) is not None]
 
+    def importable(self, importer: Path):  # noqa: ANN201 - a predicate
+        """Whether a file could be imported (by an absolute name) from ``importer``: it lies under
+        one of the folders ``importer`` looks for modules in, at a path of identifiers."""
+        roots = self.roots_of(self.absolute(importer))
+
+        def can(path: Path) -> bool:
+            path = self.absolute(path)
+            for root in roots:
+                if root in path.parents:
+                    parts = path.relative_to(root).with_suffix("").parts
+                    if all(part.isidentifier() for part in parts):
+                        return True
+            return False
+
+        return can
+
     def _module_file(self, base: Path, parts: list[str]) -> Path | None:
         """``base/a/b.py`` or ``base/a/b/__init__.py`` for ``a.b`` (the package first, as
         Python's finder does); ``base/__init__.py`` for no parts."""

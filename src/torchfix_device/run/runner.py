@@ -141,8 +141,12 @@ def _project_facts(
     absolute = {resolver.absolute(path): data for path, data in programs.items()}
     imports = {path: imported_modules(data) for path, data in absolute.items()}
 
-    _, reached = subclasses_of(defined, absolute, lambda classes: reachable_classes(classes, imports, resolver.module_files))
-    everything = reachable_classes({path: class_names(data) for path, data in absolute.items()}, imports, resolver.module_files)
+    _, reached = subclasses_of(
+        defined, absolute, lambda classes: reachable_classes(classes, imports, resolver.module_files, resolver.importable)
+    )
+    everything = reachable_classes(
+        {path: class_names(data) for path, data in absolute.items()}, imports, resolver.module_files, resolver.importable
+    )
     own = {str(path): reached[resolver.absolute(path)] for path in programs}
     known = {str(path): everything[resolver.absolute(path)] - reached[resolver.absolute(path)] for path in programs}
     return {name: classes for name, classes in own.items() if classes}, {name: c for name, c in known.items() if c}, stars
