@@ -306,7 +306,7 @@ def test_a_notebook_cell_not_read_is_in_every_format(tmp_path: Path) -> None:
     from nbformat.v4 import new_code_cell, new_notebook
 
     nb = new_notebook()
-    nb.cells = [new_code_cell("import torch\nm = torch.load('m.pt')"), new_code_cell("print 'py2'")]
+    nb.cells = [new_code_cell("import torch\nm = torch.load('m.pt')"), new_code_cell("exec 'py2'")]
     nbformat.write(nb, str(tmp_path / "nb.ipynb"))
     records = json.loads(run_cli("check", "--output-format", "json", ".", cwd=tmp_path).stdout)
     problems = [r for r in records if r["code"] is None]

@@ -70,7 +70,14 @@ def token_repair(text: str, codemods: Sequence[type["Codemod"]], options: RunOpt
     suppressions = parse_suppressions(text) if may_hold_our_noqa(text) else NO_SUPPRESSIONS
     chosen = FIX_FILTER.get()
     repair = Repair(text, [], [], [], {})
+    made: dict[str, bool] = {}
+    """Codemod code → whether its last fix that is not a second half was made."""
     for codemod, fix in offered:
+        if fix.follows:
+            if made.get(codemod.code):
+                repair.applied.append(fix)
+            continue
+        made[codemod.code] = False
         apply = options.applies(fix.safe and codemod.safe)
         suppressed = suppressions.suppresses(fix.line, codemod.code)
         if apply and not suppressed and chosen is not None and not chosen(codemod.code, fix.line, fix.column, None):
@@ -87,5 +94,6 @@ def token_repair(text: str, codemods: Sequence[type["Codemod"]], options: RunOpt
         else:
             repair.findings.append(finding)
             repair.applied.append(fix)
+            made[codemod.code] = True
     repair.text = apply_fixes(text, repair.applied)
     return repair

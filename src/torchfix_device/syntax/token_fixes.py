@@ -32,6 +32,9 @@ class TokenFix:
     message: str
     safe: bool = True
     """False: applied only with ``--unsafe-fixes`` (the evidence that it keeps meaning is weaker)."""
+    follows: bool = False
+    """True: the second half of the fix before it (of the same codemod), made exactly when that one
+    is made and reported by its finding (``print x`` → ``print(x)``: the closing parenthesis)."""
 
 
 def tokens(text: str) -> list[tokenize.TokenInfo]:
