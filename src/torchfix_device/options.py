@@ -47,6 +47,11 @@ class RunOptions:
     :mod:`torchfix_device.facts.star_imports`, filled in by the runner (typed loosely: this module
     sits below the facts layer and imports none of it)."""
 
+    legacy_functions: Any = None
+    """The legacy autograd Function classes of the run's files and the uses of their names that
+    cannot be rewritten: a ``RunLegacyFunctions`` of :mod:`torchfix_device.facts.legacy_function_run`,
+    filled in by the runner (typed loosely, as ``star_imports``)."""
+
     def applies(self, safe: bool) -> bool:
         """Whether a fix of this safety is applied in this run."""
         return safe or self.unsafe_fixes
