@@ -338,6 +338,7 @@ def uses(tree: ast.Module, names: Iterable[str], own_classes: Sequence[LegacyCla
         return []
     parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     removed_inits = _removed_inits(tree, own_classes)
+    defined_here = {c.name for c in own_classes if c.top_level}
     found: list[Use] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -352,6 +353,9 @@ def uses(tree: ast.Module, names: Iterable[str], own_classes: Sequence[LegacyCla
             continue
         if not isinstance(node.ctx, ast.Load):
             found.append(Use(name, node.lineno, False, f"`{name}` is bound again"))
+            continue
+        if isinstance(node, ast.Attribute) and name in defined_here:
+            found.append(Use(name, node.lineno, False, f"`.{name}` is read from a module in the file defining `{name}`"))
             continue
         found.append(_use(node, name, parents))
     return found
