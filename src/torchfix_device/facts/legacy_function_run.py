@@ -51,6 +51,11 @@ class RunLegacyFunctions:
     def __bool__(self) -> bool:
         return bool(self.classes)
 
+    def trigger_words(self, text: str) -> list[str]:
+        """``Function`` when ``text`` spells the name of one of the run's legacy classes: a file
+        calling one (``Square()(x)``) need not spell TFD017's trigger itself."""
+        return ["Function"] if any(c.name in text for c in self.classes) else []
+
     def named(self, name: str) -> list[RunClass]:
         return [c for c in self.classes if c.name == name]
 
