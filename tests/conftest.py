@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,19 @@ def _script_path() -> str:
 
 
 _ZYGOTE = Zygote()
+
+
+def tree_snapshot(root: Path) -> dict[str, tuple]:
+    """Every entry under ``root`` (and ``root`` itself): mode, modification time, size and, for a
+    regular file, its bytes. Equal snapshots: nothing was written, created or removed there."""
+    found = {}
+    for folder, folders, files in os.walk(root):
+        for name in [".", *folders, *files]:
+            path = Path(folder) / name
+            info = path.lstat()
+            data = path.read_bytes() if stat.S_ISREG(info.st_mode) else None
+            found[os.path.relpath(path, root)] = (info.st_mode, info.st_mtime_ns, info.st_size, data)
+    return found
 
 
 @pytest.fixture(autouse=True, scope="session")

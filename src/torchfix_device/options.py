@@ -58,6 +58,10 @@ class RunOptions:
     """What the star imports of the run's files bind: a ``RunStars`` of
     :mod:`torchfix_device.facts.star_imports`, filled in by the runner (typed loosely: this module
     sits below the facts layer and imports none of it)."""
+    legacy_functions: Any = None
+    """The legacy autograd Function classes of the run's files and the uses of their names that
+    cannot be rewritten: a ``RunLegacyFunctions`` of :mod:`torchfix_device.facts.legacy_function_run`,
+    filled in by the runner (typed loosely, as ``star_imports``)."""
 
     def known_classes_of(self, filename: str | None) -> frozenset[str]:
         return self.known_classes.get(filename, frozenset()) if filename is not None else frozenset()

@@ -132,14 +132,34 @@ def explain(
 
 @app.command()
 def verify(
-    paths: Optional[List[Path]] = typer.Argument(None, help="Model files: fixture models, or files defining nn.Module classes (default: the bundled models)."),
+    paths: Optional[List[Path]] = typer.Argument(None, help="Model files: fixture models, or files defining nn.Module classes (default: the bundled models). With --run: the project's folder (default: the current folder).", show_default=False, metavar="PATH"),
     device: Optional[str] = typer.Option(None, "--device", help="Target device (default: cuda, mps or xpu if present, else meta)."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
+    run: Optional[str] = typer.Option(None, "--run", metavar="COMMAND", help='Your own check: run COMMAND (e.g. "python train.py --epochs 1") in a copy of the project before and after the migration, and say whether it runs.'),
+    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS", help="With --run: stop each run of the command after SECONDS."),
+    unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="With --run: migrate with the unsafe fixes too."),
+    stand_in: Optional[bool] = typer.Option(None, "--stand-in/--no-stand-in", help="With --run on a machine without CUDA: run again with meta standing in for a GPU to find device mismatches (default: when the program asks for a GPU)."),
 ) -> None:
-    """Run models before and after the rewrite on this hardware and on the CPU."""
-    from torchfix_device.verify.cli import run_verify
+    """Run models, or your own command (--run), before and after the rewrite on this hardware."""
+    if run is None:
+        given = [name for name, value in (("--timeout", timeout), ("--unsafe-fixes", unsafe_fixes or None), ("--stand-in/--no-stand-in", stand_in)) if value is not None]
+        if given:
+            _verify_usage_error(f"{', '.join(given)}: only with --run COMMAND")
+        from torchfix_device.verify.cli import run_verify
 
-    raise typer.Exit(run_verify(paths or [], device, as_json))
+        raise typer.Exit(run_verify(paths or [], device, as_json))
+    if device is not None:
+        _verify_usage_error("--device does not apply to --run: the command runs on what the machine has")
+    from torchfix_device.verify.run_cli import run_user_command
+
+    raise typer.Exit(run_user_command(run, paths or [], timeout=timeout, unsafe_fixes=unsafe_fixes, stand_in=stand_in, as_json=as_json))
+
+
+def _verify_usage_error(text: str) -> None:
+    from torchfix_device.report import console as report
+
+    report.usage_error(text)
+    raise typer.Exit(EXIT_USAGE)
 
 
 def _version_callback(value: bool) -> None:

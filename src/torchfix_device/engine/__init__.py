@@ -58,10 +58,14 @@ def active_codemods(
 ) -> list[type[Codemod]]:
     """The codemods whose trigger substrings occur in ``text`` (the cheap prefilter), or in the
     names of the torch objects the file's star imports bind (``nn`` for ``torch.nn``: the file
-    need not spell what the triggers look for)."""
+    need not spell what the triggers look for), or in the words the run's legacy autograd
+    Functions lend a file that names one of them (TFD017's ``Function``)."""
     torch_names = _star_torch_names(options, filename)
     if torch_names:
         text = text + "\n" + "\n".join(sorted(torch_names))
+    legacy = options.legacy_functions if options is not None else None
+    if legacy:  # a legacy autograd Function of another file, named here, counts as `Function` spelt
+        text = text + "\n" + "\n".join(legacy.trigger_words(text))
     return [c for c in codemods if any(t in text for t in c.triggers)]
 
 

@@ -115,6 +115,13 @@ class ResultCache:
         salted._salt = self._salt + b"ignored:" + ",".join(sorted(codes)).encode() + b"|"
         return salted
 
+    def for_run_facts(self, label: str, digest: str) -> "ResultCache":
+        """This cache with entries keyed by another fact learnt over the run's files too (the
+        legacy autograd Functions: a use of one in a file changes what the others may do)."""
+        salted = copy.copy(self)
+        salted._salt = self._salt + label.encode() + b":" + digest.encode() + b"|"
+        return salted
+
     def for_stars(self, digest: str) -> "ResultCache":
         """This cache with entries keyed by what a file's star imports bind too (a module it
         star-imports changing its imports changes what is safe in the file)."""

@@ -28,7 +28,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from torchfix_device.files.selection import display_path, find_files
+from torchfix_device.facts.legacy_function_run import RunLegacyFunctions, scan_run
+from torchfix_device.facts.legacy_functions import CODE as LEGACY_CODE, may_define
+from torchfix_device.files.selection import MAX_FILE_BYTES, display_path, find_files, skip_reason
 from torchfix_device.files.sources import remove_stale_temp_files
 from torchfix_device.run import interrupts
 from torchfix_device.run.interrupts import signal_of
@@ -79,7 +81,10 @@ def run(
         files, problems = find_files(paths, exclude, respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
         roots = [p for p in paths if p.is_dir() and not p.is_symlink()]
         # over every file, before sharding: one answer for all shards
-        own, known, stars = _project_facts(files, roots)
+        own, known, stars, legacy = _project_facts(files, roots, settings, legacy=any(c.code == LEGACY_CODE for c in codemods))
+        if legacy:
+            options = replace(options or DEFAULT_OPTIONS, legacy_functions=legacy)
+            cache = cache.for_run_facts("legacy", legacy.digest) if cache is not None else None
         if own:
             options = replace(options or DEFAULT_OPTIONS, own_move_classes=own, known_classes=known)
         if stars:
@@ -103,18 +108,21 @@ def run(
 
 
 def _project_facts(
-    files: Sequence[Path], roots: Sequence[Path]
-) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], RunStars]:
+    files: Sequence[Path], roots: Sequence[Path], options: RunOptions = DEFAULT_OPTIONS, *, legacy: bool = False,
+) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], RunStars, RunLegacyFunctions]:
     """What the codemods learn from every file of the run, each file read once: for each file,
     the classes that move themselves that it can reach by import and, where there are such
     classes, the other classes of the run it reaches (an instance of one does not move itself)
-    (:mod:`torchfix_device.facts.project_classes`), and what the star imports bind
-    (:mod:`torchfix_device.facts.star_imports`). Unreadable files are left out (the run reports
-    them)."""
+    (:mod:`torchfix_device.facts.project_classes`); what the star imports bind
+    (:mod:`torchfix_device.facts.star_imports`); and, with ``legacy`` (TFD017 is selected), the
+    legacy autograd Functions and their uses (:mod:`torchfix_device.facts.legacy_function_run`;
+    the files are read again only when there is one). Unreadable files are left out (the run
+    reports them)."""
     resolver = Resolver(roots)
     defined: dict[Path, frozenset[str]] = {}
     programs: dict[Path, bytes] = {}
     starred: dict[Path, bytes] = {}
+    defining: dict[Path, bytes] = {}
     for path in files:
         if path.suffix not in (".py", ".ipynb"):
             continue
@@ -135,9 +143,19 @@ def _project_facts(
             defined[resolver.absolute(path)] = classes
         if may_hold_star_import(data):
             starred[path] = data
+        if legacy and may_define(data):
+            defining[path] = data
     stars = resolve_star_imports(files, starred, roots) if starred else RunStars({})
+    functions = RunLegacyFunctions()
+    if defining:
+        limit = options.max_file_bytes or MAX_FILE_BYTES
+
+        def will_skip(path: Path, text: str) -> bool:
+            return skip_reason(text, options) is not None or len(text.encode("utf-8", "replace")) > limit
+
+        functions = scan_run(files, defining, _read_or_none, will_skip=will_skip, shown=display_path)
     if not defined:
-        return {}, {}, stars
+        return {}, {}, stars, functions
     absolute = {resolver.absolute(path): data for path, data in programs.items()}
     imports = {path: imported_modules(data) for path, data in absolute.items()}
 
@@ -149,7 +167,15 @@ def _project_facts(
     )
     own = {str(path): reached[resolver.absolute(path)] for path in programs}
     known = {str(path): everything[resolver.absolute(path)] - reached[resolver.absolute(path)] for path in programs}
-    return {name: classes for name, classes in own.items() if classes}, {name: c for name, c in known.items() if c}, stars
+    own = {name: classes for name, classes in own.items() if classes}
+    return own, {name: c for name, c in known.items() if c}, stars, functions
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return read_regular(path).data
+    except OSError:
+        return None
 
 
 def _notebook_program(data: bytes) -> str | None:

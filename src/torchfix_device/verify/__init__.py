@@ -18,4 +18,13 @@ Modules, one idea each:
 ``user_verifier``  a user's file: the same, model by model, with a verdict in plain words
 ``cli``       ``torchfix-device verify``: devices, the table or JSON, the exit code
 ``models/``   the bundled fixture models, one per seed article bug, plus one needing several
+
+``verify --run COMMAND [PATH]``, the user's own command before and after the migration:
+
+``run_session``   copy the project twice, migrate one copy, run the command in both, the verdict
+``project_copy``  the copies (no ``.git`` or caches; virtualenvs linked)
+``user_run``      one run of the command: its process group, timeout, exception, records
+``child_hook``    the start-up hook (``sitecustomize``) of the command's Python processes: records,
+                  and ``meta`` standing in for a GPU; it stands alone (stdlib and torch only)
+``run_cli``       the report in plain words or JSON, the exit code
 """

@@ -14,6 +14,14 @@ none of the first two (it must be device-agnostic and modern by itself).
     gives the Python number, as indexing a 1-element tensor did in PyTorch 0.3. Since 0.4 it
     raises ``IndexError``, so no code that works today changes meaning.
 
+``F()(x)``, a legacy autograd Function (non-static ``forward(self, ...)``)
+    runs as it did up to PyTorch 1.2: one object is both the instance and the context, so
+    ``self.save_for_backward``, ``self.saved_tensors``, ``self.needs_input_grad``,
+    ``self.mark_dirty`` and ``self.mark_non_differentiable`` act on the context, and any other
+    attribute (state from ``__init__``, one set in ``forward`` for ``backward``, a method) is the
+    instance's. Since 1.3 the call raises ``RuntimeError: Legacy autograd function with
+    non-static forward method is deprecated``, so no code that works today changes meaning.
+
 ``.item()`` on a ``meta`` tensor (stand-in only)
     returns a placeholder ``0`` of the tensor's kind (``0.0``, ``0``, ``False``): meta tensors
     hold no data. Numbers computed from it are meaningless, and they are only ever compared on
@@ -22,12 +30,14 @@ none of the first two (it must be device-agnostic and modern by itself).
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 
 CUDA_CALL = ".cuda()"
 ZERO_DIM_INDEX = "0-dim [0]"
 META_ITEM = "meta .item()"
-MODERN_FORBIDDEN = (CUDA_CALL, ZERO_DIM_INDEX)
+LEGACY_FUNCTION = "legacy Function()(x)"
+MODERN_FORBIDDEN = (CUDA_CALL, ZERO_DIM_INDEX, LEGACY_FUNCTION)
 """Shims a rewrite must not need. (torch is imported only by :func:`install`.)"""
 
 
@@ -47,12 +57,65 @@ _ORIGINALS: dict = {}
 """torch's own methods, kept by the first :func:`install` for :func:`uninstall`."""
 
 
+def _owner(torch, name: str):
+    return {"Module": torch.nn.Module, "Tensor": torch.Tensor, "Function": torch.autograd.Function}[name]
+
+
 def uninstall() -> None:
     """Give torch its own methods back (one interpreter runs a model on several devices)."""
     import torch
 
     for (owner, name), method in _ORIGINALS.items():
-        setattr(torch.nn.Module if owner == "Module" else torch.Tensor, name, method)
+        setattr(_owner(torch, owner), name, method)
+
+
+CONTEXT_API = frozenset({
+    "save_for_backward", "saved_tensors", "saved_variables", "needs_input_grad", "mark_dirty",
+    "mark_non_differentiable", "set_materialize_grads",
+})
+"""What a legacy Function's ``self`` did as the context (the rest is the instance's)."""
+
+
+class _LegacySelf:
+    """``self`` of a legacy Function's ``forward``/``backward``: the context for
+    :data:`CONTEXT_API`, the instance for everything else."""
+
+    def __init__(self, instance, ctx) -> None:
+        object.__setattr__(self, "_instance", instance)
+        object.__setattr__(self, "_ctx", ctx)
+
+    def __getattr__(self, name: str):
+        if name == "needs_input_grad":  # the instance is the adapter's first input: not the user's
+            return object.__getattribute__(self, "_ctx").needs_input_grad[1:]
+        if name in CONTEXT_API:
+            return getattr(object.__getattribute__(self, "_ctx"), name)
+        return getattr(object.__getattribute__(self, "_instance"), name)
+
+    def __setattr__(self, name: str, value) -> None:
+        setattr(object.__getattribute__(self, "_instance"), name, value)
+
+
+_ADAPTERS: dict = {}
+
+
+def _adapter(torch, cls):
+    """A new-style Function running the legacy class ``cls``'s methods (one per class)."""
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+
+        class Legacy(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, instance, *inputs):
+                ctx.legacy_instance = instance
+                return cls.forward(_LegacySelf(instance, ctx), *inputs)
+
+            @staticmethod
+            def backward(ctx, *grads):
+                result = cls.backward(_LegacySelf(ctx.legacy_instance, ctx), *grads)
+                return (None, *(result if isinstance(result, tuple) else (result,)))
+
+        adapter = _ADAPTERS[cls] = Legacy
+    return adapter
 
 
 def install(target) -> Counter:
@@ -64,6 +127,7 @@ def install(target) -> Counter:
         _ORIGINALS.update({
             ("Tensor", "cuda"): torch.Tensor.cuda, ("Module", "cuda"): torch.nn.Module.cuda,
             ("Tensor", "__getitem__"): torch.Tensor.__getitem__, ("Tensor", "item"): torch.Tensor.item,
+            ("Function", "__call__"): torch.autograd.Function.__call__,
         })
     uninstall()
     used: Counter = Counter()
@@ -97,9 +161,17 @@ def install(target) -> Counter:
             return _placeholder(self)
         return tensor_item(self)
 
+    def legacy_call(self, *inputs):
+        if isinstance(inspect.getattr_static(type(self), "forward", None), staticmethod):
+            return function_call(self, *inputs)  # a new-style Function's instance: torch's own error
+        used[LEGACY_FUNCTION] += 1
+        return _adapter(torch, type(self)).apply(self, *inputs)
+
+    function_call = torch.autograd.Function.__call__
     torch.Tensor.cuda = cuda
     torch.nn.Module.cuda = module_cuda_
     torch.Tensor.__getitem__ = getitem
+    torch.autograd.Function.__call__ = legacy_call
     if target.type == "meta":
         torch.Tensor.item = item
     return used

@@ -1,0 +1,223 @@
+"""Legacy autograd Functions over the files of a run (:func:`scan_run`), and what TFD017
+decides in one file (:func:`decide`): a class is migrated, and every ``F()(...)`` call of it
+rewritten, only when no use of its name anywhere in the run stands in the way (see
+:mod:`torchfix_device.facts.legacy_functions`). A file calling a class of another file asks
+:meth:`RunLegacyFunctions.decision`, which answers as the class's own file decides.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from torchfix_device.facts.legacy_functions import (
+    CODE, SUPPRESSED_CLASS, LegacyClass, Use, legacy_classes, may_define, parse, uses,
+)
+
+
+@dataclass(frozen=True)
+class RunClass:
+    name: str
+    path: str
+    """The file defining it (absolute, normalised)."""
+    shown: str
+    line: int
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class RunUse:
+    name: str
+    path: str
+    shown: str
+    line: int
+    why: str
+
+
+@dataclass(frozen=True)
+class RunLegacyFunctions:
+    """Over every file of a run: the legacy Function classes and the uses of their names that
+    cannot be rewritten (:func:`scan_run`)."""
+
+    classes: tuple[RunClass, ...] = ()
+    blocked: tuple[RunUse, ...] = ()
+    digest: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.classes)
+
+    def trigger_words(self, text: str) -> list[str]:
+        """``Function`` when ``text`` spells the name of one of the run's legacy classes: a file
+        calling one (``Square()(x)``) need not spell TFD017's trigger itself."""
+        return ["Function"] if any(c.name in text for c in self.classes) else []
+
+    def named(self, name: str) -> list[RunClass]:
+        return [c for c in self.classes if c.name == name]
+
+    def blocked_elsewhere(self, name: str, here: str | None) -> list[RunUse]:
+        """The uses of ``name`` outside the file ``here`` that cannot be rewritten."""
+        mine = _normal(here) if here else None
+        return [u for u in self.blocked if u.name == name and u.path != mine]
+
+    def elsewhere(self, name: str, here: str | None) -> list[RunClass]:
+        """Other files' legacy classes of that name (two make every call ambiguous)."""
+        mine = _normal(here) if here else None
+        return [c for c in self.named(name) if c.path != mine]
+
+    def decision(self, name: str, module: str) -> tuple[RunClass | None, str | None]:
+        """For a call ``<module>.<name>()(...)`` in another file than the class's: the class it
+        calls (None when it is none of the run's) and why it cannot be rewritten (None: rewrite
+        it; :data:`SUPPRESSED_CLASS`: leave it alone, quietly)."""
+        candidates = [c for c in self.named(name) if module_matches(module, c.path)]
+        if not candidates:
+            return None, None
+        if len(candidates) > 1 or len(self.named(name)) > 1:
+            return candidates[0], f"several files of the run define a legacy `{name}`"
+        found = candidates[0]
+        if found.problem is not None:
+            return found, f"the class ({found.shown}:{found.line}) is left for review: {found.problem}"
+        blocked = [u for u in self.blocked if u.name == name]
+        if any(u.why == SUPPRESSED_CLASS for u in blocked):
+            return found, SUPPRESSED_CLASS
+        if blocked:
+            return found, blocked_reason(name, blocked)
+        return found, None
+
+
+def blocked_reason(name: str, blocked: Sequence[RunUse]) -> str:
+    first = blocked[0]
+    more = f" (and {len(blocked) - 1} more)" if len(blocked) > 1 else ""
+    return f"`{name}` is used at {first.shown}:{first.line}, where {first.why}{more}, which `apply` cannot replace"
+
+
+def module_matches(module: str, path: str) -> bool:
+    """Whether the module spelt in an import (``models.functions``, ``.functions``) may be the
+    file ``path`` (its trailing folders and name)."""
+    parts = [p for p in module.split(".") if p]
+    if not parts:
+        return True  # `from . import F`: the package's own __init__ or a sibling
+    file = Path(path)
+    names = list(file.with_suffix("").parts)
+    if file.name == "__init__.py":
+        names = names[:-1]
+    return names[-len(parts):] == parts
+
+
+def _normal(path: str | os.PathLike) -> str:
+    return os.path.normpath(os.path.abspath(path))
+
+
+def scan_run(
+    files: Sequence[Path], first: dict[Path, bytes], read: Callable[[Path], bytes | None], *,
+    will_skip: Callable[[Path, str], bool] = lambda path, text: False, shown: Callable[[Path], str] = str,
+) -> RunLegacyFunctions:
+    """:class:`RunLegacyFunctions` of the run's ``files``. ``first``: the bytes of the files that
+    may define a legacy class (:func:`may_define`, tested by the caller as it reads every file
+    once); only when one does are the others read again (``read``: None for a file that cannot
+    be). ``will_skip(path, text)``: the run will not rewrite the file (``skip-file``,
+    ``@generated``, over the size limit): a use there blocks, and a class there is left alone."""
+    from torchfix_device.syntax.suppressions import may_hold_directives, parse_suppressions
+
+    classes: list[RunClass] = []
+    trees: dict[Path, ast.Module | None] = {}
+    skipped: set[str] = set()
+    for path, data in first.items():
+        text = data.decode("utf-8", "replace")
+        if path.suffix != ".py" or not may_define(text):
+            continue
+        tree = trees[path] = parse(text)
+        if tree is None:
+            continue
+        if will_skip(path, text):
+            skipped.add(_normal(path))
+        for found in legacy_classes(tree):
+            problem = "its file is not rewritten in this run" if _normal(path) in skipped else found.problem
+            classes.append(RunClass(found.name, _normal(path), shown(path), found.line, problem))
+    if not classes:
+        return RunLegacyFunctions()
+    names = {c.name for c in classes}
+    blocked: list[RunUse] = []
+    for path in files:
+        data = first.get(path)
+        data = read(path) if data is None else data
+        text = data.decode("utf-8", "replace") if data is not None else None
+        spelt = sorted(n for n in names if text is not None and n in text)
+        if text is None or not spelt:
+            continue
+        where = _normal(path)
+
+        def block(name: str, line: int, why: str) -> None:
+            blocked.append(RunUse(name, where, shown(path), line, why))
+
+        if where in skipped or path.suffix != ".py" or will_skip(path, text):
+            for name in spelt:
+                block(name, 1, "the file is not rewritten in this run" if path.suffix == ".py" else "a notebook spells it")
+            continue
+        tree = trees[path] if path in trees else parse(text)
+        if tree is None:
+            for name in spelt:
+                block(name, 1, "the file cannot be parsed")
+            continue
+        own = legacy_classes(tree) if may_define(text) else []
+        suppressions = parse_suppressions(text) if may_hold_directives(text) else None
+        for use in uses(tree, spelt, own):
+            if not use.call:
+                block(use.name, use.line, use.why)
+            elif suppressions is not None and suppressions.suppresses(use.line, CODE):
+                block(use.name, use.line, f"`# noqa` suppresses {CODE}")
+        if suppressions is not None:
+            for cls in own:
+                if suppressions.suppresses(cls.line, CODE):
+                    block(cls.name, cls.line, SUPPRESSED_CLASS)
+    digest = hashlib.sha256(repr((sorted(classes, key=repr), sorted(blocked, key=repr))).encode("utf-8")).hexdigest()
+    return RunLegacyFunctions(tuple(classes), tuple(blocked), digest)
+
+
+@dataclass
+class FileDecisions:
+    """What TFD017 does in one file (:func:`decide`)."""
+
+    classes: dict[str, LegacyClass] = field(default_factory=dict)
+    """The file's own top-level legacy classes by name."""
+    reasons: dict[str, str | None] = field(default_factory=dict)
+    """Class name → why it is not migrated (None: migrate it; :data:`SUPPRESSED_CLASS`: its
+    finding is suppressed, and its calls are left alone quietly)."""
+    nested: list[LegacyClass] = field(default_factory=list)
+
+
+def decide(tree: ast.Module, run: RunLegacyFunctions | None, here: str | None, suppressed) -> FileDecisions:  # noqa: ANN001
+    """The file's decisions: ``suppressed(line)`` tells a ``# noqa`` for TFD017 on a line."""
+    found = legacy_classes(tree)
+    decisions = FileDecisions()
+    decisions.nested = [c for c in found if not c.top_level]
+    top = [c for c in found if c.top_level]
+    decisions.classes = {c.name: c for c in top}
+    by_name: dict[str, list[Use]] = defaultdict(list)
+    for use in uses(tree, decisions.classes, top):
+        by_name[use.name].append(use)
+    for name, cls in decisions.classes.items():
+        reason = SUPPRESSED_CLASS if suppressed(cls.line) else cls.problem
+        if reason is None and sum(1 for c in top if c.name == name) > 1:
+            reason = f"the file defines `{name}` twice"
+        if reason is None and run is not None and run.elsewhere(name, here):
+            other = run.elsewhere(name, here)[0]
+            reason = f"{other.shown} defines a legacy `{name}` too: calls cannot be told apart"
+        blocked_here = [u for u in by_name[name] if not u.call]
+        if reason is None and blocked_here:
+            first = blocked_here[0]
+            more = f" (and {len(blocked_here) - 1} more)" if len(blocked_here) > 1 else ""
+            reason = f"`{name}` is used at line {first.line}, where {first.why}{more}, which `apply` cannot replace"
+        suppressed_calls = [u for u in by_name[name] if u.call and suppressed(u.line)]
+        if reason is None and suppressed_calls:
+            reason = f"`# noqa` keeps the call at line {suppressed_calls[0].line} as it is"
+        if reason is None and run is not None:
+            elsewhere = run.blocked_elsewhere(name, here)
+            if elsewhere:
+                reason = blocked_reason(name, elsewhere)
+        decisions.reasons[name] = reason
+    return decisions

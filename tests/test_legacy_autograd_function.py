@@ -1,0 +1,191 @@
+"""TFD017's safe rewrites, executed on this torch (2.13): each ``.in.py`` fixture of
+``tests/fixtures/legacy_autograd_function/`` raises the legacy-Function ``RuntimeError``; its
+``.out.py`` runs and gives the forward values and the gradients of a hand-written reference
+(the same computation with plain autograd ops), and the values and gradients the original gives
+under PyTorch 0.3-1.2 semantics (``verify.legacy``'s shim: one object both instance and
+context). Then the same across the files of a run, through the command line: a class in one
+file, called in two others, is migrated with all its calls, or, when one use cannot become
+``apply``, reported everywhere and left as it is.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+torch = pytest.importorskip("torch")
+
+from torchfix_device.verify import legacy  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*should not be instantiated:DeprecationWarning")  # torch's, on F()
+
+FIXTURES = Path(__file__).parent / "fixtures" / "legacy_autograd_function"
+LEGACY_ERROR = "Legacy autograd function with non-static forward method is deprecated"
+
+
+def _exec(path: Path) -> dict:
+    namespace: dict = {"__name__": f"fixture_{path.name.replace('.', '_')}"}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+    return namespace
+
+
+def _under_legacy_semantics(path: Path) -> dict:
+    """The original as PyTorch 0.3-1.2 ran it."""
+    used = legacy.install(torch.device("cpu"))
+    try:
+        namespace = _exec(path)
+    finally:
+        legacy.uninstall()
+    assert used[legacy.LEGACY_FUNCTION] >= 1  # the shim did run the legacy calls
+    return namespace
+
+
+def _same(a, b) -> None:
+    assert isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert torch.allclose(a.detach(), b.detach(), atol=1e-6), (a, b)
+
+
+# -- hand-written references: the same computations with plain autograd ops ---------------------
+def _leaf(t):
+    return t.detach().clone().requires_grad_(True)
+
+
+def _relu(ns: dict) -> dict:
+    x = _leaf(ns["x"])
+    y = x.clamp(min=0)
+    y.sum().backward()
+    return {"y": y, "grad": x.grad}
+
+
+def _scaled_topk(ns: dict) -> dict:
+    x, weight = _leaf(ns["x"]), _leaf(ns["weight"])
+    values, indices = x.topk(2)
+    scaled = values * weight
+    (scaled * torch.tensor([1.0, 3.0])).sum().backward()
+    return {"values": scaled, "grad_x": x.grad, "grad_weight": weight.grad, "indices": indices}
+
+
+def _gradient_reversal(ns: dict) -> dict:
+    features = _leaf(ns["features"])
+    loss = torch.nn.functional.log_softmax(ns["model"].fc(features), dim=1)[:, 0].sum()
+    loss.backward()
+    return {"loss": loss, "grad": -features.grad}  # the layer reverses the gradient
+
+
+def _add_one(ns: dict) -> dict:
+    x = _leaf(ns["x"])
+    y = x * 2 + 1
+    (y * y).sum().backward()
+    return {"y": y, "grad": x.grad}
+
+
+def _cube(ns: dict) -> dict:
+    x = _leaf(ns["x"])
+    y = x * x * x
+    y.sum().backward()
+    return {"y": y, "grad": x.grad}
+
+
+REFERENCES = {
+    "relu": _relu,
+    "state_between_methods": _scaled_topk,
+    "gradient_reversal": _gradient_reversal,
+    "inplace_mark_dirty": _add_one,
+    "ctx_name_taken": _cube,
+}
+
+
+def test_every_rewrite_has_a_reference() -> None:
+    stems = {p.name[: -len(".in.py")] for p in FIXTURES.glob("*.in.py")}
+    assert stems == set(REFERENCES)
+
+
+@pytest.mark.parametrize("stem", sorted(REFERENCES))
+def test_the_rewrite_computes_what_the_legacy_function_did(stem: str) -> None:
+    original, rewrite = FIXTURES / f"{stem}.in.py", FIXTURES / f"{stem}.out.py"
+    with pytest.raises(RuntimeError, match=LEGACY_ERROR):
+        _exec(original)  # what a user meets on torch >= 1.3
+    after = _exec(rewrite)
+    before = _under_legacy_semantics(original)
+    expected = REFERENCES[stem](after)
+    compared = 0
+    for name, value in expected.items():
+        _same(after[name], value)
+        _same(before[name], value)
+        compared += 1
+    assert compared >= 2  # forward values and gradients
+
+
+# -- across the files of a run --------------------------------------------------------------------
+FUNCTIONS = '''
+    import torch
+
+
+    class Square(torch.autograd.Function):
+        def forward(self, x):
+            self.save_for_backward(x)
+            return x * x
+
+        def backward(self, grad_output):
+            x, = self.saved_tensors
+            return 2 * x * grad_output
+'''
+TRAIN = '''
+    import torch
+
+    from ops.functions import Square
+    import ops.functions as fns
+
+    x = torch.arange(1.0, 4.0, requires_grad=True)
+    y = Square()(x) + fns.Square()(x)
+    y.sum().backward()
+    print(y.tolist(), x.grad.tolist())
+'''
+
+
+def _project(tmp_path: Path, extra: str = "") -> Path:
+    root = tmp_path / "project"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "ops" / "functions.py").write_text(textwrap.dedent(FUNCTIONS).lstrip(), encoding="utf-8")
+    (root / "train.py").write_text(textwrap.dedent(TRAIN).lstrip() + extra, encoding="utf-8")
+    return root
+
+
+def _run(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True, text=True, timeout=120)
+
+
+def test_a_class_and_its_calls_in_other_files_are_migrated_together(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    before = _run(root)
+    assert before.returncode != 0 and LEGACY_ERROR in before.stderr
+    done = run_cli("apply", "--select", "TFD017", "--no-cache", ".", cwd=root)
+    assert done.returncode == 0, done.stderr.decode()
+    assert "@staticmethod\n    def forward(ctx, x):" in (root / "ops" / "functions.py").read_text()
+    train = (root / "train.py").read_text()
+    assert "Square.apply(x) + fns.Square.apply(x)" in train
+    after = _run(root)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.strip() == "[2.0, 8.0, 18.0] [4.0, 8.0, 12.0]"  # 2 x², and its gradient 4 x
+    assert run_cli("apply", "--diff", "--no-cache", ".", cwd=root).stdout == b""  # nothing left
+
+
+def test_a_use_in_another_file_that_apply_cannot_replace_keeps_every_file_as_it_is(tmp_path: Path) -> None:
+    root = _project(tmp_path, extra="square = Square()\n")
+    files = {p: p.read_bytes() for p in root.rglob("*.py")}
+    done = run_cli("check", "--select", "TFD017", "--no-cache", ".", cwd=root)
+    out = done.stdout.decode()
+    assert done.returncode == 1
+    assert "ops/functions.py:4:1 TFD017 `Square` is a legacy autograd Function" in out
+    assert "used at train.py:10, where an instance of `Square` is kept, to be called later" in out
+    assert out.count("[manual review]") == 3  # the class and both calls, each told
+    assert run_cli("apply", "--select", "TFD017", "--no-cache", ".", cwd=root).returncode == 0
+    assert {p: p.read_bytes() for p in root.rglob("*.py")} == files
