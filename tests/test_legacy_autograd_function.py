@@ -184,7 +184,7 @@ def test_a_use_in_another_file_that_apply_cannot_replace_keeps_every_file_as_it_
     done = run_cli("check", "--select", "TFD017", "--no-cache", ".", cwd=root)
     out = done.stdout.decode()
     assert done.returncode == 1
-    assert "ops/functions.py:4:1 TFD017 `Square` is a legacy autograd Function" in out
+    assert "ops/functions.py:4:1: TFD017 `Square` is a legacy autograd Function" in out
     assert "used at train.py:10, where an instance of `Square` is kept, to be called later" in out
     assert out.count("[manual review]") == 3  # the class and both calls, each told
     assert run_cli("apply", "--select", "TFD017", "--no-cache", ".", cwd=root).returncode == 0
