@@ -1,0 +1,76 @@
+"""Issue 33 item 7: what a review or held-back finding says is one sentence a reader can follow.
+
+Every finding the fixtures give that is not fixed (manual review, held back for
+``--unsafe-fixes``) is read as prose, with code in backticks and calls like ``x.item()`` counted
+as words: no parenthesis inside a parenthesis (an unsafe reason follows ``; unsafe:`` instead),
+and no second sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from torchfix_device.codemods.catalog import all_codemods
+from torchfix_device.engine import transform_source
+from torchfix_device.options import RunOptions
+
+NOT_RULE_FIXTURES = {"run_scripts", "models"}
+
+
+def prose(message: str) -> str:
+    """``message`` with code spans and calls (``f()``) as single words."""
+    return re.sub(r"\w+\(\)", "C", re.sub(r"`[^`]*`", "C", message))
+
+
+def nesting(text: str) -> int:
+    depth = deepest = 0
+    for char in text:
+        if char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    return deepest
+
+
+def sentences(text: str) -> int:
+    return 1 + len(re.findall(r"[.!?] [A-Z]", text))
+
+
+@pytest.mark.parametrize("text, deepest, count", [
+    ("`x.cuda()` stays (unsafe: `f(g(x))` is not shown)", 1, 1),
+    ("a (b (c)) d", 2, 1),
+    ("Move it. Then run again", 0, 2),
+    ("call `x.item()` first; unsafe: a 1-element tensor", 0, 1),
+])
+def test_the_measures(text: str, deepest: int, count: int) -> None:
+    assert (nesting(prose(text)), sentences(prose(text))) == (deepest, count)
+
+
+def _unfixed_messages() -> dict[tuple[str, str], str]:
+    """(code, message with code spans blanked) → one place it was seen."""
+    seen: dict[tuple[str, str], str] = {}
+    cases = sorted(p for p in FIXTURES.rglob("*.py") if not NOT_RULE_FIXTURES & set(p.relative_to(FIXTURES).parts))
+    for path in cases:
+        text = path.read_text(encoding="utf-8")
+        for unsafe in (False, True):
+            try:
+                out = transform_source(text, all_codemods(), filename=str(path), options=RunOptions(unsafe_fixes=unsafe))
+            except Exception:  # noqa: BLE001 - a fixture that is not Python 3 on purpose (TFD016/TFD020 traps)
+                continue
+            for finding in out.findings:
+                if not finding.fixed:
+                    key = (finding.code, re.sub(r"`[^`]*`", "`…`", finding.message))
+                    seen.setdefault(key, f"{path.relative_to(FIXTURES)}:{finding.line}: {finding.message}")
+    return seen
+
+
+def test_every_review_and_held_back_message_is_one_sentence_without_nested_parentheses() -> None:
+    seen = _unfixed_messages()
+    assert len(seen) > 40, "the fixtures should give many kinds of review and held-back messages"
+    wrong = [where for (_, message), where in seen.items() if nesting(prose(message)) > 1 or sentences(prose(message)) > 1]
+    assert wrong == [], "\n".join(wrong)
