@@ -81,8 +81,9 @@ CASES = {
     # name: (source, unsafe, argv sets)
     "gpu_index.in.py": ((FIXTURES / "gpu_index.in.py").read_text(encoding="utf-8"), False, ([],)),
     "guarded": (GUARDED, False, ([],)),
+    "compared": ((FIXTURES / "gpu_index_compared.in.py").read_text(encoding="utf-8"), False, ([],)),
     "presumed": ((FIXTURES / "gpu_index_presumed.unsafe.in.py").read_text(encoding="utf-8"), True, ([],)),
-    "flag_gpu_index": ((FIXTURES / "flag_gpu_index.unsafe.in.py").read_text(encoding="utf-8"), True, ([], ["--gpu", "0"])),
+    "flag_gpu_index": ((FIXTURES / "flag_gpu_index.in.py").read_text(encoding="utf-8"), False, ([], ["--gpu", "0"])),
 }
 
 
@@ -151,12 +152,12 @@ def test_the_index_moves_and_nothing_observable_changes(name: str) -> None:
 
 def test_on_the_stand_in_gpu_the_moves_reach_it() -> None:
     assert 'weights = torch.randn(3).to(torch.device("cuda", 0))' in _after(*CASES["gpu_index.in.py"][:2])
-    assert "self.to(torch.device(\"cuda\", self.gpu))" in _after(*CASES["presumed"][:2])
+    assert "self.to(torch.device(\"cuda\", self.gpu))" in _after(*CASES["compared"][:2])
     gpu = _results()["gpu_index.in.py"][("gpu", "")]["after"]
     assert gpu["error"] is None
     assert gpu["tensors"]["weights"]["device"] == gpu["tensors"]["inputs"]["device"] == "meta"
     assert {s["device"] for s in gpu["modules"]["built"]["state"].values()} == {"meta"}
-    deeprl = _results()["presumed"][("gpu", "")]["after"]
+    deeprl = _results()["compared"][("gpu", "")]["after"]
     assert deeprl["error"] is None and {s["device"] for s in deeprl["modules"]["net"]["state"].values()} == {"meta"}
 
 
@@ -200,7 +201,14 @@ def test_a_device_string_is_left_alone_because_the_index_form_would_raise() -> N
     assert compare(sides["before"], sides["after"])
 
 
-@pytest.mark.parametrize("name", ["presumed", "flag_gpu_index"])
+@pytest.mark.parametrize("name", ["compared", "flag_gpu_index"])
+def test_an_index_ordered_against_an_int_by_its_guard_is_fixed_by_default(name: str) -> None:
+    out = transform_source(CASES[name][0], all_codemods())
+    fixed = [f for f in out.findings if f.code == "TFD001" and "cuda" in f.message]
+    assert fixed and all(f.fixed for f in fixed) and DEVICE in out.text
+
+
+@pytest.mark.parametrize("name", ["presumed"])
 def test_an_index_only_presumed_an_int_waits_for_unsafe_fixes(name: str) -> None:
     source = CASES[name][0]
     out = transform_source(source, all_codemods())
@@ -233,3 +241,37 @@ def test_a_module_name_rebound_through_global_is_no_int() -> None:
         out = transform_source(GLOBAL_REBOUND, all_codemods(), options=RunOptions(unsafe_fixes=unsafe))
         assert out.text == GLOBAL_REBOUND
         assert any(f.code == "TFD001" and not f.fixed and "bound to a non-int on some path" in f.message for f in out.findings)
+
+
+def test_what_survives_an_ordering_guard_is_taken_or_refused_alike_by_both_spellings() -> None:
+    """Why an index ordered against an int (``if self.gpu >= 0:``) makes TFD001's fix safe: a
+    string, ``None`` or a ``torch.device`` raise ``TypeError`` in the guard itself, and each
+    number that passes is refused by ``.cuda(i)`` and ``torch.device("cuda", i)`` alike, or taken
+    by both (then, without CUDA, both fail at the move: see the ``bare`` leg above). The one
+    difference, a 0-dim tensor index, is the one the rule's documentation names."""
+    torch = pytest.importorskip("torch")
+    numpy = pytest.importorskip("numpy")
+    from fractions import Fraction
+
+    for refused in ("0", "cuda:0", None, torch.device("cuda", 0)):
+        with pytest.raises(TypeError):
+            refused >= 0  # noqa: B015 - the guard's own comparison
+
+    def outcome(move) -> str:
+        try:
+            move()
+        except TypeError:
+            return "TypeError"
+        except (RuntimeError, AssertionError):  # torch without CUDA: the index was taken
+            return "taken"
+        return "taken"
+
+    seen = {}
+    for number in (0, 1, numpy.int64(1), numpy.int32(0), 1.0, True, numpy.float32(1), Fraction(1), torch.tensor(1)):
+        assert number >= 0
+        before = outcome(lambda: torch.ones(1).cuda(number))
+        after = outcome(lambda: torch.ones(1).to(torch.device("cuda", number)))
+        seen[repr(number)] = (before, after)
+    differ = {name: pair for name, pair in seen.items() if pair[0] != pair[1]}
+    assert differ == {"tensor(1)": ("TypeError", "taken")}, seen
+    assert seen["1"] == ("taken", "taken") and seen["1.0"] == ("TypeError", "TypeError")

@@ -5,11 +5,14 @@
 ``i`` is a string (``"cuda:1"``), a ``torch.device`` or ``None``: ``torch.device("cuda", i)``
 then raises ``TypeError``. The evidence, strongest first:
 
-- :data:`INT`: an int literal (``0``, ``-1``), or a name each of whose bindings in its scope
-  assigns an int literal (``cd = 0``): the fix is safe;
-- :data:`PRESUMED`: the index is compared with an int by an ordering operator in a guard around
-  the call (``if self.gpu >= 0:``), or is named like a GPU index (``gpu``, ``gpu_id``,
-  ``device_id``, ``local_rank``): an int is likely, not shown; the fix needs ``--unsafe-fixes``;
+- :data:`INT`: an int literal (``0``, ``-1``), a name each of whose bindings in its scope
+  assigns an int literal (``cd = 0``), or an index ordered against an int literal by a guard
+  around the call (``if self.gpu >= 0:``): a string, a ``torch.device`` or ``None`` raise
+  ``TypeError`` there, and every number that passes is taken by ``.cuda(i)`` and
+  ``torch.device("cuda", i)`` alike (an int-like one) or refused by both with ``TypeError`` (a
+  float, a bool; ``tests/test_gpu_index.py`` runs them): the fix is safe;
+- :data:`PRESUMED`: the index is named like a GPU index (``gpu``, ``gpu_id``, ``device_id``,
+  ``local_rank``): an int is likely, not shown; the fix needs ``--unsafe-fixes``;
 - a ``try`` around the call whose handler catches ``RuntimeError`` (not ``AssertionError``):
   without a GPU, torch 2.13's ``.cuda(0)`` raises ``RuntimeError`` and the rewrite the
   ``AssertionError`` of ``.cuda()``, so the fix is unsafe there whatever the index
@@ -68,7 +71,7 @@ def index_evidence(codemod: "Codemod", call: cst.Call, index: cst.BaseExpression
             return UNKNOWN, f"`{shown}` is bound to a non-int on some path"
     guard = _comparing_guard(codemod, call, index)
     if guard is not None:
-        return PRESUMED, f"`{shown}` is only compared with an int (`{guard}`)"
+        return INT, f"`{shown}` is ordered against an int in the guard (`{guard}`), which only a number survives"
     dotted = nodes.dotted_name(index)
     if dotted is not None and GPU_INDEX_NAMES.fullmatch(dotted.rpartition(".")[2]):
         return PRESUMED, f"`{shown}` is only named like a GPU index"

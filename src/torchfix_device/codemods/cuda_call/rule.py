@@ -82,9 +82,10 @@ class CudaCall(Codemod):
     ```
 
     ## Not rewritten
-    - An index only presumed an int — compared with an int in the guard around the call
-      (`if self.gpu >= 0: x = x.cuda(self.gpu)`) or named like one (`args.gpu`, `gpu_id`,
-      `device_id`, `local_rank`) — is rewritten the same way with `--unsafe-fixes` only. An index
+    - An index only named like one (`args.gpu`, `gpu_id`, `device_id`, `local_rank`) is
+      rewritten the same way with `--unsafe-fixes` only; one ordered against an int by the guard
+      around the call (`if self.gpu >= 0: x = x.cuda(self.gpu)`) is an int-like number or fails
+      that guard, and is rewritten by default. An index
       that may be a `torch.device`, a string or `None` (`.cuda("cuda:1")`, a parameter, a name
       bound to a string on some path, `x /= 2`) is reported for manual review:
       `torch.device("cuda", i)` raises `TypeError` where `.cuda(i)` moved.
@@ -119,8 +120,10 @@ class CudaCall(Codemod):
     raising. `.cuda(i)` with an int `i` is `.to(torch.device("cuda", i))` on tensors and modules
     (a negative `i` raises the same `RuntimeError`); without CUDA both raise, torch 2.13 giving
     `.cuda(0)` a `RuntimeError` and the rewrite the `AssertionError` that `.cuda()` raises on a
-    CPU build. With an index only presumed an int the fix is unsafe: a string or a device there
-    makes it raise `TypeError`; so is it inside a `try` whose handler catches `RuntimeError` (and
+    CPU build. An index ordered against an int by its guard is a number: a float or a bool fails
+    both spellings with `TypeError`; only a 0-dim tensor index, refused by `.cuda(i)` but taken by
+    `torch.device`, would now run. With an index only named like one the fix is unsafe: a string
+    or a device there makes it raise `TypeError`; so is it inside a `try` whose handler catches `RuntimeError` (and
     not `AssertionError`): without CUDA the handler ran before, the rewrite's error escapes it.
     """
 
