@@ -157,3 +157,30 @@ def test_type_of_an_instance_keeps_the_device_it_had_in_0_3() -> None:
     on_device = torch.ones(2, device="meta")
     assert before(priors, on_device).device.type == "cpu"  # the device bug the rewrite removes
     assert after(priors, on_device).device.type == "meta"
+
+
+def test_a_module_alias_goes_with_its_reads_and_the_program_builds_the_same_tensors() -> None:
+    """``tt = torch.cuda if cuda else torch`` and ``self.tt`` (set in ``__init__``, read by the
+    class's methods): executed before and after on the CPU (``cuda=False``), the same shapes,
+    dtypes and values; with ``cuda=True`` the rewrite asks for the CUDA device where the
+    original asked for a CUDA tensor type."""
+    folder = Path(__file__).parent / "fixtures" / "cuda_tensor_type"
+    namespaces = []
+    for name in ("module_alias.in.py", "module_alias.out.py"):
+        namespace: dict = {}
+        exec(compile((folder / name).read_text(encoding="utf-8"), name, "exec"), namespace)
+        namespaces.append(namespace)
+    results = []
+    for namespace in namespaces:
+        scores, ids = namespace["scores_of"](3)
+        beam = namespace["Beam"](4)
+        moved = beam.advance(5)
+        results.append([(t.shape, t.dtype, t.device.type, t.tolist()) for t in (scores, ids, beam.scores, beam.next_ys[0], moved)])
+    assert results[0] == results[1]
+    after = namespaces[1]
+    assert after["Beam"](2, cuda=False).device == torch.device("cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises((RuntimeError, AssertionError, TypeError)):
+            namespaces[0]["scores_of"](1, cuda=True)  # the CUDA tensor type: unavailable here
+        with pytest.raises((RuntimeError, AssertionError)):
+            after["scores_of"](1, cuda=True)  # the CUDA device: unavailable here too

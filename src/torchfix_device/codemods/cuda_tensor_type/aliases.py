@@ -49,14 +49,22 @@ RANDOM_FUNCTIONS = {  # numpy.random functions: index of the `size` argument (an
 }
 
 
+MODULE = ""
+"""The dtype of a module alias (``tt = torch.cuda if cuda else torch``): each read names its own."""
+
+
 @dataclass
 class Alias:
     name: str
     statement: cst.SimpleStatementLine
     choice: cst.IfExp
     dtype: str
+    """The alias's dtype, or :data:`MODULE` for an alias of ``torch.cuda``/``torch``."""
     scope: cst.CSTNode  # Module or FunctionDef
-    reads: list[cst.Name] = field(default_factory=list)
+    reads: list[cst.BaseExpression] = field(default_factory=list)
+    """The reads: names, or for an attribute alias the ``self.tt`` attributes."""
+    owner: cst.ClassDef | None = None
+    """For ``self.tt = torch.cuda if cuda else torch`` in ``__init__``: the class."""
     reason: str | None = None
     """Why it is left as it is (None: every read is rewritten and the alias goes)."""
     device: str | None = None
@@ -71,8 +79,16 @@ def find_aliases(codemod: "Codemod", module: cst.Module) -> dict[str, list[Alias
         alias = _alias_of(codemod, statement, scope)
         if alias is not None:
             found.setdefault(alias.name, []).append(alias)
+    for owner, init, statement in _init_statements(module):
+        alias = _alias_of(codemod, statement, init, owner)
+        if alias is not None:
+            found.setdefault(alias.name, []).append(alias)
     if not found:
         return {}
+    attributes = {name: aliases for name, aliases in found.items() if aliases[0].owner is not None}
+    if attributes:
+        _attribute_reads(module, attributes)
+    found = {name: aliases for name, aliases in found.items() if name not in attributes}
     binds: dict[str, int] = {}
     for event in codemod.device_source.flags.analysis.scan.events:
         if event.kind == "bind" and event.target in found:
@@ -84,7 +100,46 @@ def find_aliases(codemod: "Codemod", module: cst.Module) -> dict[str, list[Alias
                 alias.reason = f"`{name}` is bound more than once"
                 continue
             alias.reads = [r for r in reads if r is not alias.statement.body[0].targets[0].target]  # type: ignore[attr-defined]
-    return found
+    return {**found, **attributes}
+
+
+def _init_statements(module: cst.Module):
+    """(class, its ``__init__``, statement) for the statements of each class's ``__init__``."""
+    for node in traversal.walk_statements(module):
+        if isinstance(node, cst.ClassDef):
+            for method in statements_of(node):
+                if isinstance(method, cst.FunctionDef) and method.name.value == "__init__" and _self_name(method):
+                    for statement in statements_of(method):
+                        yield node, method, statement
+
+
+def _self_name(method: cst.FunctionDef) -> str | None:
+    params = [*method.params.posonly_params, *method.params.params]
+    return params[0].name.value if params and not method.decorators else None
+
+
+def _attribute_reads(module: cst.Module, found: dict[str, list[Alias]]) -> None:
+    """Fill the reads of the attribute aliases ``found`` (by their shown name, ``self.tt``):
+    every ``X.tt`` of the file other than the alias's own target is a read; the alias stays
+    when the attribute is bound more than once."""
+    by_attribute = {name.partition(".")[2]: aliases for name, aliases in found.items()}
+    targets: dict[str, int] = {}
+    for node in traversal.walk(module):
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.For, cst.With)):
+            for target in traversal.walk(_binding_part(node)) if not isinstance(node, cst.Del) else traversal.walk(node.target):
+                if isinstance(target, cst.Attribute) and target.attr.value in by_attribute:
+                    targets[target.attr.value] = targets.get(target.attr.value, 0) + 1
+    for attribute, aliases in by_attribute.items():
+        alias = aliases[0]
+        target = alias.statement.body[0].targets[0].target  # type: ignore[attr-defined]
+        if len(aliases) > 1 or targets.get(attribute, 0) != 1:
+            for each in aliases:
+                each.reason = f"`.{attribute}` is bound more than once in the file"
+            continue
+        alias.reads = [
+            node for node in traversal.walk(module)
+            if isinstance(node, cst.Attribute) and node.attr.value == attribute and node is not target
+        ]
 
 
 def _body_statements(module: cst.Module):
@@ -97,13 +152,19 @@ def _body_statements(module: cst.Module):
                 yield node, statement
 
 
-def _alias_of(codemod: "Codemod", statement: cst.CSTNode, scope: cst.CSTNode) -> Alias | None:
-    pattern = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name())], value=m.IfExp())])
+def _alias_of(codemod: "Codemod", statement: cst.CSTNode, scope: cst.CSTNode, owner: cst.ClassDef | None = None) -> Alias | None:
+    target = m.Name() if owner is None else m.Attribute(value=m.Name(_self_name(cst.ensure_type(scope, cst.FunctionDef))))
+    pattern = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=target)], value=m.IfExp())])
     if not m.matches(statement, pattern):
         return None
     line = cst.ensure_type(statement, cst.SimpleStatementLine)
     assign = cst.ensure_type(line.body[0], cst.Assign)
     choice = cst.ensure_type(assign.value, cst.IfExp)
+    name = _nodes.code_of(assign.targets[0].target)
+    if "torch.cuda" in codemod.qualified_names(choice.body) and "torch" in codemod.qualified_names(choice.orelse):
+        return Alias(name, line, choice, MODULE, scope, owner=owner)
+    if owner is not None:
+        return None
     on_cuda = torch_api.legacy_tensor_type(codemod.qualified_names(choice.body, ending_in=torch_api.LEGACY_TENSOR_TYPE_NAMES))
     if on_cuda is None or not on_cuda[1]:
         return None
@@ -111,7 +172,6 @@ def _alias_of(codemod: "Codemod", statement: cst.CSTNode, scope: cst.CSTNode) ->
     on_cpu = torch_api.legacy_tensor_type(otherwise)
     if not (on_cpu == (on_cuda[0], False) or ("torch.Tensor" in otherwise and on_cuda[0] == "float32")):
         return None
-    name = cst.ensure_type(assign.targets[0].target, cst.Name).value
     return Alias(name, line, choice, on_cuda[0], scope)
 
 
@@ -132,8 +192,15 @@ def _cst_lambda_params(node: cst.Lambda) -> list[cst.Param]:
 
 
 # -- what a read of an alias becomes -------------------------------------------------------------
-def read_kind(codemod: "Codemod", read: cst.Name, parent: cst.CSTNode | None, grand: cst.CSTNode | None) -> str | None:
-    """``"call"`` for ``Alias(...)``, ``"type"`` for ``x.type(Alias)``, None for anything else."""
+def read_kind(codemod: "Codemod", read: cst.BaseExpression, parent: cst.CSTNode | None, grand: cst.CSTNode | None,
+              alias: Alias | None = None) -> str | None:
+    """``"call"`` for ``Alias(...)``, ``"type"`` for ``x.type(Alias)``, ``"member"`` for
+    ``tt.FloatTensor(...)`` of a module alias, None for anything else."""
+    if alias is not None and alias.dtype == MODULE:
+        if isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value in torch_api.LEGACY_TENSOR_DTYPES \
+                and isinstance(grand, cst.Call) and grand.func is parent:
+            return "member"
+        return None
     if isinstance(parent, cst.Call) and parent.func is read:
         return "call"
     if isinstance(parent, cst.Arg) and parent.keyword is None and isinstance(grand, cst.Call) and len(grand.args) == 1 \

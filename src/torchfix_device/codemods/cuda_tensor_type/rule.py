@@ -12,7 +12,7 @@ from torchfix_device.syntax import traversal
 from torchfix_device import torch_api
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
-from torchfix_device.codemods.cuda_tensor_type.aliases import Alias, ValueOf, constructor, find_aliases, read_kind
+from torchfix_device.codemods.cuda_tensor_type.aliases import MODULE, Alias, ValueOf, constructor, find_aliases, read_kind
 from torchfix_device.devices.source import NoDevice
 from torchfix_device.devices.flag_scan import statements_of
 
@@ -43,7 +43,10 @@ class CudaTensorType(Codemod):
     `x.to(device=device, dtype=torch.float32)`. The device is the alias's own condition: the
     user's flag device (`device = torch.device("cuda" if cuda else "cpu")`, see TFD001) where the
     condition is that flag, else the alias line becomes `device = torch.device("cuda" if cond
-    else "cpu")` with a free name.
+    else "cpu")` with a free name. Module aliases, `tt = torch.cuda if cuda else torch` (and
+    `self.tt = ...` in `__init__`, read as `self.tt.LongTensor(...)` by the class's methods), go
+    the same way, each read taking its own type's dtype: the alias line binds the device
+    (`self.device = torch.device("cuda" if cuda else "cpu")`, a free attribute name).
 
     ## Why is this bad?
     `torch.cuda.FloatTensor` exists only with CUDA: the code fails on a CPU-only machine
@@ -72,7 +75,8 @@ class CudaTensorType(Codemod):
     reads cannot be rewritten — an argument that shows neither a size nor data (`Tensor(x)`, a
     0-dimensional array, `Tensor(*shape)`), the alias passed as a value or to `isinstance`, a
     read before it is bound, a second binding of its name — is left whole, with its reads, and
-    reported. CPU types outside `nn.Module` methods (`torch.FloatTensor(...)`) are left alone;
+    reported; so is a module alias handed out as a value or whose attribute is bound in two
+    places of the file. CPU types outside `nn.Module` methods (`torch.FloatTensor(...)`) are left alone;
     inside them TFD003 handles them.
 
     ## Fix safety
@@ -80,7 +84,8 @@ class CudaTensorType(Codemod):
     same shape and dtype; `torch.tensor` copies the same data; `torch.as_tensor`, like the legacy
     constructor, shares a NumPy array's memory on the CPU when the dtype matches and copies it
     otherwise; `.to(device=, dtype=)` converts like `.type()` did. An alias's reads get the device
-    its condition chose. On a machine without CUDA the code now runs on the CPU instead of failing.
+    its condition chose. An attribute alias's reads are those of its file: a subclass in another
+    file reading `self.tt` would no longer find it. On a machine without CUDA the code now runs on the CPU instead of failing.
     `y.type_as(x)` gives `y` the type `type(x.data)` was in 0.3, device included (since 0.4
     `type(x.data)` is `torch.Tensor`: the old code moves `y` to the CPU).
     """
@@ -105,6 +110,7 @@ class CudaTensorType(Codemod):
         return any(
             isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
             and (scan.opaque or any(_is_cuda_legacy_type(q) for q in scan.qualified(node)))
+            or isinstance(node, ast.IfExp) and "torch.cuda" in scan.qualified(node.body) and "torch" in scan.qualified(node.orelse)
             for node, _, _ in facts.contexts
         )
 
@@ -141,7 +147,7 @@ class CudaTensorType(Codemod):
             self._choose_device(alias, [seen[id(r)].chain for r in alias.reads])
             for read in alias.reads:
                 found = seen[id(read)]
-                kind = read_kind(self, read, found.parent, found.grand)
+                kind = read_kind(self, read, found.parent, found.grand, alias)
                 call = found.parent if kind == "call" else found.grand
                 self._reads[id(call)] = (alias, cst.ensure_type(kind, str), found)
 
@@ -157,24 +163,34 @@ class CudaTensorType(Codemod):
             if found is None:
                 return f"`{alias.name}` is read where it cannot be followed", None
             parent, grand, chain, top = found.parent, found.grand, found.chain, found.top
-            if isinstance(alias.scope, cst.FunctionDef) and not any(f is alias.scope for f in chain):
+            if alias.owner is not None and not _a_method_reads_its_own(alias.owner, chain, read):
+                return f"`{nodes.code_of(read)}` is read outside the methods of `{alias.owner.name.value}`", read
+            if alias.owner is None and isinstance(alias.scope, cst.FunctionDef) and not any(f is alias.scope for f in chain):
                 return f"`{alias.name}` is read outside the function that binds it", read
             if (not chain or chain[-1] is alias.scope) and top <= index:
                 return f"`{alias.name}` is read before it is bound", read
-            kind = read_kind(self, read, parent, grand)
+            kind = read_kind(self, read, parent, grand, alias)
             if kind is None:
                 return f"`{alias.name}` is used as a value", read
             if self.is_suppressed(read):
                 return "one of its reads is suppressed", None
-            if kind == "call":
-                done = constructor(cst.ensure_type(parent, cst.Call), self._torch, alias.dtype, "device", found.values(self, module))
+            if kind in ("call", "member"):
+                call = cst.ensure_type(parent if kind == "call" else grand, cst.Call)
+                done = constructor(call, self._torch, _dtype_of(alias, call), "device", found.values(self, module))
                 if isinstance(done, str):
-                    return done, parent
+                    return done, call
         return None, None
 
     def _choose_device(self, alias: Alias, chains: list[list[cst.FunctionDef]]) -> None:
         """The device of ``alias``: its flag's binding where the condition is a usable flag that
         is final at the alias, else a binding of the same value in place of the alias."""
+        if alias.owner is not None:
+            init = cst.ensure_type(alias.scope, cst.FunctionDef)
+            taken = _attribute_names(self.visited_module)
+            free = next((n for n in ("device", "tensor_device", "default_device", "device_") if n not in taken), None) or \
+                next(f"device{i}" for i in range(2, 1000) if f"device{i}" not in taken)
+            alias.device = f"{init.params.params[0].name.value if init.params.params else init.params.posonly_params[0].name.value}.{free}"
+            return
         flags = self.device_source.flags
         flag = flags.guard_flag(alias.choice)
         if flag is not None and flag.usable and id(alias.choice) not in flag.before:
@@ -209,22 +225,25 @@ class CudaTensorType(Codemod):
         if alias is None:
             return updated_node
         test = nodes.code_of(alias.choice.test)
+        what = "a CUDA tensor type alias" if alias.dtype != MODULE else "an alias of `torch.cuda` or `torch`"
         if alias.reason == "it is never called":
-            self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias that is never called: remove it", fixable=False)
+            self.report(original_node, f"`{alias.name}` is {what} that is never called: remove it", fixable=False)
             return updated_node
         if alias.reason is not None:
             if not any(a is alias for a in self._blockers.values()):
-                self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias that stays because {alias.reason}: give its reads a dtype and a device by hand", fixable=False)
+                self.report(original_node, f"`{alias.name}` is {what} that stays because {alias.reason}: give its reads a dtype and a device by hand", fixable=False)
             return updated_node
         if alias.removed:
-            if self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias on `{test}`: its reads take `dtype={self._torch}.{alias.dtype}, device={alias.device}`"):
+            dtype = f"dtype={self._torch}.{alias.dtype}, " if alias.dtype != MODULE else "a dtype and "
+            if self.report(original_node, f"`{alias.name}` is {what} on `{test}`: its reads take `{dtype}device={alias.device}`"):
                 self._removed += [original_node, updated_node]  # taken out of its block, its blank lines kept
             return updated_node
-        if not self.report(original_node, f"`{alias.name}` is a CUDA tensor type alias on `{test}`: bind the device instead"):
+        if not self.report(original_node, f"`{alias.name}` is {what} on `{test}`: bind the device instead, as `{alias.device}`"):
             return updated_node
         value = cst.parse_expression(f'{self._torch}.device("cuda" if {test} else "cpu")')
         assign = cst.ensure_type(updated_node.body[0], cst.Assign)
-        new = assign.with_changes(targets=[assign.targets[0].with_changes(target=cst.Name(cst.ensure_type(alias.device, str)))], value=value)
+        target = cst.ensure_type(cst.parse_expression(cst.ensure_type(alias.device, str)), (cst.Name, cst.Attribute))
+        new = assign.with_changes(targets=[assign.targets[0].with_changes(target=target)], value=value)
         return updated_node.with_changes(body=[new])
 
     def _cuda_dtype(self, node: cst.BaseExpression) -> str | None:
@@ -252,7 +271,8 @@ class CudaTensorType(Codemod):
     def _report_blocker(self, node: cst.CSTNode) -> None:
         alias = self._blockers.get(id(node))
         if alias is not None:
-            self.report(node, f"`{nodes.code_of(node)}` keeps the CUDA tensor type alias `{alias.name}`: {alias.reason}; give it a dtype and a device by hand", fixable=False)
+            what = "CUDA tensor type alias" if alias.dtype != MODULE else "alias"
+            self.report(node, f"`{nodes.code_of(node)}` keeps the {what} `{alias.name}`: {alias.reason}; give it a dtype and a device by hand", fixable=False)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         self._report_blocker(original_node)
@@ -295,6 +315,7 @@ class CudaTensorType(Codemod):
         return updated.with_changes(func=func.with_changes(attr=cst.Name("type_as")), args=[cst.Arg(other)])
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        self._report_blocker(original_node)
         if id(original_node) not in self._handled and self._cuda_dtype(original_node):
             self.report(
                 original_node,
@@ -325,11 +346,12 @@ class CudaTensorType(Codemod):
             if not self.report(original, f"`.type({alias.name})`: use `.to(device={device}, dtype={self._torch}.{alias.dtype})`"):
                 return updated
             return self._to_call(updated, device, alias.dtype)
-        done = constructor(updated, self._torch, alias.dtype, device, read.values(self, self.visited_module))
+        dtype = _dtype_of(alias, original)
+        done = constructor(updated, self._torch, dtype, device, read.values(self, self.visited_module))
         if isinstance(done, str):  # decided on the original call: cannot happen
             return updated
         factory = nodes.dotted_name(done.func)
-        if self.report(original, f"`{alias.name}(...)`: use `{factory}(..., dtype={self._torch}.{alias.dtype}, device={device})`"):
+        if self.report(original, f"`{nodes.code_of(original.func)}(...)`: use `{factory}(..., dtype={self._torch}.{dtype}, device={device})`"):
             return done
         return updated
 
@@ -375,6 +397,27 @@ class CudaTensorType(Codemod):
         template = cst.ensure_type(cst.parse_expression(f"_.to(device={device}, dtype={self._torch}.{dtype})"), cst.Call)
         func = cst.ensure_type(updated.func, cst.Attribute).with_changes(attr=cst.Name("to"))
         return template.with_changes(func=func, lpar=updated.lpar, rpar=updated.rpar)
+
+
+def _dtype_of(alias: Alias, call: cst.Call) -> str:
+    """The dtype a read of ``alias`` makes: the alias's, or for ``tt.LongTensor(...)`` the type's."""
+    if alias.dtype != MODULE:
+        return alias.dtype
+    return torch_api.LEGACY_TENSOR_DTYPES[cst.ensure_type(call.func, cst.Attribute).attr.value]
+
+
+def _a_method_reads_its_own(owner: cst.ClassDef, chain: list, read: cst.BaseExpression) -> bool:
+    """``read`` is ``self.tt`` in a method of ``owner`` (not a nested function), ``self`` its
+    first parameter."""
+    if not chain or not any(method is chain[-1] for method in statements_of(owner)):
+        return False
+    method = cst.ensure_type(chain[-1], cst.FunctionDef)
+    params = [*method.params.posonly_params, *method.params.params]
+    return bool(params) and not method.decorators and m.matches(read, m.Attribute(value=m.Name(params[0].name.value)))
+
+
+def _attribute_names(module: cst.Module) -> set[str]:
+    return {node.attr.value for node in traversal.walk(module) if isinstance(node, cst.Attribute)}
 
 
 class _Read(NamedTuple):
