@@ -47,6 +47,42 @@ def test_rewritten_loss_matches_torch(size_average, reduce, given) -> None:
     assert results[0] == results[1]
 
 
+@pytest.mark.parametrize("call", [
+    "nn.MSELoss(size_average=value)",
+    "nn.NLLLoss(weight=None, size_average=value, reduce=True)",
+    "nn.MSELoss(size_average=value, reduce=None)",
+    "nn.MSELoss(size_average=value, reduction='mean')",
+    "nn.MSELoss(reduce=value)",
+    "nn.MSELoss(size_average=False, reduce=value)",
+    "nn.MSELoss(size_average=True, reduce=value)",
+    "nn.MSELoss(size_average=None, reduce=value)",
+])
+def test_a_legacy_argument_given_by_a_name_gets_the_reduction_torch_computes(call: str) -> None:
+    """The rewrite of a name (``size_average=value``) is an expression; executed for each value
+    a legacy script may hold, against what torch makes of the original."""
+    source = f"import torch.nn as nn\ncriterion = {call}\n"
+    rewritten = transform_source(source, [LegacyLossReductionArgs]).text
+    assert "size_average" not in rewritten and "reduce=" not in rewritten, rewritten
+    for value in (None, True, False, 0, 1):
+        reductions = []
+        for text in (source, rewritten):
+            scope: dict = {"value": value}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(text, scope)
+            reductions.append(scope["criterion"].reduction)
+        assert reductions[0] == reductions[1], (value, rewritten)
+
+
+@pytest.mark.parametrize("call", [
+    "nn.MSELoss(size_average=a, reduce=b)", "nn.MSELoss(size_average=f())", "nn.MSELoss(size_average=a, reduction='sum')",
+])
+def test_what_a_name_cannot_say_stays_for_review(call: str) -> None:
+    source = f"import torch.nn as nn\ncriterion = {call}\n"
+    out = transform_source(source, [LegacyLossReductionArgs])
+    assert out.text == source and [f.fixed for f in out.findings] == [False]
+
+
 def test_variable_unsafe_unwrap_held_back_by_default() -> None:
     """`x` (not shown to be grad-free) keeps `Variable`'s detach by default; the plain unwrap is
     the unsafe fix."""

@@ -42,6 +42,26 @@ def legacy_reduction(size_average: bool | None, reduce: bool | None) -> str | No
     return "mean" if size_average in (None, True) else "sum"
 
 
+def _reduction_of_a_value(variables: dict[str, str], values: dict[str, bool | None], reduction: cst.Arg | None) -> str | None:
+    """The ``reduction=`` expression torch computes when one legacy argument is a name (read
+    twice: a name or an attribute, no call) and the other a literal or absent; None when both
+    are names, or a ``reduction=`` other than ``"mean"`` is given (it counts when the name is
+    ``None``)."""
+    if len(variables) != 1:
+        return None
+    given = reduction.value if reduction is not None else None
+    if given is not None and not (isinstance(given, cst.SimpleString) and given.evaluated_value in ("mean", "elementwise_mean")):
+        return None
+    (key, name), = variables.items()
+    if key == "size_average":  # reduce: None or True (mean/sum on the name) or False (none)
+        if values["reduce"] is False:
+            return '"none"'
+        low, high = "sum", "mean"
+    else:  # size_average: None or True (mean) or False (sum); a false reduce gives none
+        low, high = "none", "mean" if values["size_average"] in (None, True) else "sum"
+    return f'"{low}" if {name} is not None and not {name} else "{high}"'
+
+
 class LegacyLossReductionArgs(Codemod):
     """
     ## What it does
@@ -74,9 +94,14 @@ class LegacyLossReductionArgs(Codemod):
     kl = nn.KLDivLoss(reduction="mean")
     ```
 
+    One of them given by a name (`size_average=size_average`, `reduce=args.reduce`) becomes the
+    expression torch evaluates: `reduction="sum" if size_average is not None and not
+    size_average else "mean"` (`None` and true values give the mean, a false one the sum).
+
     ## Not rewritten
-    Values that are not the literals `True`, `False` or `None` (`size_average=args.avg`): the
-    result depends on the value at run time, so the call is reported for manual review. Calls
+    Both given by names, a value that is neither a name nor a literal (`size_average=f()`,
+    evaluated once where the rewrite reads it twice), or a name together with a `reduction=`
+    other than `"mean"` (which counts when the name is `None`): reported for manual review. Calls
     that may pass the legacy arguments positionally (as many positional arguments as come before
     `size_average`, or `*args`) are reported too. Calls with `**kwargs` and no legacy keyword,
     and functions or classes that are not torch losses, are left alone.
@@ -84,7 +109,9 @@ class LegacyLossReductionArgs(Codemod):
     ## Fix safety
     Safe: for literal values the new `reduction=` is exactly the one torch computes from the
     legacy arguments (checked against `legacy_get_string` for every combination in the
-    test-suite), so the loss returns the same values, minus the deprecation warning.
+    test-suite), so the loss returns the same values, minus the deprecation warning; for a name,
+    the expression gives what torch gives for `None`, `True`, `False`, `0` and `1` (executed in
+    the test-suite too).
     """
 
     code = "TFD010"
@@ -130,31 +157,35 @@ class LegacyLossReductionArgs(Codemod):
             self.report(original_node, f"deprecated `{shown}`: arguments passed positionally; use `reduction=` by hand", fixable=False)
             return updated_node
         values: dict[str, bool | None] = {}
+        variables: dict[str, str] = {}
         for key, arg in legacy.items():
             if arg is None:
                 values[key] = None
             elif isinstance(arg.value, cst.Name) and arg.value.value in LITERALS:
                 values[key] = LITERALS[arg.value.value]
+            elif nodes.dotted_name(arg.value) is not None:
+                variables[key] = nodes.code_of(arg.value)
             else:
-                self.report(
-                    original_node,
-                    f"deprecated `{key}={nodes.code_of(arg.value)}`: not a literal; use `reduction=` by hand",
-                    fixable=False,
-                )
+                self.report(original_node, f"deprecated `{key}={nodes.code_of(arg.value)}`: not a name or a literal; use `reduction=` by hand", fixable=False)
                 return updated_node
-        new_value = legacy_reduction(values["size_average"], values["reduce"])
-        if new_value is None:
-            message = f"deprecated `{shown}` with `None` has no effect: remove it"
+        if variables:
+            new_code = _reduction_of_a_value(variables, values, reduction)
+            if new_code is None:
+                self.report(original_node, f"deprecated `{shown}` given by values: use `reduction=` by hand", fixable=False)
+                return updated_node
+            message = f"deprecated `{shown}`: use `reduction={new_code}`, what torch computes from them"
         else:
-            message = f"deprecated `{shown}`: use `reduction=\"{new_value}\"`"
+            new_value = legacy_reduction(values["size_average"], values["reduce"])
+            new_code = f'"{new_value}"' if new_value is not None else None
+            message = f"deprecated `{shown}` with `None` has no effect: remove it" if new_value is None else f"deprecated `{shown}`: use `reduction={new_code}`"
         if not self.report(original_node, message):
             return updated_node
         drop = {k for k, a in legacy.items() if a is not None}
-        if new_value is not None:
+        if new_code is not None:
             drop.add("reduction")
         new_arg = None
-        if new_value is not None:
-            new_arg = cst.parse_expression(f'f(reduction="{new_value}")').args[0]  # type: ignore[attr-defined]
+        if new_code is not None:
+            new_arg = cst.parse_expression(f"f(reduction={new_code})").args[0]  # type: ignore[attr-defined]
         return _replace_keywords(updated_node, drop, new_arg)
 
     def _elementwise_mean(
