@@ -50,8 +50,9 @@ class TorchLoadWithoutMapLocation(Codemod):
     ## Not rewritten
     Calls that already pass `map_location` (by keyword or as the second positional argument) or
     forward `*args` or `**kwargs` (which may hold it: `def load(*a, **k): return torch.load(*a, **k)`); every other `load` (`np.load`, `pickle.load`,
-    `json.load`, `yaml.load`, a method called `load`); calls inside `__init__`, static methods or
-    nested functions of an `nn.Module`, where no module device exists yet, and calls where a
+    `json.load`, `yaml.load`, a method called `load`); calls inside `__init__` or nested
+    functions of an `nn.Module`, where no module device exists (a static or class method takes
+    the device as a function does), and calls where a
     user's flag decides the device but cannot give it (the load runs before the flag is final,
     or the flag changes later, or guards test different flags): those are reported, rather than
     sent to the GPU on `torch.cuda.is_available()` alone against `--no-cuda`.

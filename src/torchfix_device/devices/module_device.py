@@ -62,6 +62,11 @@ class ModuleMethodDevice:
         func = self.codemod.function_stack[-1]
         return func if any(stmt is func for stmt in cls.body.body) else None
 
+    def in_static_or_class_method(self) -> bool:
+        """The site is in a static or class method of the class: no instance, as in a function."""
+        method = self.enclosing_method()
+        return method is not None and bool({"staticmethod", "classmethod"} & set(nodes.decorator_names(method)))
+
     def device(self, cls: cst.ClassDef) -> DeviceExpr | NoDevice:
         method = self.enclosing_method()
         if method is None:

@@ -90,7 +90,8 @@ class DeviceSource:
                 return NoDevice("inside TorchScript, which cannot read a module-level device, and no tensor argument to take it from")
             return DeviceExpr(f"{tensor}.device")
         cls = self.enclosing_module_class()
-        if cls is not None:
+        static = cls is not None and allow_global and self._module_method.in_static_or_class_method()
+        if cls is not None and not static:  # a static or class method finds its device as a function does
             return self._module_method.device(cls)
         if not allow_global:
             return NoDevice("not inside an nn.Module method: no module to take the device from")

@@ -90,8 +90,9 @@ class CudaCall(Codemod):
       bound to a string on some path, `x /= 2`) is reported for manual review:
       `torch.device("cuda", i)` raises `TypeError` where `.cuda(i)` moved.
     - `self.cuda()` inside a class (the object moves itself: only its caller knows where to),
-      and `.cuda()` inside `__init__`, static methods or nested functions of an `nn.Module`
-      (no module device exists there): reported for manual review.
+      and `.cuda()` inside `__init__` or nested functions of an `nn.Module` (no module device
+      exists there; a static or class method takes the device as a function does): reported for
+      manual review.
     - `x.cuda` without a call, the `torch.cuda.*` namespace (`torch.cuda.is_available()`,
       `torch.cuda.synchronize()`), and objects that are not torch (numba's `cuda`, cupy, pycuda,
       a class's own `cuda` method called on `self`).
