@@ -15,9 +15,10 @@ The answer comes from what the code shows a value to be, never from its name:
 - a name every binding of which that may reach the read is one of these (a value built from
   the name itself adds nothing), a function or method of this file every ``return`` of which
   is one;
-- a binding of a name that reaches a ``.backward()`` with no argument on it (which only a
-  one-element tensor allows: ``loss`` bound in both branches of an ``if``/``else``, then
-  ``loss.backward()``), or that reaches a read building by arithmetic a name whose binding
+- a binding of a name that reaches a ``.backward()`` with no argument on it, or on an
+  arithmetic expression it is an operand of (which only a one-element tensor allows: ``loss``
+  bound in both branches of an ``if``/``else``, then ``loss.backward()``;
+  ``(value_loss + action_loss - entropy * coef).backward()``), or that reaches a read building by arithmetic a name whose binding
   reaches one (``loss = raw_loss + reg``; ``loss.backward()`` shows ``raw_loss`` has one
   element: broadcasting never shrinks a tensor).
 
@@ -242,8 +243,8 @@ class SizeEvidence(LossEvidence):
         if not isinstance(binding, (cst.Name, cst.Param)) or depth > 3:
             return False
         for read in self._reads_reached_by(binding):
-            attribute = self.values.parent(read)
-            if isinstance(attribute, cst.Attribute) and attribute.value is read and attribute.attr.value == "backward":
+            whole, attribute = self._operand_of(read)
+            if isinstance(attribute, cst.Attribute) and attribute.value is whole and attribute.attr.value == "backward":
                 call = self.values.parent(attribute)
                 if isinstance(call, cst.Call) and call.func is attribute and not call.args:
                     return True
@@ -263,6 +264,16 @@ class SizeEvidence(LossEvidence):
                 reach = self.values.reach(node)
                 if reach.why is None and any(b is binding for b in reach.bindings):
                     yield node
+
+    def _operand_of(self, read: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode | None]:
+        """The whole elementwise arithmetic ``read`` is an operand of (``read`` itself when it is
+        none), and that expression's parent: ``(a + b - c * k).backward()`` shows each of ``a``,
+        ``b``, ``c`` has one element, as the result has (broadcasting never shrinks a tensor)."""
+        node, parent = read, self.values.parent(read)
+        while isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, ARITHMETIC) or \
+                isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+            node, parent = parent, self.values.parent(parent)
+        return node, parent
 
     def _built_into(self, read: cst.CSTNode) -> cst.Name | None:
         """The target of ``target = ... read ...`` where ``read`` is an operand of the value's
