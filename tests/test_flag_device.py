@@ -252,9 +252,10 @@ def test_guards_on_the_flag_go_where_values_are_on_the_cpu() -> None:
 def test_guards_that_must_stay_stay() -> None:
     after = _runs()["guards_stay"]["after"]
     assert after.count("if use_gpu_1:") == 1 and after.count("if args.cuda:") == 2 and "if gpu_2 >= 0:" in after
-    # the index moves, its guard (on the machine) stays; `gpu_2` is only presumed an int: left as it is
+    # the index moves, its guard (on the machine) stays; `gpu_2`, ordered against 0 by its guard,
+    # moves to its own index and keeps the guard that chooses it
     assert 'c = torch.ones(2).to(torch.device("cuda", 0)) if torch.cuda.is_available() else torch.ones(2)' in after
-    assert ".cuda(gpu_2)" in after
+    assert 'if gpu_2 >= 0:\n    w = w.to(torch.device("cuda", gpu_2))' in after
 
 
 def test_flag_in_main_and_parameter_get_a_local_binding() -> None:
