@@ -212,6 +212,19 @@ def test_on_cpu_after_the_migration_too() -> None:
     assert ask(source, devices.on_cpu) == [False, True, True, True, True, True, False, False, False, False]
 
 
+def test_cpu_results_whatever_the_default_device() -> None:
+    """``.cpu()`` gives a CPU tensor even where the file makes CUDA the default (its factories
+    then are not on the CPU); ``Variable(x)`` and torch functions of CPU tensors stay there."""
+    source = HEADER + textwrap.dedent("""
+    x = torch.linspace(-1, 1, 10)
+    def f(out):
+        probe(out.cpu()); probe(torch.zeros(2)); probe(Variable(torch.unsqueeze(x, dim=1))); probe(torch.cat([x, x]))
+    """)
+    assert ask(source, devices.on_cpu) == [True, True, True, True]
+    changed = source.replace("x = torch.linspace", 'torch.set_default_tensor_type("torch.cuda.FloatTensor")\nx = torch.linspace')
+    assert ask(changed, devices.on_cpu) == [True, False, False, False]
+
+
 @pytest.mark.parametrize(
     ("code", "moves"),
     [

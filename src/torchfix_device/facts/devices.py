@@ -273,7 +273,11 @@ def may_be_on_device(values: "facts_values.ModuleValues", expr: cst.BaseExpressi
 
 def on_cpu(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> bool:
     """``expr`` is shown to be on the CPU, now and once migrated (see the module docstring)."""
-    if depth > kinds.MAX_DEPTH or _defaults_changed(values):
+    if depth > kinds.MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "cpu" and not expr.args:
+        return not values.module_path(expr.func)  # whatever the default device
+    if _defaults_changed(values):
         return False
     if isinstance(expr, cst.Attribute):
         return expr.attr.value in ("data", "T") and on_cpu(values, expr.value, depth + 1)
@@ -288,15 +292,30 @@ def on_cpu(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth:
         return False
     func = expr.func
     if isinstance(func, cst.Attribute) and not values.module_path(func):
-        if func.attr.value == "cpu" and not expr.args:
-            return True
         if func.attr.value in kinds.TENSOR_METHODS and func.attr.value not in MOVES:
             return not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args) and on_cpu(values, func.value, depth + 1)
+    names = values.names(func)
+    if names and names <= kinds.MAKERS:  # `Variable(x)`: where `x` is
+        positional = nodes.positional_args(expr)
+        return bool(positional) and on_cpu(values, positional[0].value, depth + 1)
+    torch_names = {q.rpartition(".")[2] for q in values.torch_names(func)}
+    if torch_names and torch_names <= (kinds.TENSOR_METHODS | kinds.TORCH_FUNCTIONS) - FACTORIES - DATA_FACTORIES - MOVES:
+        tensors = [a.value for a in expr.args if a.keyword is None]  # `torch.unsqueeze(x, 1)`, `torch.cat([a, b])`
+        if tensors and all(_cpu_or_number(values, t, depth) for t in tensors) and nodes.keyword_arg(expr, "device") is None:
+            return True
     if values.enclosing(expr, cst.ClassDef) is not None and any(
         values.enclosing(expr, cst.ClassDef) is c for c in kinds.module_classes(values).values()
     ):
         return False  # TFD003 gives a factory in an nn.Module the module's device
     return bool(values.torch_names(func)) and _made_on_cpu(values.view, expr)
+
+
+def _cpu_or_number(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float)) or (isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float))):
+        return True
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return all(_cpu_or_number(values, e.value, depth + 1) for e in expr.elements)
+    return on_cpu(values, expr, depth + 1)
 
 
 def _defaults_changed(values: "facts_values.ModuleValues") -> bool:
