@@ -96,7 +96,7 @@ class ZeroDimTensorAsNumber(Codemod):
             return
         scan = facts.scan
         for node, _, _ in facts.contexts:
-            if isinstance(node, ast.Subscript) and not isinstance(node.slice, (ast.Slice, ast.Tuple)):
+            if isinstance(node, ast.Subscript) and _ast_element_form(node):
                 yield node
             elif isinstance(node, ast.Call):
                 func = node.func
@@ -136,6 +136,22 @@ class ZeroDimTensorAsNumber(Codemod):
         else:
             applied = self.report(original, message)
         return _item(updated, number) if applied else updated
+
+
+AST_BASES = (ast.Name, ast.Call, ast.Subscript)
+AST_INDICES = (ast.Name, ast.UnaryOp, ast.BinOp, ast.Call, ast.Subscript)
+
+
+def _ast_element_form(node: ast.Subscript) -> bool:
+    """:func:`~torchfix_device.facts.sizes.element_form` on the stdlib ``ast``."""
+    index = node.slice
+    if not (isinstance(index, AST_INDICES) or (isinstance(index, ast.Constant) and type(index.value) is int)):
+        return False
+    base = node.value
+    if isinstance(base, ast.Attribute) and base.attr in ("data", "values", "indices"):
+        base = base.value if base.attr == "data" else base
+        return isinstance(base, AST_BASES) or isinstance(base, ast.Attribute) and base.attr in ("values", "indices")
+    return isinstance(base, AST_BASES)
 
 
 def _why(meant: list[Place], number: Number03) -> str:

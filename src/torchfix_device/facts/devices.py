@@ -253,6 +253,7 @@ def moves_to_a_device(values: "facts_values.ModuleValues") -> bool:
 
 
 def _moves(values: "facts_values.ModuleValues") -> bool:
+    loads = []
     for node in traversal.walk(values.module):
         if isinstance(node, cst.Attribute) and node.attr.value in DEVICE_WORDS:
             return True
@@ -260,9 +261,9 @@ def _moves(values: "facts_values.ModuleValues") -> bool:
             return True
         if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in DEVICE_KEYWORDS:
             return True
-        if isinstance(node, cst.Call) and values.names(node.func) & TORCH_LOAD:
-            return True
-    return False
+        if isinstance(node, cst.Call) and (nodes.dotted_name(node.func) or "").rpartition(".")[2] == "load":
+            loads.append(node)  # `torch.load`, `T.load`, `load` imported from torch: resolved last
+    return any(values.names(call.func) & TORCH_LOAD for call in loads)
 
 
 def may_be_on_device(values: "facts_values.ModuleValues", expr: cst.BaseExpression) -> bool:

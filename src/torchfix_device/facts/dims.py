@@ -154,6 +154,8 @@ def is_count(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -
 
 # -- the forms ------------------------------------------------------------------------------------
 def _name_dims(values: "ModuleValues", name: cst.Name, depth: int) -> int | None:
+    if name.value not in values.assigned_names():
+        return None  # a parameter, a loop target, an import: no value shown
     reach = values.reach(name)
     if reach.why is not None or not reach.bindings:
         return None

@@ -282,15 +282,13 @@ class SizeEvidence(LossEvidence):
         """See :func:`number_in_03`."""
         if isinstance(node, cst.Call):
             return self._full_reduction(node)
-        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-            index = node.slice[0].slice
-            if index.star is None and facts_dims.is_count(self.values, index.value):
-                return self._element(node)
+        if isinstance(node, cst.Subscript) and element_form(node):
+            return self._element(node)
         return None
 
     def _full_reduction(self, call: cst.Call) -> "Number03 | None":
         func = call.func
-        if not isinstance(func, cst.Attribute) or nodes.has_star_args(call):
+        if not isinstance(func, cst.Attribute) or func.attr.value not in METHOD_REDUCTIONS | TORCH_REDUCTIONS or nodes.has_star_args(call):
             return None
         torch_names = {q.rpartition(".")[2] for q in self.values.torch_names(func)}
         if torch_names:
@@ -311,20 +309,26 @@ class SizeEvidence(LossEvidence):
         base = node.value
         data = isinstance(base, cst.Attribute) and base.attr.value == "data"
         subject = cst.ensure_type(base, cst.Attribute).value if data else base
-        if _tensor(self.size(subject)) is not None:
-            return None  # a scalar's `[0]` raises: TFD006's `.item()`
         found = facts_dims.dims(self.values, base)
         if found == 1:
-            return Number03(True, "an element of a 1-dim tensor", data)
-        if found is None and self._selection(subject):
-            return Number03(False, "an element of what a selection returns, whose dimensions are not shown", data)
-        return None
+            number = Number03(True, "an element of a 1-dim tensor", data)
+        elif found is None and self._selection(subject):
+            number = Number03(False, "an element of what a selection returns, whose dimensions are not shown", data)
+        else:
+            return None
+        if not facts_dims.is_count(self.values, cst.ensure_type(node.slice[0].slice, cst.Index).value):
+            return None
+        if _tensor(self.size(subject)) is not None:
+            return None  # a scalar's `[0]` raises: TFD006's `.item()`
+        return number
 
     def _selection(self, expr: cst.BaseExpression) -> bool:
         """``expr`` holds indices or values a selection returns (see :func:`number_in_03`)."""
         if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
             expr = expr.value
         if isinstance(expr, cst.Name):
+            if expr.value not in self.values.assigned_names():
+                return False
             reach = self.values.reach(expr)
             if reach.why is not None or not reach.bindings:
                 return False
@@ -409,6 +413,28 @@ class Number03:
     what: str
     data: bool = False
 
+
+
+ELEMENT_BASES = (cst.Name, cst.Call, cst.Subscript)
+ELEMENT_INDICES = (cst.Integer, cst.Name, cst.UnaryOperation, cst.BinaryOperation, cst.Call, cst.Subscript)
+"""What an element's tensor and an integer index can be spelt as (:func:`element_form`)."""
+
+
+def element_form(node: cst.Subscript) -> bool:
+    """``node`` is spelt as an element of a tensor by an integer index: one index of a form
+    :func:`.dims.is_count` may accept (not a string, a slice, a tuple), of a name, a call, an
+    element, or the ``.data``/``.values``/``.indices`` of one (``self.items[i]`` or
+    ``args.files[0]`` is no tensor the code shows). A cheap test before any name is resolved;
+    stage 1 of TFD019 mirrors it."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index) or node.slice[0].slice.star is not None:
+        return False
+    if not isinstance(node.slice[0].slice.value, ELEMENT_INDICES):
+        return False
+    base = node.value
+    if isinstance(base, cst.Attribute) and base.attr.value in ("data", "values", "indices"):
+        base = base.value if base.attr.value == "data" else base
+        return isinstance(base, ELEMENT_BASES) or isinstance(base, cst.Attribute) and base.attr.value in ("values", "indices")
+    return isinstance(base, ELEMENT_BASES)
 
 
 def number_in_03(values: ModuleValues, node: cst.BaseExpression) -> Number03 | None:

@@ -60,7 +60,7 @@ def layer_class(values: "ModuleValues", func: cst.BaseExpression, depth: int = 0
     binding of the name that may reach the call builds one (``model = nn.Linear(4, 3)``,
     maybe moved: ``model = model.cuda()``); a ``Sequential`` counts only of layers of
     :data:`ONE_TENSOR_LAYERS` (as ``Sequential``). None otherwise."""
-    if not isinstance(func, cst.Name) or depth > MAX_DEPTH:
+    if not isinstance(func, cst.Name) or depth > MAX_DEPTH or func.value not in _call_bound_names(values):
         return None
     found: set[str] = set()
     for value in values.values_of(func):
@@ -148,3 +148,21 @@ def _imported_packages(module: cst.Module) -> frozenset[str]:
             if isinstance(node.names, cst.ImportStar):
                 found.add("*")
     return frozenset(found)
+
+
+def _call_bound_names(values: "ModuleValues") -> frozenset[str]:
+    """The names some assignment of the file binds to a call's result (``model = nn.Linear(...)``,
+    ``model = model.cuda()``): only these can name a layer (memoised per module version; a
+    cheap filter before the bindings are resolved)."""
+    known = values.facets.get("call-bound names")
+    if known is None:
+        found = set()
+        for node in traversal.walk_statements(values.module):
+            if isinstance(node, cst.SimpleStatementLine):
+                for small in node.body:
+                    if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call):
+                        found.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+                    elif isinstance(small, cst.AnnAssign) and isinstance(small.value, cst.Call) and isinstance(small.target, cst.Name):
+                        found.add(small.target.value)
+        known = values.facets["call-bound names"] = frozenset(found)
+    return known

@@ -265,6 +265,22 @@ class ModuleValues:
             memo[id(scope)] = known
         return known
 
+    def assigned_names(self) -> frozenset[str]:
+        """Every name an assignment of the module binds (``x = ...``, ``a, b = ...``,
+        ``x: T = ...``, ``x += ...``, ``(x := ...)``), in any scope (memoised): a cheap test
+        before resolving a name whose value only an assignment can show (not a parameter, a
+        loop target or an import)."""
+        known = self.facets.get("assigned names")
+        if known is None:
+            found: set[str] = set()
+            for node in traversal.walk(self.module):
+                if isinstance(node, cst.AssignTarget):
+                    found.update(n.value for n in traversal.walk(node.target) if isinstance(n, cst.Name))
+                elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
+                    found.add(node.target.value)
+            known = self.facets["assigned names"] = frozenset(found)
+        return known
+
     def reads_of(self, binding: cst.CSTNode) -> list[cst.Name]:
         """The reads of ``binding``'s name (a ``Name`` or ``Param`` binding) in its scope and the
         scopes inside it that ``binding`` may reach (flow-sensitive, :meth:`reach`), in source
