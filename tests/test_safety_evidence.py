@@ -259,9 +259,21 @@ NOT_SHOWN = {
     "positional_reduce": "result = nn.MSELoss(None, False)(pred, target).data[0]\n",
     "functional_positional_reduce": "result = F.mse_loss(pred, target, None, False).data[0]\n",
     "vector_named_loss": "def f(loss):\n    return loss.data[0]\n\n\nresult = f(pred)\n",
-    "partial_reduction": "result = out.sum(1).data[0]\n",
     "first_row": "rows = torch.randn(3, 4)\nresult = rows.data[0]\n",
 }
+
+
+def test_an_element_of_a_one_dim_tensor_is_left_to_tfd019() -> None:
+    """``out.sum(1).data[0]`` of a 2-dim ``out`` is an element of a 1-dim tensor: no scalar, so
+    TFD006 neither rewrites nor reports it; it was a Python number in PyTorch 0.3, read with the
+    ``.data[i]`` idiom, and TFD019 turns it into that number (``out.sum(1)[0].item()``)."""
+    source = SETUP + "result = out.sum(1).data[0]\n"
+    alone = _rewrite(source, "TFD006")
+    assert alone.text == source and alone.findings == []
+    both = _rewrite(source, "TFD006", "TFD019")
+    assert "result = out.sum(1)[0].item()" in both.text and [f.code for f in both.findings] == ["TFD019"]
+    before, after = _observe(source), _observe(both.text)
+    assert before[0] == after[0] == "value" and type(after[1]) is float and after[1] == before[1].item()
 
 
 @pytest.mark.parametrize("case", sorted(NOT_SHOWN))

@@ -11,6 +11,8 @@ import shutil
 import tokenize
 from pathlib import Path
 
+import pytest
+
 from conftest import FIXTURES, run_cli
 
 MIXED = """\
@@ -144,8 +146,9 @@ def test_every_codemod_declines_every_suppressed_fix(tmp_path: Path) -> None:
     assert len(covered) >= 0.8 * len(finding_lines), f"only {len(covered)} of {len(finding_lines)} fixtures usable"
     assert {name.split("__")[0] for name in covered} >= {p.name for p in FIXTURES.iterdir() if p.is_dir() and any(p.glob("*.in.py"))}
     before = {p.name: p.read_bytes() for p in suppressed.iterdir()}
-    # a suppressed token fix (TFD016's `async=`) leaves its file unparseable: refused, saying so
-    refused = sorted(name for name in covered if name.startswith("async_keyword_argument__"))
+    # a suppressed token fix (TFD016's `async=`, TFD020's print statement) leaves its file
+    # unparseable: refused, saying so
+    refused = sorted(name for name in covered if name.startswith(("async_keyword_argument__", "print_statement__")))
     assert refused
     out = run_cli("apply", "--unsafe-fixes", ".", cwd=suppressed)
     assert out.returncode == (1 if refused else 0), out.stderr.decode()
@@ -263,3 +266,31 @@ def test_the_cheap_noqa_test_passes_every_file_whose_comments_can_suppress_a_fin
         assert may_hold_our_noqa(text) or not can, text
     assert not may_hold_our_noqa("import os  # noqa: F401\nx = 1  # noqa: E501, W291\n")
     assert may_hold_our_noqa("x = 1  # noqa:\nF401 = 2\n") and may_hold_our_noqa("x = 1  # NoQA\n")
+
+
+ALIAS_SOURCE = (
+    "import torch\n"
+    "cuda = torch.cuda.is_available()\n"
+    "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
+    "a = Tensor(2, 3){first}\n"
+    "b = Tensor(4){second}\n"
+    "print(a.shape, b.shape)\n"
+)
+
+
+@pytest.mark.parametrize(("first", "second", "reported"), [
+    ("  # noqa: TFD008", "  # noqa: TFD008", False),  # every read suppressed: nothing held back, silent
+    ("  # noqa: TFD008", "", True),  # `b`'s fix is held back by `a`'s noqa: said on the alias line
+])
+def test_an_alias_kept_by_a_suppressed_read_is_reported_only_when_it_holds_back_a_fix(tmp_path: Path, first, second, reported) -> None:
+    source = ALIAS_SOURCE.format(first=first, second=second)
+    (tmp_path / "m.py").write_text(source)
+    out = run_cli("check", "--unsafe-fixes", "m.py", cwd=tmp_path)
+    lines = out.stdout.decode().splitlines()
+    on_alias = [line for line in lines if line.startswith("m.py:3:")]
+    assert bool(on_alias) == reported, lines
+    if reported:
+        assert "stays because one of its reads is suppressed" in on_alias[0]
+    assert not any(line.startswith(("m.py:4:", "m.py:5:")) for line in lines), lines
+    assert run_cli("apply", "--unsafe-fixes", "m.py", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "m.py").read_text() == source

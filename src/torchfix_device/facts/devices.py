@@ -19,6 +19,24 @@ itself, a tensor or a module). So the guard may go only for values shown to be o
   names a device, built from constants and configuration attributes.
 
 Nothing is evidence in a file that changes the default device or tensor type.
+
+**May a value be on the device, before or after the migration?** Asked where a tensor meets
+host code (``x.numpy()``, ``np.array(x)``: TFD018). :func:`may_be_on_device` says no where
+
+- the file moves nothing to a device (:func:`moves_to_a_device`): no ``.cuda``, ``.to``,
+  ``device`` (``torch.device``, ``x.device``, ``device=``), ``map_location=``,
+  ``torch.load`` (which TFD005 gives ``map_location=device``), ``set_default_tensor_type`` or
+  ``set_default_device`` anywhere in it; then no codemod gives it a device either (every one
+  starts from such a word), and its values are where the code that made them put them: the
+  CPU for what this file makes (values made by other files' functions are taken to follow the
+  same rule: a helper module without device code is left as it is);
+- the value is shown to be on the CPU (:func:`on_cpu`): ``.cpu()`` (maybe followed by methods
+  that keep the device: ``x.cpu().detach()``, ``x.detach().cpu().data``), a torch factory
+  without ``device=`` or ``torch.from_numpy(...)`` outside an ``nn.Module`` class (where TFD003
+  gives factories the module's device), indexing, ``.data`` or a method that keeps the device of
+  such a value, or a name every binding of which that may reach the read is one, and that no
+  statement moves in place (``x.cuda()`` on a line of its own, which TFD002 turns into
+  ``x = x.to(device)``; ``x.data = ...``).
 """
 
 from __future__ import annotations
@@ -215,3 +233,122 @@ def _class_on_cpu(codemod: "CodemodView", cls: cst.ClassDef, seen: frozenset[str
         if name in module_classes and not _class_on_cpu(codemod, module_classes[name], seen | {cls.name.value}):
             return False
     return True
+
+
+DEVICE_WORDS = frozenset({"cuda", "to", "device", "set_default_tensor_type", "set_default_device"})
+"""Attribute and imported names with which a file may put a value on a device."""
+DEVICE_KEYWORDS = frozenset({"device", "map_location"})
+TORCH_LOAD = frozenset({"torch.load", "torch.serialization.load"})
+MOVES = frozenset({"cuda", "to", "type", "type_as", "new", "pin_memory", "share_memory_"})
+"""Tensor methods whose result may be on another device than the tensor (or moved in place)."""
+
+
+def moves_to_a_device(values: "facts_values.ModuleValues") -> bool:
+    """Whether the file may put a value on a device, as it is or once migrated (see the module
+    docstring; memoised per module version)."""
+    known = values.facets.get("moves to a device")
+    if known is None:
+        known = values.facets["moves to a device"] = _moves(values)
+    return known
+
+
+def _moves(values: "facts_values.ModuleValues") -> bool:
+    loads = []
+    for node in traversal.walk(values.module):
+        if isinstance(node, cst.Attribute) and node.attr.value in DEVICE_WORDS:
+            return True
+        if isinstance(node, cst.ImportAlias) and set((nodes.dotted_name(node.name) or "").split(".")) & DEVICE_WORDS:
+            return True
+        if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in DEVICE_KEYWORDS:
+            return True
+        if isinstance(node, cst.Call) and (nodes.dotted_name(node.func) or "").rpartition(".")[2] == "load":
+            loads.append(node)  # `torch.load`, `T.load`, `load` imported from torch: resolved last
+    return any(values.names(call.func) & TORCH_LOAD for call in loads)
+
+
+def may_be_on_device(values: "facts_values.ModuleValues", expr: cst.BaseExpression) -> bool:
+    """Whether ``expr``'s tensor may be on a device other than the CPU, now or once the file is
+    migrated (see the module docstring)."""
+    return moves_to_a_device(values) and not on_cpu(values, expr)
+
+
+def on_cpu(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """``expr`` is shown to be on the CPU, now and once migrated (see the module docstring)."""
+    if depth > kinds.MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "cpu" and not expr.args:
+        return not values.module_path(expr.func)  # whatever the default device
+    if _defaults_changed(values):
+        return False
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in ("data", "T") and on_cpu(values, expr.value, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return on_cpu(values, expr.value, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        sides = (expr.left, expr.right)
+        return all(isinstance(s, (cst.Integer, cst.Float)) or on_cpu(values, s, depth + 1) for s in sides)
+    if isinstance(expr, cst.Name):
+        return _name_on_cpu(values, expr, depth)
+    if not isinstance(expr, cst.Call) or nodes.has_star_args(expr):
+        return False
+    func = expr.func
+    if isinstance(func, cst.Attribute) and not values.module_path(func):
+        if func.attr.value in kinds.TENSOR_METHODS and func.attr.value not in MOVES:
+            return not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args) and on_cpu(values, func.value, depth + 1)
+    names = values.names(func)
+    if names and names <= kinds.MAKERS:  # `Variable(x)`: where `x` is
+        positional = nodes.positional_args(expr)
+        return bool(positional) and on_cpu(values, positional[0].value, depth + 1)
+    torch_names = {q.rpartition(".")[2] for q in values.torch_names(func)}
+    if torch_names and torch_names <= (kinds.TENSOR_METHODS | kinds.TORCH_FUNCTIONS) - FACTORIES - DATA_FACTORIES - MOVES:
+        tensors = [a.value for a in expr.args if a.keyword is None]  # `torch.unsqueeze(x, 1)`, `torch.cat([a, b])`
+        if tensors and all(_cpu_or_number(values, t, depth) for t in tensors) and nodes.keyword_arg(expr, "device") is None:
+            return True
+    if values.enclosing(expr, cst.ClassDef) is not None and any(
+        values.enclosing(expr, cst.ClassDef) is c for c in kinds.module_classes(values).values()
+    ):
+        return False  # TFD003 gives a factory in an nn.Module the module's device
+    return bool(values.torch_names(func)) and _made_on_cpu(values.view, expr)
+
+
+def _cpu_or_number(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float)) or (isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float))):
+        return True
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return all(_cpu_or_number(values, e.value, depth + 1) for e in expr.elements)
+    return on_cpu(values, expr, depth + 1)
+
+
+def _defaults_changed(values: "facts_values.ModuleValues") -> bool:
+    known = values.facets.get("changes default device")
+    if known is None:
+        known = values.facets["changes default device"] = _changes_defaults(values.view)
+    return known
+
+
+def _name_on_cpu(values: "facts_values.ModuleValues", name: cst.Name, depth: int) -> bool:
+    reach = values.reach(name)
+    if reach.why is not None or not reach.bindings:
+        return False
+    for node in reach.bindings:
+        bound = values.bound(node)
+        if bound.kind != facts_values.VALUE or bound.value is name or not on_cpu(values, bound.value, depth + 1):
+            return False
+        if _moved_in_place(values, node):
+            return False
+    return True
+
+
+def _moved_in_place(values: "facts_values.ModuleValues", binding: cst.CSTNode) -> bool:
+    """A read of ``binding`` moves the tensor in place, or as the migration will: ``x.cuda()`` /
+    ``x.to(...)`` as a statement of its own, ``x.data = ...``."""
+    for read in values.reads_of(binding):
+        attribute = values.parent(read)
+        if not isinstance(attribute, cst.Attribute) or attribute.value is not read:
+            continue
+        above = values.parent(attribute)
+        if attribute.attr.value in ("cuda", "to") and isinstance(above, cst.Call) and isinstance(values.parent(above), cst.Expr):
+            return True
+        if attribute.attr.value == "data" and isinstance(above, cst.AssignTarget):
+            return True
+    return False

@@ -15,9 +15,23 @@ this evidence, from this file alone:
   returns one tensor (a factory, ``torch.from_numpy``, ``torch.cat``, ...), a tensor method
   that returns one tensor called on such a value, arithmetic with such a value, an index into
   one;
-- a name every binding of which that may reach the read is such a value.
+- a name every binding of which that may reach the read is such a value;
+- an element of what a torch function returns as a pair of tensors (``torch.max(x, 1)[1]``,
+  ``_, pred = torch.max(out, 1)``, ``x.sort(0)[0]`` of a tensor ``x``), a comparison of a
+  tensor with a tensor or a number (``pred == y``), ``t.data`` and ``t.T`` of a tensor;
+- the output of a ``torch.nn`` layer that returns one tensor (``nn.Linear``, activations,
+  ``nn.Sequential`` of such), called through a name every binding of which is one (moved or
+  not: ``.cuda()``, ``.to(...)``, ``.eval()``).
 
-A parameter, a module's output (an RNN returns a tuple), a project call: no evidence. In a file
+A parameter, a project module's output (an RNN returns a tuple), a project call: no evidence.
+
+**A tensor, by its methods.** :func:`tensor_by_method`: in a file that imports torch and no
+other array library (:data:`OTHER_ARRAY_LIBRARIES`: TensorFlow's tensors have ``.numpy()`` and
+``.cpu()``, pandas' ``.eq()``), and whose own classes define no method of that name, a value
+on which a method only torch tensors have among the libraries the file imports is called
+(``x.numpy()``, ``.cpu()``, ``.eq(y)``, ``.view_as(y)``, ``.long()``; NumPy's arrays have
+none of them) is a tensor where that call succeeds. :func:`numpy_doubt` says why ``.numpy()``
+is no such evidence in a file. In a file
 that packs sequences, ``x.data`` may be a ``PackedSequence``'s, which can require grad
 (:func:`may_be_packed`). :func:`uses_show_a_tensor` tells from how a method uses a parameter
 that it is a tensor (a tuple it unpacks is not).
@@ -43,7 +57,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.project_classes import TEXT_MARKERS, classes_in
-from torchfix_device.facts.values import VALUE, ModuleValues
+from torchfix_device.facts.tensor_clues import (  # noqa: F401 - part of this fact's interface
+    ONE_TENSOR_LAYERS, TORCH_ONLY_METHODS, layer_class, method_doubt, numpy_doubt, tensor_by_method,
+)
+from torchfix_device.facts.values import PART, VALUE, ModuleValues
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.syntax.bindings import names_bound_by
@@ -76,11 +93,16 @@ TENSOR_METHODS = frozenset({
     "new_ones", "new_full", "new_empty", "new_tensor", "fill_", "zero_", "normal_", "uniform_", "masked_fill",
     "masked_fill_", "flip", "mul", "add", "sub", "div", "pow", "sum", "mean", "exp", "log", "sqrt", "rsqrt",
     "sin", "cos", "abs", "neg", "reciprocal", "cumsum", "cumprod", "tril", "triu", "sigmoid", "tanh",
-    "softmax", "log_softmax", "logical_not", "unfold",
+    "softmax", "log_softmax", "logical_not", "unfold", "eq", "ne", "lt", "le", "gt", "ge", "argmax", "argmin",
+    "multinomial", "masked_select", "index_select", "gather", "clamp", "clamp_", "random_", "bernoulli_",
+    "exponential_", "add_", "mul_", "sub_", "div_",
 })
 """Tensor methods whose result, called on a tensor, is one tensor."""
 MAX_DEPTH = 12
 PACKING = frozenset({"pack_padded_sequence", "pack_sequence", "PackedSequence"})
+PAIR_FUNCTIONS = frozenset({"max", "min", "median", "mode", "kthvalue", "sort", "topk"})
+"""``torch.max(x, 1)`` & co. (with a dimension, or ``k``) and ``x.max(1)``: a pair of tensors
+(values, indices); ``sort``/``topk`` always."""
 
 
 def is_tensor(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -90,16 +112,21 @@ def is_tensor(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
     if isinstance(expr, cst.Name) and _guarded(values, expr):
         return True
     if isinstance(expr, cst.Name):
-        found = list(values.values_of(expr))
-        return bool(found) and all(v is not None and v is not expr and is_tensor(values, v, depth + 1) for v in found)
+        return _name_is_tensor(values, expr, depth)
     if isinstance(expr, cst.BinaryOperation):  # a tensor in arithmetic gives a tensor (or raises)
         return is_tensor(values, expr.left, depth + 1) or is_tensor(values, expr.right, depth + 1)
     if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
         return is_tensor(values, expr.expression, depth + 1)
-    if isinstance(expr, cst.Subscript):  # an element, row or slice of a tensor
-        return is_tensor(values, expr.value, depth + 1)
+    if isinstance(expr, cst.Comparison):  # `pred == y`: elementwise, a tensor of bools
+        return _elementwise_comparison(values, expr, depth)
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in ("data", "T") and is_tensor(values, expr.value, depth + 1)
+    if isinstance(expr, cst.Subscript):  # an element, row or slice of a tensor; a part of a pair
+        return is_pair(values, expr.value, depth + 1) or is_tensor(values, expr.value, depth + 1)
     if not isinstance(expr, cst.Call):
         return False
+    if layer_class(values, expr.func) in ONE_TENSOR_LAYERS:
+        return True
     names = values.names(expr.func)
     if names and names <= MAKERS:
         return True
@@ -108,7 +135,62 @@ def is_tensor(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
         return {q.rpartition(".")[2] for q in torch_names} <= TORCH_FUNCTIONS and not names - torch_names
     if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in TENSOR_METHODS and not values.module_path(expr.func):
         return is_tensor(values, expr.func.value, depth + 1)
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in PAIR_FUNCTIONS | {"max", "min"} and not expr.args:
+        return is_tensor(values, expr.func.value, depth + 1)  # `x.max()`: a full reduction
     return False
+
+
+def _name_is_tensor(values: "ModuleValues", name: cst.Name, depth: int) -> bool:
+    """Every binding that may reach ``name`` binds a tensor: ``name = <tensor>``, or a part of a
+    pair of tensors (``_, pred = torch.max(out, 1)``)."""
+    reach = values.reach(name)
+    if reach.why is not None or not reach.bindings:
+        return False
+    for node in reach.bindings:
+        bound = values.bound(node)
+        if bound.kind == VALUE:
+            if bound.value is name or not is_tensor(values, bound.value, depth + 1):
+                return False
+        elif not (bound.kind == PART and is_pair(values, bound.value, depth + 1)):
+            return False
+    return True
+
+
+def is_pair(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """``expr`` is a call that returns a pair of tensors (values, indices): ``torch.max(x, 1)``
+    (a torch function of :data:`PAIR_FUNCTIONS` with more than one argument, or ``sort``/``topk``),
+    or such a method of a tensor (``x.max(1)``, ``x.sort()``)."""
+    if depth > MAX_DEPTH or not isinstance(expr, cst.Call) or nodes.has_star_args(expr):
+        return False
+    func = expr.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in PAIR_FUNCTIONS:
+        return False
+    several = len(expr.args) > 1 or func.attr.value in ("sort", "topk")
+    if {q.rpartition(".")[2] for q in values.torch_names(func)} == {func.attr.value}:
+        return several if func.attr.value != "sort" else True
+    if values.module_path(func):
+        return False
+    has_dim = bool(expr.args) and not _tensor_argument(values, expr.args[0].value, depth)
+    return (has_dim or func.attr.value in ("sort", "topk")) and is_tensor(values, func.value, depth + 1)
+
+
+def _tensor_argument(values: "ModuleValues", arg: cst.BaseExpression, depth: int) -> bool:
+    """``x.max(y)``'s ``y`` may be a tensor (then the elementwise maximum, not a pair)."""
+    return not isinstance(arg, (cst.Integer, cst.UnaryOperation)) and (is_tensor(values, arg, depth + 1) or not isinstance(arg, cst.Name))
+
+
+def _elementwise_comparison(values: "ModuleValues", expr: cst.Comparison, depth: int) -> bool:
+    if len(expr.comparisons) != 1:
+        return False
+    target = expr.comparisons[0]
+    if not isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)):
+        return False
+    sides = (expr.left, target.comparator)
+    if any(nodes.is_none(s) or isinstance(s, (cst.SimpleString, cst.ConcatenatedString)) for s in sides):
+        return False  # `t == None` is False, not a tensor
+    return any(is_tensor(values, s, depth + 1) for s in sides)
+
+
 
 
 def may_be_packed(values: "ModuleValues", receiver: cst.BaseExpression) -> bool:

@@ -25,17 +25,38 @@ The answer comes from what the code shows a value to be, never from its name:
 :class:`Size` tells how strong the answer is: ``ZERO_DIM`` (0-dim on PyTorch >= 0.4, where
 ``x.data[0]`` and ``x.data.numpy()[0]`` raise) or ``ONE`` (one element, maybe a 1-element
 vector on which they still work).
+
+**A Python number in PyTorch 0.3.** :func:`number_in_03` tells whether an expression gave a
+Python number in PyTorch 0.3 that is a 0-dim tensor since 0.4 (TFD019), and how sure that is
+(:class:`Number03`):
+
+- a full reduction of a tensor (``pred.eq(y).sum()``, ``(pred == y).sum()``, ``x.max()``,
+  ``torch.sum(x)``): 0-dim, shown (the receiver shown to be a tensor by its value or by a
+  method only tensors have, :mod:`.kinds`);
+- an element of a tensor by an integer index (``t[0]``, ``t.data[i]``) where the tensor is shown
+  to have one dimension (:func:`.dims.dims`: ``torch.max(x, 1)[1][0]`` of a 2-dim ``x``):
+  0-dim, shown;
+- the same where the dimensions are not shown but the tensor holds what a selection returns
+  (``torch.max(x, 1)[1]``, ``q.max(1)[1].data``, ``torch.multinomial(p, 1)``, ``x.argmax(1)``,
+  an unpacked ``_, i = x.max(1)``), which legacy code took from 1-dim tensors: a number if the
+  tensor is 1-dim, a row otherwise (not shown).
+
+An element of a value already shown to be a scalar (``loss.data[0]``: :class:`Size`) is not
+one: indexing it raises (TFD006 turns it into ``loss.item()``).
 """
 
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from typing import Iterator
 
 import libcst as cst
 import libcst.matchers as m
+from torchfix_device.facts import dims as facts_dims
+from torchfix_device.facts import kinds
 from torchfix_device.facts.losses import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
-from torchfix_device.facts.values import PARAM, ModuleValues, scope_of
+from torchfix_device.facts.values import PARAM, PART, VALUE, ModuleValues
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 
@@ -255,15 +276,94 @@ class SizeEvidence(LossEvidence):
 
     def _reads_reached_by(self, binding: cst.Name | cst.Param) -> Iterator[cst.Name]:
         """The reads of ``binding``'s name, in its scope, that ``binding`` may reach."""
-        scope = scope_of(binding, self.values.parent)
-        name = binding.name.value if isinstance(binding, cst.Param) else binding.value
-        if isinstance(binding, cst.Param) and isinstance(scope, cst.FunctionDef):
-            scope = scope.body
-        for node in self.values.name_reads(scope).get(name, ()):
-            if node is not binding:
-                reach = self.values.reach(node)
-                if reach.why is None and any(b is binding for b in reach.bindings):
-                    yield node
+        return iter(self.values.reads_of(binding))
+
+    # -- a Python number in PyTorch 0.3 ------------------------------------------------------
+    def number_in_03(self, node: cst.BaseExpression) -> "Number03 | None":
+        """See :func:`number_in_03`."""
+        if isinstance(node, cst.Call):
+            return self._full_reduction(node)
+        if isinstance(node, cst.Subscript) and element_form(node):
+            return self._element(node)
+        return None
+
+    def _full_reduction(self, call: cst.Call) -> "Number03 | None":
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in METHOD_REDUCTIONS | TORCH_REDUCTIONS or nodes.has_star_args(call):
+            return None
+        torch_names = {q.rpartition(".")[2] for q in self.values.torch_names(func)}
+        if torch_names:
+            positional = nodes.positional_args(call)
+            if torch_names <= TORCH_REDUCTIONS and len(positional) == 1 == len(call.args):
+                return Number03(True, "a full reduction")
+            return None
+        if func.attr.value not in METHOD_REDUCTIONS or call.args or self.values.module_path(func):
+            return None
+        receiver = func.value
+        if kinds.is_tensor(self.values, receiver) or (
+            kinds.tensor_by_method(self.values, receiver) and cst.ensure_type(receiver, cst.Call).func.attr.value in kinds.TENSOR_METHODS  # type: ignore[attr-defined]
+        ):
+            return Number03(True, "a full reduction")
+        return None
+
+    def _element(self, node: cst.Subscript) -> "Number03 | None":
+        base = node.value
+        data = isinstance(base, cst.Attribute) and base.attr.value == "data"
+        subject = cst.ensure_type(base, cst.Attribute).value if data else base
+        found = facts_dims.dims(self.values, base)
+        if found == 1:
+            number = Number03(True, "an element of a 1-dim tensor", data)
+        elif found is None and self._selection(subject):
+            number = Number03(False, "an element of what a selection returns, whose dimensions are not shown", data)
+        else:
+            return None
+        if not facts_dims.is_count(self.values, cst.ensure_type(node.slice[0].slice, cst.Index).value):
+            return None
+        if _tensor(self.size(subject)) is not None:
+            return None  # a scalar's `[0]` raises: TFD006's `.item()`
+        return number
+
+    def _selection(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` holds indices or values a selection returns (see :func:`number_in_03`)."""
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+            expr = expr.value
+        if isinstance(expr, cst.Name):
+            if expr.value not in self.values.assigned_names():
+                return False
+            reach = self.values.reach(expr)
+            if reach.why is not None or not reach.bindings:
+                return False
+            for binding in reach.bindings:
+                bound = self.values.bound(binding)
+                if not (bound.kind in (VALUE, PART) and isinstance(bound.value, cst.BaseExpression) and bound.value is not expr):
+                    return False
+                if not (self._selection(bound.value) if bound.kind == VALUE else self._pair_call(bound.value)):
+                    return False
+            return True
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            index = expr.slice[0].slice.value
+            return isinstance(index, cst.Integer) and index.value in ("0", "1") and self._pair_call(expr.value)
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("values", "indices"):
+            return self._pair_call(expr.value)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            name = expr.func.attr.value
+            if name in ("argmax", "argmin") and expr.args or name == "multinomial":
+                return self._torch_method(expr.func)
+        return False
+
+    def _pair_call(self, expr: cst.BaseExpression) -> bool:
+        if kinds.is_pair(self.values, expr):
+            return True
+        return (
+            isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and bool(expr.args)
+            and expr.func.attr.value in kinds.PAIR_FUNCTIONS and self._torch_method(expr.func)
+        )
+
+    def _torch_method(self, func: cst.Attribute) -> bool:
+        """``torch.<f>`` or a method ``.<f>`` in a file where only torch objects have it."""
+        if self.values.torch_names(func):
+            return True
+        return not self.values.module_path(func) and kinds.method_doubt(self.values, func.attr.value) is None
 
     def _operand_of(self, read: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode | None]:
         """The whole elementwise arithmetic ``read`` is an operand of (``read`` itself when it is
@@ -313,6 +413,48 @@ class SizeEvidence(LossEvidence):
         cls, _ = found
         defs = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value]
         return defs[0] if len(defs) == 1 else None
+
+
+@dataclass(frozen=True)
+class Number03:
+    """What :func:`number_in_03` found: ``zero_dim`` (shown to be a 0-dim tensor now, else only
+    likely), ``what`` it is (for a message), and whether it indexes ``.data`` (``x.data[0]``)."""
+
+    zero_dim: bool
+    what: str
+    data: bool = False
+
+
+
+ELEMENT_BASES = (cst.Name, cst.Call, cst.Subscript)
+ELEMENT_INDICES = (cst.Integer, cst.Name, cst.UnaryOperation, cst.BinaryOperation, cst.Call, cst.Subscript)
+"""What an element's tensor and an integer index can be spelt as (:func:`element_form`)."""
+
+
+def element_form(node: cst.Subscript) -> bool:
+    """``node`` is spelt as an element of a tensor by an integer index: one index of a form
+    :func:`.dims.is_count` may accept (not a string, a slice, a tuple), of a name, a call, an
+    element, or the ``.data``/``.values``/``.indices`` of one (``self.items[i]`` or
+    ``args.files[0]`` is no tensor the code shows). A cheap test before any name is resolved;
+    stage 1 of TFD019 mirrors it."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index) or node.slice[0].slice.star is not None:
+        return False
+    if not isinstance(node.slice[0].slice.value, ELEMENT_INDICES):
+        return False
+    base = node.value
+    if isinstance(base, cst.Attribute) and base.attr.value in ("data", "values", "indices"):
+        base = base.value if base.attr.value == "data" else base
+        return isinstance(base, ELEMENT_BASES) or isinstance(base, cst.Attribute) and base.attr.value in ("values", "indices")
+    return isinstance(base, ELEMENT_BASES)
+
+
+def number_in_03(values: ModuleValues, node: cst.BaseExpression) -> Number03 | None:
+    """Whether ``node`` gave a Python number in PyTorch 0.3 that is a 0-dim tensor since 0.4 (see
+    the module docstring); None where it did not, or where that is not shown."""
+    evidence = values.facets.get("size evidence")
+    if evidence is None:
+        evidence = values.facets["size evidence"] = SizeEvidence(values)
+    return evidence.number_in_03(node)
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -265,6 +265,54 @@ class ModuleValues:
             memo[id(scope)] = known
         return known
 
+    def assigned_names(self) -> frozenset[str]:
+        """Every name an assignment of the module binds (``x = ...``, ``a, b = ...``,
+        ``x: T = ...``, ``x += ...``, ``(x := ...)``), in any scope (memoised): a cheap test
+        before resolving a name whose value only an assignment can show (not a parameter, a
+        loop target or an import)."""
+        known = self.facets.get("assigned names")
+        if known is None:
+            found: set[str] = set()
+            for node in traversal.walk(self.module):
+                if isinstance(node, cst.AssignTarget):
+                    found.update(n.value for n in traversal.walk(node.target) if isinstance(n, cst.Name))
+                elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
+                    found.add(node.target.value)
+            known = self.facets["assigned names"] = frozenset(found)
+        return known
+
+    def reads_of(self, binding: cst.CSTNode) -> list[cst.Name]:
+        """The reads of ``binding``'s name (a ``Name`` or ``Param`` binding) in its scope and the
+        scopes inside it that ``binding`` may reach (flow-sensitive, :meth:`reach`), in source
+        order; assignment targets are no reads (``x += 1``'s ``x`` is one)."""
+        scope = scope_of(binding, self.parent)
+        name = binding.name.value if isinstance(binding, cst.Param) else getattr(binding, "value", None)
+        if not isinstance(name, str):
+            return []
+        if isinstance(binding, cst.Param) and isinstance(scope, cst.FunctionDef):
+            scope = scope.body
+        found = []
+        for node in self.name_reads(scope).get(name, ()):
+            if node is binding or self.is_target(node):
+                continue
+            reach = self.reach(node)
+            if reach.why is None and any(b is binding for b in reach.bindings):
+                found.append(node)
+        return found
+
+    def is_target(self, name: cst.Name) -> bool:
+        """``name`` is bound, not read, where it stands: an assignment's, loop's, ``with``'s or
+        walrus' target (inside a tuple or list of targets too)."""
+        child: cst.CSTNode = name
+        above = self.parent(name)
+        while isinstance(above, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+            child, above = above, self.parent(above)
+        if isinstance(above, cst.AssignTarget) or isinstance(above, cst.AsName):
+            return True
+        if isinstance(above, (cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+            return above.target is child
+        return False
+
     def function_of(self, node: cst.CSTNode) -> str:
         return function_name(self.enclosing(node, cst.FunctionDef))
 

@@ -56,6 +56,7 @@ DEVICE_ERROR_PATTERNS = tuple(
         r"indices should be either on cpu or on the same device",
         r"on different devices",
         r"not on the target device",
+        r"can't convert \S+ device type tensor to numpy",
     )
 )
 

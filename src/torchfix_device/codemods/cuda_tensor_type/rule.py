@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 SET_DEFAULT_LAST = frozenset({"set_default_tensor_type"})
 
 
+ALL_READS_SUPPRESSED = "every read of it is suppressed"
+"""Why an alias stays that is not reported: the user suppressed each place it would change."""
+
 class CudaTensorType(Codemod):
     """
     ## What it does
@@ -173,6 +176,8 @@ class CudaTensorType(Codemod):
             if kind is None:
                 return f"`{alias.name}` is used as a value", read
             if self.is_suppressed(read):
+                if all(self.is_suppressed(r) for r in alias.reads):
+                    return ALL_READS_SUPPRESSED, None  # nothing the user left unsuppressed is held back
                 return "one of its reads is suppressed", None
             if kind in ("call", "member"):
                 call = cst.ensure_type(parent if kind == "call" else grand, cst.Call)
@@ -230,7 +235,7 @@ class CudaTensorType(Codemod):
             self.report(original_node, f"`{alias.name}` is {what} that is never called: remove it", fixable=False)
             return updated_node
         if alias.reason is not None:
-            if not any(a is alias for a in self._blockers.values()):
+            if alias.reason is not ALL_READS_SUPPRESSED and not any(a is alias for a in self._blockers.values()):
                 self.report(original_node, f"`{alias.name}` is {what} that stays because {alias.reason}: give its reads a dtype and a device by hand", fixable=False)
             return updated_node
         if alias.removed:

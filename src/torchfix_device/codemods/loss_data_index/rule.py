@@ -11,7 +11,7 @@ from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.codemods.loss_data_index.accumulated import NOT_SCALAR_ATTRS, Accumulation, plan
 from torchfix_device.facts import values as facts_values
-from torchfix_device.facts.sizes import Size, SizeEvidence, numpy_subject, zero_index
+from torchfix_device.facts.sizes import Size, SizeEvidence, number_in_03, numpy_subject, zero_index
 
 DATA = m.Attribute(attr=m.Name("data"))
 SAME_TEXT_CONVERSIONS = frozenset("eEfFgGdiu")
@@ -78,6 +78,8 @@ class LossDataIndex(Codemod):
     that is missing; so is `x.data.numpy()[0].mean()` (a Python number has no `.mean()`), and an
     accumulated `total` that does not start from a number or is used otherwise than as
     `total[0]` (`total.cpu()`, `f(total)`), where a number would not do what the tensor does.
+    An element of a tensor shown to be 1-dim, or of what a selection returns
+    (`pred = out.max(1)[1]`, then `pred.data[0]`), is no scalar: TFD019 decides it (`pred[0].item()`).
 
     ## Fix safety
     Safe where `x` is shown to be a scalar: on a 0-dim tensor `x.data[0]` raises `IndexError` in
@@ -152,6 +154,8 @@ class LossDataIndex(Codemod):
     def _index(self, original: cst.Subscript, updated: cst.Subscript, what: str, subject: cst.BaseExpression) -> cst.BaseExpression:
         size, why = self._verdict(subject)
         if size is None:
+            if why is not None and number_in_03(self.evidence.values, original) is not None:
+                return updated  # an element of a 1-dim tensor or of a selection, not a scalar: TFD019's
             if why is not None:
                 self.report(original, f"`{what}`: {why}; use `.item()` if it is a 0-dim loss", fixable=False)
             return updated

@@ -1,0 +1,398 @@
+"""How many dimensions a tensor has, where the code shows it. One of the facts about values
+(:mod:`torchfix_device.facts`), asked where a PyTorch 0.3 Python number must become one again
+(:func:`torchfix_device.facts.sizes.number_in_03`): an element of a 1-dim tensor
+(``torch.max(x, 1)[1][0]`` of a 2-dim ``x``) was a Python number in 0.3 and is a 0-dim tensor
+since 0.4, while an element of a 2-dim tensor is a row, then as now.
+
+:func:`dims` answers from what the code shows, never from names:
+
+- a factory with its sizes spelt: ``torch.randn(5, 4)`` (2), ``torch.zeros((n, 3))`` (2),
+  ``torch.arange(n)`` (1), ``torch.eye(n)`` (2), ``torch.tensor([[1, 2]])`` (the nesting of
+  the literal), a legacy constructor given sizes (``torch.LongTensor(48)``), ``*_like(x)``;
+- ``Variable(x)``, ``nn.Parameter(x)``, ``x.data``, methods and functions that keep the shape
+  (``.float()``, ``.cpu()``, ``.detach()``, ``.exp()``, ``.div(2)``, ``.softmax(1)``...), and
+  arithmetic and comparisons with a Python number (the tensor's) or a tensor (the larger:
+  broadcasting never removes a dimension);
+- ``x.view(a, b)`` / ``reshape`` with that many numbers (``view(-1)``: 1), ``flatten()`` (1),
+  ``unsqueeze(d)`` (one more), ``t()``/``transpose``/``permute`` (the same);
+- a reduction over one dimension (``x.sum(1)``, ``x.argmax(1)``, ``torch.mean(x, 0)``): one
+  fewer (the same with ``keepdim=True``); an element of ``torch.max(x, 1)`` / ``x.min(0)``
+  (``[0]``, ``[1]``, ``.values``, ``.indices``, or unpacked: ``_, pred = x.max(1)``): one fewer;
+  of ``sort``/``topk``: the same; ``torch.multinomial(p, n)``: as ``p``; a full reduction: 0;
+- an integer index (``x[0]``, ``x[i]`` with ``i`` a number): one fewer; a slice: the same;
+- the output of a ``torch.nn`` layer called through a name every binding of which builds it
+  (:func:`~torchfix_device.facts.kinds.layer_class`): as its input for ``Linear``, activations,
+  dropout, normalisation, convolution and pooling; one more for ``Embedding``; through an
+  ``nn.Sequential`` of such layers;
+- a name every binding of which that may reach the read shows the same number.
+
+None where it is not shown (a parameter, a project module's output, ``x.squeeze()``, a
+``torch.from_numpy`` of an array).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from torchfix_device.facts.tensor_clues import MOVES_OF_MODULES, layer_class
+from torchfix_device.facts.values import PART, VALUE
+from torchfix_device.syntax import nodes
+
+if TYPE_CHECKING:
+    from torchfix_device.facts.values import ModuleValues
+
+MAX_DEPTH = 16
+SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
+"""``torch.<f>(*sizes)`` or ``torch.<f>(sizes)``."""
+VECTOR_FACTORIES = frozenset({"arange", "range", "linspace", "logspace", "randperm"})
+DATA_FACTORIES = frozenset({"tensor", "as_tensor", "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
+                            "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor"})
+LIKE_FACTORIES = frozenset({"zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like", "randint_like"})
+SAME_SHAPE = frozenset({
+    "float", "double", "half", "long", "int", "short", "byte", "char", "bool", "cpu", "cuda", "to", "detach", "clone",
+    "contiguous", "exp", "log", "log1p", "sqrt", "rsqrt", "abs", "neg", "sigmoid", "tanh", "relu", "sin", "cos", "floor",
+    "ceil", "round", "sign", "reciprocal", "square", "clamp", "softmax", "log_softmax", "type_as", "fill_", "zero_",
+    "normal_", "uniform_", "masked_fill", "masked_fill_", "requires_grad_", "pin_memory", "cumsum", "cumprod",
+    "random_", "bernoulli_", "exponential_", "clamp_", "add_", "mul_", "sub_", "div_",
+})
+"""Methods and ``torch.<f>`` functions whose result has the shape of the tensor they take."""
+BROADCAST = frozenset({"add", "sub", "mul", "div", "pow", "eq", "ne", "lt", "le", "gt", "ge", "max", "min"})
+"""Binary methods and functions: the broadcast of both (``max``/``min`` with a tensor)."""
+DIM_REDUCTIONS = frozenset({"sum", "mean", "prod", "std", "var", "argmax", "argmin", "all", "any", "logsumexp", "nansum",
+                            "count_nonzero"})
+"""``x.<f>(dim)``: one dimension fewer (kept with ``keepdim=True``)."""
+FULL_REDUCTIONS = frozenset({"sum", "mean", "prod", "std", "var", "max", "min", "median", "norm", "argmax", "argmin",
+                             "all", "any", "nansum"})
+PAIRS = frozenset({"max", "min", "median", "mode", "kthvalue"})
+"""``x.max(dim)``: a pair of tensors of one dimension fewer."""
+ORDERED_PAIRS = frozenset({"sort", "topk"})
+"""``x.sort()``, ``x.topk(k)``: a pair of tensors of the same shape."""
+SAME_SHAPE_LAYERS = frozenset({
+    "Linear", "Identity", "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax",
+    "LogSoftmax", "Softplus", "Hardtanh", "PReLU", "Dropout", "Dropout2d", "AlphaDropout", "BatchNorm1d", "BatchNorm2d",
+    "BatchNorm3d", "LayerNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Conv1d", "Conv2d", "Conv3d",
+    "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+    "AdaptiveAvgPool2d", "Upsample",
+})
+
+
+def dims(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> int | None:
+    """The number of dimensions of the tensor ``expr`` is, where shown (see the module
+    docstring); None otherwise (not shown, or not a tensor)."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(expr, cst.Name):
+        return _name_dims(values, expr, depth)
+    if isinstance(expr, cst.Attribute):
+        if expr.attr.value == "data":
+            return dims(values, expr.value, depth + 1)
+        if expr.attr.value in ("values", "indices"):
+            return pair_dims(values, expr.value, depth + 1)
+        return None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus, cst.BitInvert)):
+        return dims(values, expr.expression, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.MatrixMultiply):
+            return None
+        return _broadcast(values, expr.left, expr.right, depth)
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        return _broadcast(values, expr.left, expr.comparisons[0].comparator, depth)
+    if isinstance(expr, cst.Subscript):
+        return _subscript_dims(values, expr, depth)
+    if isinstance(expr, cst.Call) and not nodes.has_star_args(expr):
+        return _call_dims(values, expr, depth)
+    return None
+
+
+def pair_dims(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> int | None:
+    """The dimensions of each tensor of the pair ``expr`` returns (``torch.max(x, 1)``,
+    ``x.sort()``), where shown; None for anything else."""
+    if depth > MAX_DEPTH or not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute) or nodes.has_star_args(expr):
+        return None
+    name = expr.func.attr.value
+    if name not in PAIRS | ORDERED_PAIRS:
+        return None
+    subject, rest = _subject(values, expr)
+    if subject is None:
+        return None
+    if name in ORDERED_PAIRS:
+        return dims(values, subject, depth + 1)
+    positional = [a for a in rest if a.keyword is None]
+    dim = nodes.keyword_arg(expr, "dim")
+    chosen = dim.value if dim is not None else (positional[-1].value if positional else None)
+    if chosen is None or not is_count(values, chosen) or len(positional) > (2 if name == "kthvalue" else 1):
+        return None  # `x.max()` is one tensor; `x.max(y)` an elementwise maximum
+    return _reduced(values, expr, dims(values, subject, depth + 1))
+
+
+def is_count(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """``expr`` is a Python integer: a literal, ``len(...)``, ``x.size(k)``, ``x.shape[k]``,
+    ``x.dim()``, arithmetic of those, or a name every binding of which is one."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Integer):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return is_count(values, expr.expression, depth + 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)):
+        return is_count(values, expr.left, depth + 1) and is_count(values, expr.right, depth + 1)
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and is_count(values, expr.slice[0].slice.value, depth + 1)
+    if isinstance(expr, cst.Call) and not nodes.has_star_args(expr):
+        if values.names(expr.func) == {"builtins.len"}:
+            return True
+        if isinstance(expr.func, cst.Attribute) and not values.module_path(expr.func):
+            method, args = expr.func.attr.value, expr.args
+            return (method == "size" and len(args) == 1 and args[0].keyword is None) or (method in ("dim", "numel") and not args)
+        return False
+    if isinstance(expr, cst.Name):
+        found = list(values.values_of(expr))
+        return bool(found) and all(v is not None and v is not expr and is_count(values, v, depth + 1) for v in found)
+    return False
+
+
+# -- the forms ------------------------------------------------------------------------------------
+def _name_dims(values: "ModuleValues", name: cst.Name, depth: int) -> int | None:
+    if name.value not in values.assigned_names():
+        return None  # a parameter, a loop target, an import: no value shown
+    reach = values.reach(name)
+    if reach.why is not None or not reach.bindings:
+        return None
+    found: set[int | None] = set()
+    for node in reach.bindings:
+        bound = values.bound(node)
+        if bound.kind == VALUE and bound.value is not name:
+            found.add(dims(values, bound.value, depth + 1))
+        elif bound.kind == PART and _pair_target(values, node):
+            found.add(pair_dims(values, bound.value, depth + 1))  # `_, pred = x.max(1)`
+        else:
+            return None
+        if None in found or len(found) > 1:
+            return None
+    return found.pop() if found else None
+
+
+def _pair_target(values: "ModuleValues", node: cst.CSTNode) -> bool:
+    """``node`` is one of the two names of ``a, b = <pair>``."""
+    tuple_target = values.parent(values.parent(node) or node)
+    return isinstance(tuple_target, (cst.Tuple, cst.List)) and len(tuple_target.elements) == 2 and all(
+        isinstance(e.value, cst.Name) for e in tuple_target.elements
+    )
+
+
+def _broadcast(values: "ModuleValues", left: cst.BaseExpression, right: cst.BaseExpression, depth: int) -> int | None:
+    """``left op right`` elementwise: a tensor's with a Python number, the larger of two tensors'."""
+    numbers = (_is_number(values, left, depth), _is_number(values, right, depth))
+    if all(numbers):
+        return None  # no tensor
+    a = None if numbers[0] else dims(values, left, depth + 1)
+    b = None if numbers[1] else dims(values, right, depth + 1)
+    if numbers[0] or numbers[1]:
+        return a if b is None else b
+    return max(a, b) if a is not None and b is not None else None
+
+
+def _is_number(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:
+    """A Python number: an integer (:func:`is_count`), a float literal, or a name every binding
+    of which is one."""
+    if isinstance(expr, cst.Float) or is_count(values, expr, depth + 1):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return _is_number(values, expr.expression, depth + 1)
+    if isinstance(expr, cst.Name) and depth <= MAX_DEPTH:
+        found = list(values.values_of(expr))
+        return bool(found) and all(v is not None and v is not expr and _is_number(values, v, depth + 1) for v in found)
+    return False
+
+
+def _subscript_dims(values: "ModuleValues", expr: cst.Subscript, depth: int) -> int | None:
+    if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        index = expr.slice[0].slice.value
+        if isinstance(index, cst.Integer) and index.value in ("0", "1"):
+            pair = pair_dims(values, expr.value, depth + 1)
+            if pair is not None:
+                return pair
+    found = dims(values, expr.value, depth + 1)
+    if found is None:
+        return None
+    for element in expr.slice:
+        part = element.slice
+        if isinstance(part, cst.Slice):
+            continue
+        if isinstance(part, cst.Index) and part.star is None and is_count(values, part.value):
+            found -= 1
+        else:
+            return None
+    return found if found >= 0 else None
+
+
+def _subject(values: "ModuleValues", call: cst.Call) -> tuple[cst.BaseExpression | None, list[cst.Arg]]:
+    """The tensor a method or ``torch.<f>`` call works on, and its other arguments."""
+    func = cst.ensure_type(call.func, cst.Attribute)
+    if values.torch_names(func):
+        positional = nodes.positional_args(call)
+        if not positional:
+            return None, []
+        return positional[0].value, [a for a in call.args if a is not positional[0]]
+    if values.module_path(func):
+        return None, []
+    return func.value, list(call.args)
+
+
+def _reduced(values: "ModuleValues", call: cst.Call, before: int | None) -> int | None:
+    if before is None:
+        return None
+    keep = nodes.keyword_arg(call, "keepdim")
+    if keep is not None:
+        if isinstance(keep.value, cst.Name) and keep.value.value in ("True", "False"):
+            return before if keep.value.value == "True" else before - 1
+        return None
+    return before - 1 if before >= 1 else None
+
+
+def _call_dims(values: "ModuleValues", call: cst.Call, depth: int) -> int | None:
+    func = call.func
+    names = values.names(func)
+    if names & {"torch.autograd.Variable", "torch.autograd.variable.Variable", "torch.nn.Parameter", "torch.nn.parameter.Parameter"}:
+        positional = nodes.positional_args(call)
+        return dims(values, positional[0].value, depth + 1) if positional else None
+    torch_names = values.torch_names(func)
+    if torch_names:
+        if len(torch_names) != 1:
+            return None
+        found = _factory_dims(values, next(iter(torch_names)).rpartition(".")[2], call, depth)
+        if found is not None or not isinstance(func, cst.Attribute):
+            return found
+    layer = layer_class(values, func)
+    if layer is not None:
+        return _layer_dims(values, func, layer, call, depth)
+    if not isinstance(func, cst.Attribute) or (values.module_path(func) and not torch_names):
+        return None
+    return _method_dims(values, func.attr.value, call, depth)
+
+
+def _factory_dims(values: "ModuleValues", name: str, call: cst.Call, depth: int) -> int | None:
+    positional = nodes.positional_args(call)
+    if name in SIZED_FACTORIES or (name in DATA_FACTORIES - {"tensor", "as_tensor"} and positional and is_count(values, positional[0].value)):
+        return _sizes(values, positional)
+    if name == "full":
+        return _sizes(values, positional[:1])
+    if name == "randint":
+        return _sizes(values, positional[-1:]) if positional and isinstance(positional[-1].value, (cst.Tuple, cst.List)) else None
+    if name in VECTOR_FACTORIES:
+        return 1
+    if name == "eye":
+        return 2
+    if name in DATA_FACTORIES and len(positional) == 1:
+        return _literal_depth(positional[0].value)
+    if name in LIKE_FACTORIES and positional:
+        return dims(values, positional[0].value, depth + 1)
+    return None  # a function of tensors: as a method (`torch.sum(x, 1)` is `x.sum(1)`)
+
+
+def _sizes(values: "ModuleValues", positional: list[cst.Arg]) -> int | None:
+    if len(positional) == 1 and isinstance(positional[0].value, (cst.Tuple, cst.List)):
+        elements = positional[0].value.elements
+        return len(elements) if all(is_count(values, e.value) for e in elements) else None
+    return len(positional) if positional and all(is_count(values, a.value) for a in positional) else None
+
+
+def _literal_depth(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, (cst.Integer, cst.Float)) or (isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float))):
+        return 0
+    if isinstance(node, (cst.List, cst.Tuple)) and node.elements:
+        inner = {_literal_depth(e.value) for e in node.elements}
+        return inner.pop() + 1 if len(inner) == 1 and None not in inner else None
+    return None
+
+
+def _layer_dims(values: "ModuleValues", func: cst.BaseExpression, layer: str, call: cst.Call, depth: int) -> int | None:
+    positional = nodes.positional_args(call)
+    if len(positional) != 1 or len(call.args) != 1:
+        return None
+    given = dims(values, positional[0].value, depth + 1)
+    if given is None:
+        return None
+    return _through_layers(values, func, layer, given)
+
+
+def _through_layers(values: "ModuleValues", func: cst.BaseExpression, layer: str, given: int) -> int | None:
+    if layer in SAME_SHAPE_LAYERS:
+        return given
+    if layer == "Embedding":
+        return given + 1
+    if layer == "Sequential":
+        items = _sequential_items(values, func, 0)
+        if items is None:
+            return None
+        for item in items:
+            found = _through_layers(values, item, _item_layer(values, item) or "", given)
+            if found is None:
+                return None
+            given = found
+        return given
+    return None
+
+
+def _sequential_items(
+    values: "ModuleValues", value: cst.BaseExpression | None, depth: int, seen: frozenset[int] = frozenset()
+) -> tuple[cst.BaseExpression, ...] | None:
+    """The layers of the one ``nn.Sequential(...)`` that ``value`` is (through names and moves)."""
+    if depth > MAX_DEPTH:
+        return None
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in MOVES_OF_MODULES \
+            and not values.module_path(value.func):
+        value = value.func.value  # `nn.Sequential(...).cuda()`, `model.cuda()`
+    if isinstance(value, cst.Name):
+        found = {
+            _sequential_items(values, v, depth + 1, seen | {id(v)})
+            for v in values.values_of(value) if v is None or id(v) not in seen  # a loop's own binding: the others decide
+        }
+        return found.pop() if len(found) == 1 else None
+    if not isinstance(value, cst.Call) or not any(q.endswith(".Sequential") for q in values.names(value.func)):
+        return None
+    return tuple(a.value for a in value.args)
+
+
+def _item_layer(values: "ModuleValues", item: cst.BaseExpression) -> str | None:
+    if isinstance(item, cst.Call):
+        names = values.names(item.func)
+        if len(names) == 1 and next(iter(names)).startswith("torch.nn."):
+            return next(iter(names)).rpartition(".")[2]
+    return None
+
+
+def _method_dims(values: "ModuleValues", name: str, call: cst.Call, depth: int) -> int | None:
+    subject, rest = _subject(values, call)
+    if subject is None:
+        return None
+    positional = [a for a in rest if a.keyword is None]
+    if name in SAME_SHAPE and (name != "to" or len(positional) <= 1):
+        return dims(values, subject, depth + 1)
+    if name in BROADCAST and len(positional) == 1 and not rest[1:]:
+        if name in ("max", "min") and is_count(values, positional[0].value):
+            return None  # a pair, not a tensor
+        return _broadcast(values, subject, positional[0].value, depth)
+    if name in FULL_REDUCTIONS and not rest:
+        return 0
+    if name in DIM_REDUCTIONS:
+        dim = nodes.keyword_arg(call, "dim")
+        chosen = dim.value if dim is not None else (positional[0].value if len(positional) == 1 else None)
+        if chosen is not None and is_count(values, chosen):
+            return _reduced(values, call, dims(values, subject, depth + 1))
+        return None
+    if name in ("view", "reshape"):
+        return _sizes(values, positional) if len(positional) == len(rest) else None
+    if name in ("view_as", "reshape_as", "expand_as") and len(positional) == 1:
+        return dims(values, positional[0].value, depth + 1)
+    if name == "flatten" and not rest:
+        return 1
+    if name == "unsqueeze" and len(rest) == 1:
+        found = dims(values, subject, depth + 1)
+        return found + 1 if found is not None else None
+    if name in ("t", "transpose", "permute"):
+        return dims(values, subject, depth + 1)
+    if name == "multinomial":
+        return dims(values, subject, depth + 1)
+    return None

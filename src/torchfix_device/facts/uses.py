@@ -1,0 +1,355 @@
+"""How a value is used: as a Python number, or as a tensor? One of the facts about values
+(:mod:`torchfix_device.facts`), asked where a PyTorch 0.3 number that is now a 0-dim tensor
+(:func:`torchfix_device.facts.sizes.number_in_03`) may become a number again with ``.item()``
+(TFD019), and whether an array taken from a tensor is written to (TFD018).
+
+:func:`uses_of` follows a value from where it is made to every place that takes it: through
+arithmetic (``100. * correct / total``), a binding (``best = ...``, then each read that binding
+may reach), a counter (``correct += ...`` where every binding that may reach is a number
+literal or such an addition, then the counter's reads), the elements of a literal list, tuple
+or dict, and the ``return`` of a function of this file to the calls of it in this file. Each
+place is a :class:`Use`:
+
+- where a 0-dim tensor breaks what a number did (the number was meant): ``KEY`` (a key of a
+  dict shown to be one: ``d[v]``, ``d[v] += 1``, ``d.get(v)``, ``v in d``: tensors hash by
+  identity, so the lookup raises ``KeyError``), ``JSON`` (``json.dump``/``json.dumps``:
+  ``TypeError``), ``ACTION`` (``env.step(v)`` of a ``gym`` environment: gym checks the action's
+  type), ``COUNTER`` (added to a counter that starts from a number literal);
+- ``INDEX``: an index of a container not shown to be a dict, a sequence or a tensor
+  (``vocab.idx2word[v]``): a number was meant, but what the container does with a tensor is
+  not shown;
+- ``NUMBER``: where a number does what the tensor did, or what the legacy code meant: arithmetic
+  with a tensor, formatting (``%``, ``format``, f-strings), ``print``, ``float()``/``int()``,
+  comparisons and tests, ``math``/NumPy functions, a list's index, a statement of its own;
+- ``TENSOR``: where only a tensor will do: an attribute or method (``v.item()``,
+  ``v.backward()``), an index into it (``row[0]``), a torch function other than a constructor
+  (``torch.exp(v)``), a counter that starts as a tensor (``torch.zeros(1)``);
+- ``UNKNOWN``: anything else (an argument of another function, an attribute set, a ``return``
+  of a function not called in this file, a container whose fate is not followed).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from torchfix_device.facts import kinds
+from torchfix_device.facts.values import AUGMENTED, VALUE
+
+if TYPE_CHECKING:
+    from torchfix_device.facts.values import ModuleValues
+
+MAX_DEPTH = 16
+
+
+class Use(enum.Enum):
+    KEY = "a dict key"
+    JSON = "written as JSON"
+    ACTION = "a gym action"
+    COUNTER = "added to a counter that starts from a number"
+    INDEX = "an index of a container not shown to be a dict or a sequence"
+    NUMBER = "used as a number"
+    TENSOR = "used as a tensor"
+    UNKNOWN = "used where a number is not shown to do"
+
+
+MEANT = frozenset({Use.KEY, Use.JSON, Use.ACTION, Use.COUNTER, Use.INDEX})
+"""Uses that show a number was meant."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """One use of a value: what kind, and the node where it is (for a message)."""
+
+    use: Use
+    node: cst.CSTNode
+
+
+NUMBER_BUILTINS = frozenset({"float", "int", "str", "repr", "print", "bool", "format", "range", "len", "hash", "divmod"})
+FLOWING_BUILTINS = frozenset({"max", "min", "abs", "round", "sum", "sorted"})
+"""Builtins whose result is the value (or made from it): followed."""
+TORCH_TAKING_NUMBERS = frozenset({"save", "tensor", "as_tensor", "full", "manual_seed", "arange", "zeros", "ones", "randn", "rand", "empty"})
+NUMBER_ARGUMENT_METHODS = frozenset({"fill_", "add", "add_", "mul", "mul_", "sub", "sub_", "div", "div_", "pow", "masked_fill", "masked_fill_", "clamp", "index_fill_"})
+"""Tensor methods that take a Python number where a 0-dim tensor was given."""
+DICT_MAKERS = frozenset({"builtins.dict", "collections.defaultdict", "collections.OrderedDict", "collections.Counter"})
+SEQUENCE_MAKERS = frozenset({"builtins.list", "builtins.tuple", "builtins.range", "builtins.str"})
+KEY_METHODS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
+
+
+def uses_of(values: "ModuleValues", expr: cst.BaseExpression) -> list[Place]:
+    """Every place the value of ``expr`` reaches (see the module docstring)."""
+    found: list[Place] = []
+    _context(values, expr, found, 0, frozenset(), held=False)
+    return found
+
+
+def _context(values: "ModuleValues", expr: cst.CSTNode, found: list[Place], depth: int, seen: frozenset[int], held: bool) -> None:
+    """The uses of the value ``expr`` evaluates to (``held``: a container holds it)."""
+    def add(use: Use, node: cst.CSTNode = expr) -> None:
+        found.append(Place(Use.UNKNOWN if held and use is Use.TENSOR else use, node))
+
+    if depth > MAX_DEPTH:
+        return add(Use.UNKNOWN)
+    parent = values.parent(expr)
+    if isinstance(parent, cst.BinaryOperation):
+        if isinstance(parent.operator, cst.Modulo) and parent.right is expr and isinstance(parent.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return add(Use.NUMBER)  # "%d" % v
+        other = parent.right if parent.left is expr else parent.left
+        if kinds.is_tensor(values, other):
+            return add(Use.NUMBER, parent)  # a tensor's arithmetic takes a number as well
+        return _context(values, parent, found, depth + 1, seen, held)
+    if isinstance(parent, cst.UnaryOperation):
+        return add(Use.NUMBER) if isinstance(parent.operator, cst.Not) else _context(values, parent, found, depth + 1, seen, held)
+    if isinstance(parent, cst.Comparison):
+        return _comparison(values, parent, expr, add)
+    if isinstance(parent, cst.ComparisonTarget):
+        return _comparison(values, cst.ensure_type(values.parent(parent), cst.Comparison), expr, add)
+    if isinstance(parent, cst.BooleanOperation):
+        return _context(values, parent, found, depth + 1, seen, held)
+    if isinstance(parent, cst.IfExp):
+        return add(Use.NUMBER) if parent.test is expr else _context(values, parent, found, depth + 1, seen, held)
+    if isinstance(parent, cst.Attribute):
+        return add(Use.TENSOR)
+    if isinstance(parent, cst.Subscript):
+        return add(Use.TENSOR)  # `v[0]`: only the tensor has elements (the index itself is an Index)
+    if isinstance(parent, cst.Index):
+        return _index(values, parent, add)
+    if isinstance(parent, cst.Slice):
+        return add(Use.NUMBER)
+    if isinstance(parent, cst.Arg):
+        return _argument(values, parent, expr, found, depth, seen, held, add)
+    if isinstance(parent, cst.Call):
+        return add(Use.TENSOR)  # `v(...)`
+    if isinstance(parent, cst.FormattedStringExpression):
+        return add(Use.NUMBER)
+    if isinstance(parent, (cst.Element, cst.StarredElement)):
+        return _element(values, parent, found, depth, seen, add)
+    if isinstance(parent, cst.DictElement):
+        if parent.key is expr:
+            return add(Use.KEY)
+        return _context(values, cst.ensure_type(values.parent(parent), cst.BaseExpression), found, depth + 1, seen, True)
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
+        return _assigned(values, parent, found, depth, seen, held, add)
+    if isinstance(parent, cst.AugAssign) and parent.value is expr:
+        return _counter(values, parent, found, depth, seen, add)
+    if isinstance(parent, cst.Return):
+        return _returned(values, parent, found, depth, seen, held, add)
+    if isinstance(parent, (cst.If, cst.While, cst.Assert)) and parent.test is expr:
+        return add(Use.NUMBER)
+    if isinstance(parent, cst.Expr):
+        return add(Use.NUMBER)
+    return add(Use.UNKNOWN)
+
+
+def _comparison(values: "ModuleValues", comparison: cst.Comparison, expr: cst.CSTNode, add) -> None:  # noqa: ANN001
+    for target in comparison.comparisons:
+        if isinstance(target.operator, (cst.In, cst.NotIn)) and comparison.left is expr:
+            kind = container_kind(values, target.comparator)
+            return add(Use.KEY if kind == "dict" else Use.NUMBER if kind is not None else Use.UNKNOWN)
+    return add(Use.NUMBER)
+
+
+def _index(values: "ModuleValues", index: cst.Index, add) -> None:  # noqa: ANN001
+    element = values.parent(index)
+    subscript = values.parent(element) if element is not None else None
+    if not isinstance(subscript, cst.Subscript) or len(subscript.slice) != 1:
+        return add(Use.UNKNOWN)
+    kind = container_kind(values, subscript.value)
+    add(Use.KEY if kind == "dict" else Use.INDEX if kind is None else Use.NUMBER, subscript)
+
+
+def _argument(values, arg: cst.Arg, expr, found, depth, seen, held, add) -> None:  # noqa: ANN001
+    call = values.parent(arg)
+    if not isinstance(call, cst.Call) or arg.star:
+        return add(Use.UNKNOWN)
+    names = values.names(call.func)
+    first = bool(call.args) and call.args[0] is arg and arg.keyword is None
+    if names & {"json.dump", "json.dumps"} and (first or (arg.keyword is not None and arg.keyword.value == "obj")):
+        return add(Use.JSON, call)
+    builtins = {q[len("builtins."):] for q in names if q.startswith("builtins.")}
+    if builtins & NUMBER_BUILTINS:
+        return add(Use.NUMBER, call)
+    if builtins & FLOWING_BUILTINS:
+        return _context(values, call, found, depth + 1, seen, held)
+    if any(q.startswith(("math.", "numpy.")) for q in names):
+        return add(Use.NUMBER, call)
+    torch_names = values.torch_names(call.func)
+    if torch_names:
+        takes = {q.rpartition(".")[2] for q in torch_names} <= TORCH_TAKING_NUMBERS
+        return add(Use.NUMBER if takes else Use.TENSOR, call)
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        method, receiver = func.attr.value, func.value
+        if method == "format" and isinstance(receiver, (cst.SimpleString, cst.ConcatenatedString)):
+            return add(Use.NUMBER, call)
+        if method in KEY_METHODS and first and container_kind(values, receiver) == "dict":
+            return add(Use.KEY, call)
+        if method == "step" and first and _gym_environment(values, receiver):
+            return add(Use.ACTION, call)
+        if method in NUMBER_ARGUMENT_METHODS and kinds.is_tensor(values, receiver):
+            return add(Use.NUMBER, call)
+    add(Use.UNKNOWN, call)
+
+
+def _element(values, element, found, depth, seen, add) -> None:  # noqa: ANN001
+    holder = values.parent(element)
+    operation = values.parent(holder) if holder is not None else None
+    if isinstance(holder, cst.Tuple) and isinstance(operation, cst.BinaryOperation) and operation.right is holder \
+            and isinstance(operation.operator, cst.Modulo):
+        return add(Use.NUMBER)  # "%d %d" % (a, v)
+    if isinstance(holder, cst.Tuple) and isinstance(operation, cst.Index):
+        return _index(values, operation, add)  # `d[(a, v)]`: part of a key
+    if isinstance(holder, cst.BaseExpression):
+        return _context(values, holder, found, depth + 1, seen, True)
+    add(Use.UNKNOWN)
+
+
+def _assigned(values, statement, found, depth, seen, held, add) -> None:  # noqa: ANN001
+    targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
+    if len(targets) != 1 or not isinstance(targets[0], cst.Name):
+        return add(Use.UNKNOWN, statement)  # `self.x = v`, `d[k] = v`, unpacking
+    _follow(values, targets[0], found, depth, seen, held)
+
+
+def _follow(values, binding: cst.Name, found, depth, seen, held) -> None:  # noqa: ANN001
+    """The uses of every read ``binding`` may reach (a binding with no read: none)."""
+    if id(binding) in seen:
+        return
+    seen = seen | {id(binding)}
+    for read in values.reads_of(binding):
+        if isinstance(values.parent(read), cst.AugAssign) and cst.ensure_type(values.parent(read), cst.AugAssign).target is read:
+            found.append(Place(Use.NUMBER, read))  # `c += more`: the counter itself
+            continue
+        _context(values, read, found, depth + 1, seen, held)
+
+
+def _counter(values, statement: cst.AugAssign, found, depth, seen, add) -> None:  # noqa: ANN001
+    """``c += v``: a counter that starts from a number (every binding of ``c`` that may reach is
+    a number literal or such an addition), then its reads; a tensor counter wants a tensor."""
+    target = statement.target
+    if not isinstance(target, cst.Name) or not isinstance(statement.operator, (cst.AddAssign, cst.SubtractAssign)):
+        return add(Use.UNKNOWN, statement)
+    reach = values.reach(target)
+    if reach.why is not None or not reach.bindings:
+        return add(Use.UNKNOWN, statement)
+    for node in reach.bindings:
+        bound = values.bound(node)
+        if bound.kind == AUGMENTED:
+            continue
+        if bound.kind == VALUE and _number_literal(bound.value):
+            continue
+        tensor = bound.kind == VALUE and kinds.is_tensor(values, bound.value)
+        return add(Use.TENSOR if tensor else Use.UNKNOWN, node)
+    add(Use.COUNTER, statement)
+    _follow(values, target, found, depth, seen, False)
+
+
+def _returned(values, statement: cst.Return, found, depth, seen, held, add) -> None:  # noqa: ANN001
+    """``return v`` of a function of this file: the uses of each call of it in this file."""
+    function = values.enclosing(statement, (cst.FunctionDef, cst.Lambda))
+    if not isinstance(function, cst.FunctionDef) or function.decorators or id(function) in seen:
+        return add(Use.UNKNOWN, statement)
+    calls = _calls_of(values, function)
+    if not calls:
+        return add(Use.UNKNOWN, statement)
+    for call in calls:
+        _context(values, call, found, depth + 1, seen | {id(function)}, held)
+
+
+def _calls_of(values: "ModuleValues", function: cst.FunctionDef) -> list[cst.Call]:
+    """The calls in this file of ``function`` by its name, every one resolved to it; none when
+    the name is also used otherwise (passed, stored) or the function is a method."""
+    if isinstance(values.parent(values.parent(function) or function), cst.ClassDef):
+        return []
+    scope = values.enclosing(function, (cst.FunctionDef, cst.Module)) or values.module
+    calls = []
+    for read in values.name_reads(scope).get(function.name.value, ()):
+        if read is function.name:
+            continue
+        parent = values.parent(read)
+        reach = values.reach(read)
+        if not (isinstance(parent, cst.Call) and parent.func is read) or reach.why is not None or list(reach.bindings) != [function]:
+            return []
+        calls.append(parent)
+    return calls
+
+
+def _number_literal(value: cst.BaseExpression | None) -> bool:
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, (cst.Minus, cst.Plus)):
+        value = value.expression
+    return isinstance(value, (cst.Integer, cst.Float))
+
+
+def container_kind(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> str | None:
+    """``"dict"``, ``"sequence"`` (list, tuple, range, string) or ``"tensor"`` where every value
+    ``expr`` may hold is shown to be one of these; None otherwise."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(expr, (cst.Dict, cst.DictComp)):
+        return "dict"
+    if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp, cst.SimpleString, cst.ConcatenatedString)):
+        return "sequence"
+    if isinstance(expr, cst.Call):
+        names = values.names(expr.func)
+        if names and names <= DICT_MAKERS:
+            return "dict"
+        if names and names <= SEQUENCE_MAKERS:
+            return "sequence"
+    if isinstance(expr, cst.Name):
+        kinds_found = set()
+        for value in values.values_of(expr):
+            kinds_found.add(container_kind(values, value, depth + 1) if value is not None and value is not expr else None)
+        return kinds_found.pop() if len(kinds_found) == 1 else None
+    return "tensor" if kinds.is_tensor(values, expr) else None
+
+
+def _gym_environment(values: "ModuleValues", receiver: cst.BaseExpression) -> bool:
+    """``receiver`` is a ``gym``/``gymnasium`` environment: every value of the name is made by
+    a function of that package (``gym.make(...)``, a ``gym.wrappers`` class)."""
+    if not isinstance(receiver, cst.Name):
+        return False
+    found = list(values.values_of(receiver))
+    return bool(found) and all(
+        isinstance(v, cst.Call) and bool(values.names(v.func))
+        and all(q.split(".")[0] in ("gym", "gymnasium") for q in values.names(v.func))
+        for v in found
+    )
+
+
+def written_in_place(values: "ModuleValues", expr: cst.BaseExpression) -> cst.CSTNode | None:
+    """Where the array ``expr`` gives (``x.numpy()``) is written to, directly (``x.numpy()[0] =
+    1``) or through a name bound to it (``a = x.numpy()`` then ``a[0] = 1``, ``a += 1``,
+    ``a.fill(0)``, ``out=a``); None where this file shows no such write."""
+    parent = values.parent(expr)
+    if isinstance(parent, cst.Subscript) and _stored(values, parent):
+        return parent
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        if len(targets) == 1 and isinstance(targets[0], cst.Name):
+            for read in values.reads_of(targets[0]):
+                above = values.parent(read)
+                if isinstance(above, cst.AugAssign) and above.target is read:
+                    return above
+                if isinstance(above, cst.Subscript) and above.value is read and _stored(values, above):
+                    return above
+                if isinstance(above, cst.Attribute) and above.value is read and above.attr.value in ARRAY_WRITES:
+                    return above
+                if isinstance(above, cst.Arg) and above.keyword is not None and above.keyword.value == "out":
+                    return above
+    return None
+
+
+ARRAY_WRITES = frozenset({"fill", "sort", "put", "itemset", "resize", "setfield", "partition", "byteswap"})
+"""NumPy array methods that change the array in place."""
+
+
+def _stored(values: "ModuleValues", subscript: cst.Subscript) -> bool:
+    """``subscript`` is assigned to (``a[0] = 1``, ``a[0] += 1``, ``a[0], b = ...``)."""
+    child: cst.CSTNode = subscript
+    above = values.parent(subscript)
+    while isinstance(above, (cst.Tuple, cst.List, cst.Element)):
+        child, above = above, values.parent(above)
+    return isinstance(above, cst.AssignTarget) or (isinstance(above, cst.AugAssign) and above.target is child)
+

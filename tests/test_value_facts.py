@@ -1,0 +1,243 @@
+"""Issue 32's facts about values, asked directly: dimensions (``facts.dims``), a PyTorch 0.3
+number (``facts.sizes.number_in_03``), how a value is used (``facts.uses``), tensors shown by
+their values or methods (``facts.kinds``), and whether a value may be on the device
+(``facts.devices``). Each question is put with ``probe(<expression>)`` in a small module; the
+answers come from a codemod of the base class (libcst's exact names), run on its own."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+from libcst.codemod import CodemodContext
+
+from torchfix_device.codemods.base import Codemod
+from torchfix_device.facts import devices, dims, kinds, sizes, uses
+from torchfix_device.facts import values as facts_values
+from torchfix_device.syntax import traversal
+
+
+class _Probe(Codemod):
+    """No ``code``: not registered, never run by the engine."""
+
+    question = staticmethod(lambda values, expr: None)
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        super().visit_Module(node)
+        values = facts_values.of(self)
+        self.answers = [
+            self.question(values, n.args[0].value)
+            for n in traversal.walk(node)
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "probe"
+        ]
+        return False
+
+
+def ask(source: str, question) -> list:  # noqa: ANN001
+    probe = _Probe(CodemodContext())
+    probe.question = question
+    probe.transform_module(cst.parse_module(source))
+    assert probe.answers, "the source asks nothing"
+    return probe.answers
+
+
+HEADER = """
+import json
+import gym
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.autograd import Variable
+"""
+
+
+# -- dims -------------------------------------------------------------------------------------
+def test_dims_follow_factories_layers_reductions_and_indexing() -> None:
+    source = HEADER + textwrap.dedent("""
+    model = nn.Linear(4, 3)
+    x = Variable(torch.randn(5, 4))
+    scores = model(x)
+    _, pred = torch.max(scores, 1)
+    seq = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
+    for _ in range(2):
+        seq = seq.cuda()
+    emb = nn.Embedding(10, 3)
+    probe(x); probe(scores.data); probe(torch.max(scores.data, 1)[1]); probe(torch.max(scores.data, 1)[1][0])
+    probe(pred); probe(pred == x.sum(1)); probe(x.view(-1)); probe(torch.multinomial(x.view(-1).exp(), 1))
+    probe(x.sum(1, keepdim=True)); probe(x.max(0)[1]); probe(x[0]); probe(x[:, 0]); probe(x.sum())
+    probe(seq(torch.randn(2, 8))); probe(emb(torch.LongTensor([1, 2]))); probe(torch.tensor([[1, 2]]))
+    probe(torch.LongTensor(48).random_(0, 3)); probe(torch.zeros((2, 3, 4))); probe(x.unsqueeze(0) * 2.0)
+    """)
+    answers = ask(source, dims.dims)
+    assert answers == [2, 2, 1, 0, 1, 1, 1, 1, 2, 1, 1, 1, 0, 2, 2, 2, 1, 3, 3]
+
+
+def test_dims_not_shown() -> None:
+    source = HEADER + textwrap.dedent("""
+    def f(x, model, n):
+        probe(x); probe(model(torch.randn(2, 3))); probe(torch.randn(3).squeeze()); probe(torch.zeros(n))
+        probe(torch.from_numpy(np.zeros(3))); probe(torch.max(x, 1)[1])
+        lstm = nn.LSTM(3, 3)
+        probe(lstm(torch.randn(2, 3)))
+    """)
+    assert ask(source, dims.dims) == [None] * 7
+
+
+# -- a Python number in 0.3 -------------------------------------------------------------------
+def _number(values, expr):  # noqa: ANN001
+    found = sizes.number_in_03(values, expr)
+    return None if found is None else (found.zero_dim, found.data)
+
+
+def test_number_in_03_full_reductions_and_elements() -> None:
+    source = HEADER + textwrap.dedent("""
+    x = torch.randn(5, 4)
+    def f(q, p, arr, loss_fn, y):
+        _, pred = torch.max(x, 1)
+        probe(pred.eq(y).sum()); probe((pred == y).sum()); probe(torch.sum(x)); probe(x.max())
+        probe(torch.max(x, 1)[1][0]); probe(q.max(1)[1].data[0]); probe(torch.multinomial(p, 1)[0]); probe(pred[0])
+        probe(arr.sum()); probe(x[0]); probe(x.sum(1)); probe(torch.nn.functional.mse_loss(x, x).data[0])
+        probe(y.cpu().sum())
+    """)
+    assert ask(source, _number) == [
+        (True, False), (True, False), (True, False), (True, False),
+        (True, False), (False, True), (False, False), (True, False),
+        None, None, None, None,
+        (True, False),
+    ]
+
+
+def test_method_evidence_needs_torch_alone() -> None:
+    source = "import torch\nimport pandas as pd\ndef f(y):\n    probe(y.cpu().sum())\n"
+    assert ask(source, _number) == [None]
+
+
+# -- uses -------------------------------------------------------------------------------------
+def _uses(values, expr):  # noqa: ANN001
+    return sorted({p.use.name for p in uses.uses_of(values, expr)})
+
+
+def test_uses_follow_names_counters_returns_and_containers() -> None:
+    source = HEADER + textwrap.dedent("""
+    classes = {0: "cat"}
+    env = gym.make("CartPole-v0")
+    def evaluate(x, items, lookup):
+        best = probe(x.sum())
+        classes[best]
+        correct = 0
+        correct += probe(x.sum())
+        print("%.2f" % (100. * correct / 4), f"{correct}", float(correct) > 1)
+        json.dumps({"n": probe(x.sum())})
+        env.step(probe(x.sum()))
+        lookup[probe(x.sum())]
+        items[probe(x.sum())] if isinstance(items, list) else None
+        probe(x.sum()).backward()
+        total = torch.zeros(1)
+        total += probe(x.sum())
+        return probe(x.sum()) / 2
+    def caller(x):
+        print(evaluate(x, [], {}))
+    """)
+    found = ask(source, lambda values, expr: _uses(values, values.parent(values.parent(expr))))
+    assert found == [
+        ["KEY"], ["COUNTER", "NUMBER"], ["JSON"], ["ACTION"], ["INDEX"], ["INDEX"], ["TENSOR"], ["TENSOR"], ["NUMBER"],
+    ]
+
+
+def test_written_in_place() -> None:
+    source = HEADER + textwrap.dedent("""
+    def f(t, u):
+        a = probe(t.numpy())
+        a[0] = 1
+        b = probe(u.numpy())
+        b += 1
+        c = probe(u.numpy())
+        c.fill(0)
+        probe(t.numpy())[1] = 2
+        d = probe(t.numpy())
+        print(d[0], np.mean(d))
+    """)
+    def written(values, expr):  # noqa: ANN001
+        return uses.written_in_place(values, values.parent(values.parent(expr))) is not None
+
+    assert ask(source, written) == [True, True, True, True, False]
+
+
+# -- tensors ------------------------------------------------------------------------------------
+def test_is_tensor_through_pairs_comparisons_layers_and_data() -> None:
+    source = HEADER + textwrap.dedent("""
+    model = nn.Linear(4, 3).cuda()
+    x = torch.randn(5, 4)
+    _, pred = torch.max(x, 1)
+    def f(out, y):
+        probe(pred); probe(pred == y); probe(torch.max(out, 1)[1]); probe(model(out)); probe(x.data)
+        probe(out); probe(out == None); probe(model)
+    """)
+    assert ask(source, kinds.is_tensor) == [True, True, True, True, True, False, False, False]
+
+
+@pytest.mark.parametrize(
+    ("imports", "doubt"),
+    [
+        ("import torch\n", None),
+        ("import torch\nimport tensorflow as tf\n", "tensorflow"),
+        ("import numpy as np\n", "does not import torch"),
+        ("import torch\nfrom helpers import *\n", "star import"),
+        ("import torch\nclass Frame:\n    def numpy(self):\n        return 1\n", "its own `numpy()`"),
+    ],
+)
+def test_numpy_method_evidence(imports: str, doubt: str | None) -> None:
+    [answer] = ask(imports + "probe(x.numpy())\n", lambda values, expr: kinds.numpy_doubt(values))
+    assert answer is None if doubt is None else doubt in answer
+
+
+# -- devices ----------------------------------------------------------------------------------
+def test_on_cpu_after_the_migration_too() -> None:
+    source = HEADER + textwrap.dedent("""
+    device = torch.device("cuda")
+    x = torch.randn(3)
+    y = torch.from_numpy(np.zeros(3))
+    z = torch.zeros(3)
+    z.cuda()
+    w = torch.ones(2)
+    w = w.to(device)
+    class Net(nn.Module):
+        def forward(self, h):
+            return probe(torch.zeros(3))
+    def f(out):
+        probe(x); probe(x.data[0]); probe(y.float()); probe(out.cpu()); probe(out.detach().cpu().data)
+        probe(z); probe(w); probe(out); probe(out.cpu().cuda())
+    """)
+    assert ask(source, devices.on_cpu) == [False, True, True, True, True, True, False, False, False, False]
+
+
+def test_cpu_results_whatever_the_default_device() -> None:
+    """``.cpu()`` gives a CPU tensor even where the file makes CUDA the default (its factories
+    then are not on the CPU); ``Variable(x)`` and torch functions of CPU tensors stay there."""
+    source = HEADER + textwrap.dedent("""
+    x = torch.linspace(-1, 1, 10)
+    def f(out):
+        probe(out.cpu()); probe(torch.zeros(2)); probe(Variable(torch.unsqueeze(x, dim=1))); probe(torch.cat([x, x]))
+    """)
+    assert ask(source, devices.on_cpu) == [True, True, True, True]
+    changed = source.replace("x = torch.linspace", 'torch.set_default_tensor_type("torch.cuda.FloatTensor")\nx = torch.linspace')
+    assert ask(changed, devices.on_cpu) == [True, False, False, False]
+
+
+@pytest.mark.parametrize(
+    ("code", "moves"),
+    [
+        ("import torch\nx = torch.zeros(2)\n", False),
+        ("import torch\nx = torch.zeros(2).cuda()\n", True),
+        ("import torch\nx = torch.zeros(2, device=d)\n", True),
+        ("import torch\nx = torch.load('f.pt')\n", True),
+        ("from torch import load\nx = load('f.pt')\n", True),
+        ("import json\nx = json.load(f)\n", False),
+        ("from torch.cuda import is_available\n", True),
+        ("import torch\ntorch.set_default_tensor_type('torch.FloatTensor')\n", True),
+    ],
+)
+def test_moves_to_a_device(code: str, moves: bool) -> None:
+    [answer] = ask(code + "probe(1)\n", lambda values, expr: devices.moves_to_a_device(values))
+    assert answer is moves
