@@ -66,6 +66,12 @@ SNIPPETS = [
     "def h():\n    return Linear(3, 3)\n",
     # the same with `import *` at module level (it may bind `Linear` there)
     "from torch.nn import *\ndef f():\n    from torch.nn import Linear\n    return Linear(2, 2)\ndef h():\n    return Linear(3, 3)\n",
+    # a builtin's name imported at module level (Python 2 compatibility), alone or also bound
+    "from io import open\nfrom builtins import range as xrange, input\nimport torch\n"
+    "def read(p):\n    return open(p).read().strip().split(), input(), xrange(2)\n"
+    "class C:\n    def load(self, p):\n        return torch.load(open(p, 'rb'))\nopen('x').read()\n",
+    "from io import open\ndef f(open=None):\n    return open\nclass D:\n    input = 1\n    v = input\n"
+    "from builtins import input\nopen('x').read(), input()\n",
     # match statements (libcst does not see their captures: those names go to libcst) and walrus
     "import torch\nif (n := torch.ones(1)) is not None:\n    n.cuda()\nys = [(m := y) for y in n]\nm.cuda()\n",
     "import torch\nmatch torch.cuda:\n    case [a, *rest]:\n        a.cuda()\n    case {'k': b, **kw}:\n        b.to(1)\n",

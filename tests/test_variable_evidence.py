@@ -689,6 +689,7 @@ MODULE_SOURCES = [
     "with open(p) as fh, lock:\n    w = fh.read()\ntry:\n    pass\nexcept E as err:\n    r = err\nif (n := 3):\n    pass\n",
     "def f(x):\n    g = 1\n    return g\nclass C:\n    h = 2\n@deco\ndef d(): pass\nlam = lambda v: v\nsq = [s * s for s in range(3)]\n",
     "while (m := next(it)) is not None:\n    total = m\nelse:\n    total = 0\nprint((p := 5))\n",
+    "from torch.autograd import *\nfrom models import *\nimport torch\nVariable = torch.autograd.Variable\nnet = Net()\n",
 ]
 
 

@@ -17,6 +17,7 @@ from torchfix_device.syntax.bindings import (
     binding_of,
     class_body_names,
     methods,
+    names_bound_by,
     registered_names,
     self_attr,
     super_init_index,
@@ -255,11 +256,11 @@ class TensorAttributeNotBuffer(Codemod):
 
     def _requires_grad(self, value: cst.BaseExpression, scope: cst.FunctionDef) -> bool:
         nodes = list(traversal.walk(value))
+        values = self._bound_values(scope)
         for node in list(nodes):
             if isinstance(node, cst.Name) and node.value != "self":
-                for inner in walk_function(scope):
-                    bound = binding_of(inner, node.value)
-                    if isinstance(bound, cst.BaseExpression) and bound is not value:
+                for bound in values.get(node.value, ()):
+                    if bound is not value:
                         nodes.extend(traversal.walk(bound))
         for node in nodes:
             if isinstance(node, cst.Call):
@@ -269,6 +270,21 @@ class TensorAttributeNotBuffer(Codemod):
                 if m.matches(node.func, m.Attribute(attr=m.Name("requires_grad_"))):
                     return True
         return False
+
+    def _bound_values(self, scope: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+        """Name → the values ``scope`` binds it to (``name = value``, :func:`binding_of`), in
+        the order of a walk of ``scope``: one walk per function, not one per name read."""
+        known: dict[int, tuple[cst.FunctionDef, dict[str, list[cst.BaseExpression]]]] = self.__dict__.setdefault("_bound_values_of", {})
+        found = known.get(id(scope))
+        if found is None or found[0] is not scope:
+            by_name: dict[str, list[cst.BaseExpression]] = {}
+            for inner in walk_function(scope):
+                for name in dict.fromkeys(names_bound_by(inner)):
+                    bound = binding_of(inner, name)
+                    if isinstance(bound, cst.BaseExpression):
+                        by_name.setdefault(name, []).append(bound)
+            found = known[id(scope)] = (scope, by_name)
+        return found[1]
 
     def _statement_of(self, init: cst.FunctionDef, node: cst.Assign) -> cst.BaseStatement | None:
         for stmt in init.body.body:

@@ -25,6 +25,9 @@ from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 if TYPE_CHECKING:
     from torchfix_device.engine.shared import SharedWrapper
 
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+"""Nodes whose parts are evaluated in a scope of their own."""
+
 
 class FastNameAnswers:
     """The name-answering half of the engine's codemod subclass (see the module docstring)."""
@@ -72,6 +75,8 @@ class FastNameAnswers:
         local = self._bindings_from_functions(name, node)
         if local is None:
             local = self._bindings_past_functions(name, node)
+        if local is None:
+            local = self._bindings_at_module_level(name, node)
         if local is not None and not CHECK_FAST_NAMES:
             return local
         whole = super().bindings_visible_at(name, node)  # type: ignore[misc]
@@ -249,3 +254,29 @@ class FastNameAnswers:
             return None
         kind, found = where
         return found if kind == scopes.LOCAL else self._module_skeleton().bindings(name)
+
+    def _bindings_at_module_level(self, name: str, node: cst.CSTNode) -> set[Any] | None:
+        """The bindings of ``name`` visible at ``node`` where ``node`` is evaluated in the
+        module's own scope (a script's top-level code; a module-level class's base or
+        decorator): the module-level bindings, from the module's skeleton, without the whole
+        file's analysis. None when ``node`` is not in the top-level statement being visited, is
+        in a function, class body, lambda or comprehension, or ``name`` may not resolve to
+        the module's own statements' bindings."""
+        fast = self._fast_names()
+        if fast is None or not fast.may_resolve_at_module_level(name):
+            return None
+        parents = self._statement_parents()
+        if id(node) not in parents:
+            return None
+        child, above = node, parents.get(id(node))
+        while above is not None and above is not self.visited_module:  # type: ignore[attr-defined]
+            if isinstance(above, cst.ClassDef) and child is not above.body:
+                pass  # a base, keyword or decorator: evaluated around the class
+            elif isinstance(above, cst.FunctionDef) and isinstance(child, cst.Decorator):
+                pass  # evaluated around the function
+            elif isinstance(above, _SCOPES):
+                return None
+            child, above = above, parents.get(id(above))
+        if above is None:
+            return None
+        return self._module_skeleton().bindings(name)

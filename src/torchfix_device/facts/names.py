@@ -135,13 +135,15 @@ class AnyNodeNames:
             return known
         outermost: cst.CSTNode | None = None
         inside = False
-        above = self.parent(node)
+        child, above = node, self.parent(node)
         while above is not None:
             if isinstance(above, cst.FunctionDef):
                 outermost, inside = above, False
+            elif isinstance(above, cst.ClassDef) and child is not above.body:
+                pass  # a base, keyword or decorator: evaluated in the scope around the class
             elif isinstance(above, SCOPES):
                 inside = True
-            above = self.parent(above)
+            child, above = above, self.parent(above)
         found = self._outermost[id(node)] = (outermost, inside and outermost is None)
         return found
 

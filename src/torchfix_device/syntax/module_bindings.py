@@ -13,8 +13,9 @@ Binding forms: assignment, annotated and augmented assignment targets (unpacked 
 lists and starred elements, not through attributes or subscripts), ``for`` and ``with ... as``
 targets, ``except ... as``, imports, ``def`` and ``class``, a walrus outside comprehensions.
 Names it cannot give libcst's answer for are listed apart (:attr:`ModuleBindings.unknown`): a
-walrus inside a comprehension, any name where the module holds a ``match`` statement, a type
-alias or a star import (which binds names nobody sees).
+walrus inside a comprehension, any name where the module holds a ``match`` statement or a type
+alias. A star import binds nothing here, as in libcst's analysis (what it may bind is
+:mod:`torchfix_device.facts.star_names`'s question).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def module_bindings(module: cst.Module) -> ModuleBindings:
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
-                    return ModuleBindings({}, set(), True)
+                    continue  # libcst records no binding for it (facts.star_names widens the answers)
                 _small(small, found, unknown)
             continue
         if isinstance(statement, cst.For):

@@ -203,8 +203,8 @@ class FastNames:
                 return None
             return self._names_every_import_gives(root, spelt, imported_here)
         if imported_here or bound_here:
-            if root in BUILTIN_NAMES:
-                return None
+            if root in BUILTIN_NAMES and (bound_here or root in self._bound_inside or root in self._bound_in_blocks):
+                return None  # `from io import open` alone hides the builtin everywhere: its names
             if bound_here and root in MODULE_LIKE_NAMES:
                 return None  # `torch = f()`: libcst's `torch.*` names then depend on the statement
             if root in self._bound_inside:
