@@ -37,8 +37,9 @@ class HostTransferWithoutCpu(Codemod):
     `PIL.Image.fromarray(t.numpy())` and plotting work on the GPU.
 
     Only in a file that may put values on a device: one with `.cuda`, `.to`, `device`
-    (`torch.device`, `device=`), `map_location=`, `torch.load` (which TFD005 gives
-    `map_location=device`), `set_default_tensor_type` or `set_default_device`. The evidence that
+    (`torch.device`, `device=`; not `device=x.device`, which follows a tensor already placed),
+    `map_location=`, `torch.load` (which TFD005 gives `map_location=device`),
+    `set_default_tensor_type` or `set_default_device`. The evidence that
     the value is a tensor: for `x.numpy()`, the method itself, in a file that imports torch and
     no other library whose objects have `.numpy()` (TensorFlow, Paddle, pandas, JAX...) and whose
     own classes define no `numpy()` (else `x` must be shown to be a tensor, as below); for

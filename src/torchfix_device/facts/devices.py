@@ -24,9 +24,10 @@ Nothing is evidence in a file that changes the default device or tensor type.
 host code (``x.numpy()``, ``np.array(x)``: TFD018). :func:`may_be_on_device` says no where
 
 - the file moves nothing to a device (:func:`moves_to_a_device`): no ``.cuda``, ``.to``,
-  ``device`` (``torch.device``, ``x.device``, ``device=``), ``map_location=``,
-  ``torch.load`` (which TFD005 gives ``map_location=device``), ``set_default_tensor_type`` or
-  ``set_default_device`` anywhere in it; then no codemod gives it a device either (every one
+  ``device`` (``torch.device``, ``device=``), ``map_location=``, ``torch.load`` (which TFD005
+  gives ``map_location=device``), ``set_default_tensor_type`` or ``set_default_device``
+  anywhere in it (``x.device`` of a value, as in TFD003's ``device=x.device``, follows a tensor
+  already placed and does not count); then no codemod gives it a device either (every one
   starts from such a word), and its values are where the code that made them put them: the
   CPU for what this file makes (values made by other files' functions are taken to follow the
   same rule: a helper module without device code is left as it is);
@@ -255,15 +256,26 @@ def moves_to_a_device(values: "facts_values.ModuleValues") -> bool:
 def _moves(values: "facts_values.ModuleValues") -> bool:
     loads = []
     for node in traversal.walk(values.module):
-        if isinstance(node, cst.Attribute) and node.attr.value in DEVICE_WORDS:
+        if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in DEVICE_KEYWORDS:
+            if not _follows_a_tensor(values, node.value):
+                return True
+        if isinstance(node, cst.Attribute) and node.attr.value in DEVICE_WORDS and not _follows_a_tensor(values, node):
             return True
         if isinstance(node, cst.ImportAlias) and set((nodes.dotted_name(node.name) or "").split(".")) & DEVICE_WORDS:
-            return True
-        if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in DEVICE_KEYWORDS:
             return True
         if isinstance(node, cst.Call) and (nodes.dotted_name(node.func) or "").rpartition(".")[2] == "load":
             loads.append(node)  # `torch.load`, `T.load`, `load` imported from torch: resolved last
     return any(values.names(call.func) & TORCH_LOAD for call in loads)
+
+
+def _follows_a_tensor(values: "facts_values.ModuleValues", expr: cst.BaseExpression) -> bool:
+    """``x.device`` or ``self.w.device`` (as in ``device=x.device``, TFD003's rewrite): a value's
+    own device, which follows a tensor already placed and puts nothing on a device of its own
+    (never ``torch.device`` or ``T.device``: a module's, spelt any way)."""
+    return (
+        isinstance(expr, cst.Attribute) and expr.attr.value == "device"
+        and isinstance(expr.value, (cst.Name, cst.Attribute)) and not values.module_path(expr.value)
+    )
 
 
 def may_be_on_device(values: "facts_values.ModuleValues", expr: cst.BaseExpression) -> bool:
