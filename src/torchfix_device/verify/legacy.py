@@ -22,6 +22,8 @@ none of the first two (it must be device-agnostic and modern by itself).
     instance's. Since 1.3 the call raises ``RuntimeError: Legacy autograd function with
     non-static forward method is deprecated``, so no code that works today changes meaning.
 
+``x.backward(retain_variables=...)`` and ``torch.autograd.backward(..., retain_variables=...)``
+    mean ``retain_graph=``, as up to PyTorch 0.3 (0.4 removed the old name: a TypeError since).
 ``.item()`` on a ``meta`` tensor (stand-in only)
     returns a placeholder ``0`` of the tensor's kind (``0.0``, ``0``, ``False``): meta tensors
     hold no data. Numbers computed from it are meaningless, and they are only ever compared on
@@ -37,7 +39,8 @@ CUDA_CALL = ".cuda()"
 ZERO_DIM_INDEX = "0-dim [0]"
 META_ITEM = "meta .item()"
 LEGACY_FUNCTION = "legacy Function()(x)"
-MODERN_FORBIDDEN = (CUDA_CALL, ZERO_DIM_INDEX, LEGACY_FUNCTION)
+RETAIN_VARIABLES = "backward(retain_variables=)"
+MODERN_FORBIDDEN = (CUDA_CALL, ZERO_DIM_INDEX, LEGACY_FUNCTION, RETAIN_VARIABLES)
 """Shims a rewrite must not need. (torch is imported only by :func:`install`.)"""
 
 
@@ -58,7 +61,7 @@ _ORIGINALS: dict = {}
 
 
 def _owner(torch, name: str):
-    return {"Module": torch.nn.Module, "Tensor": torch.Tensor, "Function": torch.autograd.Function}[name]
+    return {"Module": torch.nn.Module, "Tensor": torch.Tensor, "Function": torch.autograd.Function, "autograd": torch.autograd}[name]
 
 
 def uninstall() -> None:
@@ -128,6 +131,7 @@ def install(target) -> Counter:
             ("Tensor", "cuda"): torch.Tensor.cuda, ("Module", "cuda"): torch.nn.Module.cuda,
             ("Tensor", "__getitem__"): torch.Tensor.__getitem__, ("Tensor", "item"): torch.Tensor.item,
             ("Function", "__call__"): torch.autograd.Function.__call__,
+            ("Tensor", "backward"): torch.Tensor.backward, ("autograd", "backward"): torch.autograd.backward,
         })
     uninstall()
     used: Counter = Counter()
@@ -167,7 +171,18 @@ def install(target) -> Counter:
         used[LEGACY_FUNCTION] += 1
         return _adapter(torch, type(self)).apply(self, *inputs)
 
+    def retaining(backward):
+        def run(*args, retain_variables=None, **kwargs):
+            if retain_variables is not None:
+                used[RETAIN_VARIABLES] += 1
+                kwargs.setdefault("retain_graph", retain_variables)
+            return backward(*args, **kwargs)
+
+        return run
+
     function_call = torch.autograd.Function.__call__
+    torch.Tensor.backward = retaining(_ORIGINALS[("Tensor", "backward")])
+    torch.autograd.backward = retaining(_ORIGINALS[("autograd", "backward")])
     torch.Tensor.cuda = cuda
     torch.nn.Module.cuda = module_cuda_
     torch.Tensor.__getitem__ = getitem
