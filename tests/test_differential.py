@@ -42,12 +42,20 @@ def _fixtures() -> list[Path]:
     return paths
 
 
+RUN_AS_THE_OUT = {
+    "iterator_next_method/generator.in.py": "a generator's Python 2 `.next()` cannot be given back "
+    "(its type cannot be patched): the .out's `next(gen)` is what Python 2 ran",
+}
+"""fixture id -> why its original cannot run on Python 3 / torch 2.x even under ``verify.legacy``'s
+shims, so that its ``.out.py``, the same program in today's spelling, stands for it."""
+
+
 def _before(path: Path) -> str:
     """The program before the rewrite. An input of the token pass (``.cuda(async=True)``)
     cannot even be compiled by Python >= 3.7: its ``.out.py``, the same program with
-    ``non_blocking=`` written by hand, stands for it."""
+    ``non_blocking=`` written by hand, stands for it; so does a fixture of :data:`RUN_AS_THE_OUT`."""
     text = path.read_text(encoding="utf-8")
-    if python3(text):
+    if python3(text) and f"{path.parent.name}/{path.name}" not in RUN_AS_THE_OUT:
         return text
     return path.with_name(path.name.replace(".in.py", ".out.py")).read_text(encoding="utf-8")
 

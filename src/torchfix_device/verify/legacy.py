@@ -24,6 +24,8 @@ none of the first two (it must be device-agnostic and modern by itself).
 
 ``x.backward(retain_variables=...)`` and ``torch.autograd.backward(..., retain_variables=...)``
     mean ``retain_graph=``, as up to PyTorch 0.3 (0.4 removed the old name: a TypeError since).
+``it.next()`` on a ``DataLoader``'s iterator
+    is ``next(it)``, as up to torch 1.x (an alias of ``__next__`` since Python 2; gone in 2.x).
 ``.item()`` on a ``meta`` tensor (stand-in only)
     returns a placeholder ``0`` of the tensor's kind (``0.0``, ``0``, ``False``): meta tensors
     hold no data. Numbers computed from it are meaningless, and they are only ever compared on
@@ -40,7 +42,8 @@ ZERO_DIM_INDEX = "0-dim [0]"
 META_ITEM = "meta .item()"
 LEGACY_FUNCTION = "legacy Function()(x)"
 RETAIN_VARIABLES = "backward(retain_variables=)"
-MODERN_FORBIDDEN = (CUDA_CALL, ZERO_DIM_INDEX, LEGACY_FUNCTION, RETAIN_VARIABLES)
+ITERATOR_NEXT = "DataLoader iterator .next()"
+MODERN_FORBIDDEN = (CUDA_CALL, ZERO_DIM_INDEX, LEGACY_FUNCTION, RETAIN_VARIABLES, ITERATOR_NEXT)
 """Shims a rewrite must not need. (torch is imported only by :func:`install`.)"""
 
 
@@ -56,6 +59,8 @@ def _placeholder(tensor) -> object:
     return 0
 
 
+_ADDED: list = []
+"""(class, attribute) that :func:`install` added where torch has none, for :func:`uninstall`."""
 _ORIGINALS: dict = {}
 """torch's own methods, kept by the first :func:`install` for :func:`uninstall`."""
 
@@ -70,6 +75,9 @@ def uninstall() -> None:
 
     for (owner, name), method in _ORIGINALS.items():
         setattr(_owner(torch, owner), name, method)
+    while _ADDED:
+        owner, name = _ADDED.pop()
+        delattr(owner, name)
 
 
 CONTEXT_API = frozenset({
@@ -180,6 +188,15 @@ def install(target) -> Counter:
 
         return run
 
+    from torch.utils.data import dataloader
+
+    def loader_next(self):
+        used[ITERATOR_NEXT] += 1
+        return self.__next__()
+
+    if "next" not in vars(dataloader._BaseDataLoaderIter):
+        dataloader._BaseDataLoaderIter.next = loader_next
+        _ADDED.append((dataloader._BaseDataLoaderIter, "next"))
     function_call = torch.autograd.Function.__call__
     torch.Tensor.backward = retaining(_ORIGINALS[("Tensor", "backward")])
     torch.autograd.backward = retaining(_ORIGINALS[("autograd", "backward")])
