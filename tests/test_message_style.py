@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from torchfix_device.codemods.catalog import all_codemods
-from torchfix_device.engine import transform_source
-from torchfix_device.options import RunOptions
+from fixture_passes import first_pass
+
+pytestmark = pytest.mark.xdist_group("fixture-passes")  # shares first_pass with test_findings_stable
 
 NOT_RULE_FIXTURES = {"run_scripts", "models"}
 
@@ -56,11 +56,9 @@ def _unfixed_messages() -> dict[tuple[str, str], str]:
     seen: dict[tuple[str, str], str] = {}
     cases = sorted(p for p in FIXTURES.rglob("*.py") if not NOT_RULE_FIXTURES & set(p.relative_to(FIXTURES).parts))
     for path in cases:
-        text = path.read_text(encoding="utf-8")
         for unsafe in (False, True):
-            try:
-                out = transform_source(text, all_codemods(), filename=str(path), options=RunOptions(unsafe_fixes=unsafe))
-            except Exception:  # noqa: BLE001 - a fixture that is not Python 3 on purpose (TFD016/TFD020 traps)
+            out = first_pass(path, unsafe)
+            if out is None:
                 continue
             for finding in out.findings:
                 if not finding.fixed:

@@ -173,7 +173,8 @@ SIZE_USES = {
 def _not_a_tensor(param: cst.Param, method: cst.FunctionDef) -> bool:
     """``param`` is a size, a count or a flag, by its name (``batch_size``, ``n_*``,
     ``num_*``, ``dim``, ``training``), its default, or its use in the body (a size given to a
-    factory or a shape method, ``range(param)``, an ``if param:`` test)."""
+    factory or a shape method, ``range(param)``, an ``if param:`` test); or a tuple, by its
+    unpacking in the body (``sent, sent_len = sent_tuple``: a tuple has no ``.device``)."""
     name = param.name.value
     lowered = name.lower()
     if param.default is not None:
@@ -190,6 +191,10 @@ def _not_a_tensor(param: cst.Param, method: cst.FunctionDef) -> bool:
             ):
                 return True
         elif isinstance(node, (cst.If, cst.While, cst.IfExp)) and m.matches(node.test, m.Name(name)):
+            return True
+        elif isinstance(node, cst.Assign) and m.matches(node.value, m.Name(name)) and any(
+            isinstance(t.target, (cst.Tuple, cst.List)) for t in node.targets
+        ):
             return True
     return False
 
