@@ -1,7 +1,8 @@
 """Rule 1 of where a rewrite gets its device: inside a method of an ``nn.Module`` subclass.
 
 A tensor argument of the method (an argument annotated ``Tensor``, or the first argument of
-``forward``, never one that is a size, a count or a flag) as ``x.device``; else a parameter,
+``forward``, never one that is a size, a count, a flag or a tuple the body unpacks; for a tuple
+unpacked by ``forward``'s first statement, its first element) as ``x.device``; else a parameter,
 buffer or weight-bearing layer the module creates in ``__init__`` (``self.weight.device``,
 ``self.fc.weight.device``) that is sure to exist when the method runs; else
 ``next(self.parameters()).device`` when the module has parameters and the method is not run
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 import libcst.matchers as m
-from torchfix_device.syntax import nodes
+from torchfix_device.syntax import imports, nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.devices.choice import DeviceExpr, NoDevice
 
@@ -106,6 +107,8 @@ class ModuleMethodDevice:
             first = nodes.first_positional_param(method)
             if first is not None and first.annotation is None and not _not_a_tensor(first, method):
                 return first.name.value
+            if first is not None:
+                return _first_unpacked(first, method)
         return None
 
     def _info(self, cls: cst.ClassDef) -> _ModuleClassInfo:
@@ -168,6 +171,31 @@ SIZE_USES = {
     "eye", "linspace", "logspace", "new_zeros", "new_ones", "new_empty", "new_full", "view",
     "reshape", "expand", "repeat", "FloatTensor", "LongTensor", "Tensor", "ByteTensor",
 }
+
+
+def _first_unpacked(param: cst.Param, method: cst.FunctionDef) -> str | None:
+    """``loc_data`` where ``forward``'s first statement (after its docstring) unpacks its first
+    argument, a tuple (``loc_data, conf_data, priors = predictions``): its first element stands
+    where a first argument would, and is bound before anything else in the method runs."""
+    statements = list(method.body.body) if isinstance(method.body, cst.IndentedBlock) else []
+    if statements and imports.is_docstring(statements[0]):
+        statements = statements[1:]
+    if not statements or not isinstance(statements[0], cst.SimpleStatementLine) or len(statements[0].body) != 1:
+        return None
+    assign = statements[0].body[0]
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and m.matches(assign.value, m.Name(param.name.value))):
+        return None
+    target = assign.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or not target.elements:
+        return None
+    first = target.elements[0]
+    if isinstance(first, cst.StarredElement) or not isinstance(first.value, cst.Name):
+        return None
+    name = first.value.value
+    lowered = name.lower()
+    if lowered in SIZE_NAMES or lowered.startswith(SIZE_PREFIXES) or lowered.endswith(SIZE_SUFFIXES):
+        return None
+    return name
 
 
 def _not_a_tensor(param: cst.Param, method: cst.FunctionDef) -> bool:
