@@ -4,7 +4,7 @@ from typing import Iterator
 import libcst as cst
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.facts import values as facts_values
-from torchfix_device.facts.data_pipeline import DATALOADERS
+from torchfix_device.facts.data_pipeline import is_loader_call, iter_argument
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.syntax import nodes
 
@@ -60,9 +60,9 @@ class IteratorNextMethod(Codemod):
         if not (facts.torch_imported and "next" in facts.call_attrs):
             return
         for node, _, _ in facts.contexts:
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "next":
-                if not node.args and not node.keywords:
-                    yield node
+            func = getattr(node, "func", None)
+            if isinstance(node, ast.Call) and isinstance(func, ast.Attribute) and func.attr == "next" and not (node.args or node.keywords):
+                yield node
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
@@ -78,7 +78,7 @@ class IteratorNextMethod(Codemod):
             return updated_node
         receiver = nodes.code_of(func.value)
         message = f"`{receiver}.next()` is Python 2's spelling, which torch 2.x's DataLoader iterators and Python 3's generators lack: use `next({receiver})`"
-        loaders = all(self._generator(call) or self._is_loader(nodes.positional_args(call)[0].value) for call in made)
+        loaders = all(self._generator(call) or self._iterates_a_loader(call) for call in made)
         if not loaders:
             message += "; unsafe: nothing shows the iterable is a DataLoader, and an iterator written for Python 2 may define only `next`"
         if not self.report(original_node, message, safe=loaders):
@@ -94,7 +94,7 @@ class IteratorNextMethod(Codemod):
         is (itself, or every value reaching a name); [] where something else may be it."""
         found = []
         for value in self.values.values_of(expr):
-            if not (isinstance(value, cst.Call) and (self._is_iter(value) or self._generator(value))):
+            if not (isinstance(value, cst.Call) and (iter_argument(self.values.names, value) is not None or self._generator(value))):
                 return []
             found.append(value)
         return found
@@ -109,23 +109,18 @@ class IteratorNextMethod(Codemod):
             isinstance(node, cst.FunctionDef) and _yields(node) for node in reach.bindings
         )
 
-    def _is_iter(self, call: cst.Call) -> bool:
-        positional = nodes.positional_args(call)
-        return (
-            isinstance(call.func, cst.Name) and call.func.value == "iter" and "builtins.iter" in self.values.names(call.func)
-            and len(call.args) == 1 and len(positional) == 1 and not positional[0].star
-        )
+    def _iterates_a_loader(self, call: cst.Call) -> bool:
+        iterable = iter_argument(self.values.names, call)
+        return iterable is not None and self._is_loader(iterable)
 
     def _is_loader(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
-        if depth > MAX_DEPTH:
-            return False
-        if isinstance(expr, cst.Call):
-            return bool(self.values.names(expr.func) & DATALOADERS)
-        if not isinstance(expr, cst.Name):
+        """``expr`` is a ``DataLoader(...)`` call, or a name every value reaching which is one."""
+        if is_loader_call(self.values.names, expr):
+            return True
+        if depth >= MAX_DEPTH or not isinstance(expr, cst.Name):
             return False
         values = list(self.values.values_of(expr))
         return bool(values) and all(v is not None and v is not expr and self._is_loader(v, depth + 1) for v in values)
-
 
 def _yields(function: cst.FunctionDef) -> bool:
     """``function``'s own body holds a ``yield`` (not one of a function or class inside it)."""

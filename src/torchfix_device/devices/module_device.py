@@ -192,22 +192,20 @@ def _first_unpacked(param: cst.Param, method: cst.FunctionDef) -> str | None:
     if isinstance(first, cst.StarredElement) or not isinstance(first.value, cst.Name):
         return None
     name = first.value.value
+    return None if _named_like_a_size(name) else name
+
+
+def _named_like_a_size(name: str) -> bool:
+    """``batch_size``, ``n_*``, ``num_*``, ``dim``, ``training``: a size, a count or a flag."""
     lowered = name.lower()
-    if lowered in SIZE_NAMES or lowered.startswith(SIZE_PREFIXES) or lowered.endswith(SIZE_SUFFIXES):
-        return None
-    return name
-
-
+    return lowered in SIZE_NAMES or lowered.startswith(SIZE_PREFIXES) or lowered.endswith(SIZE_SUFFIXES)
 def _not_a_tensor(param: cst.Param, method: cst.FunctionDef) -> bool:
     """``param`` is a size, a count or a flag, by its name (``batch_size``, ``n_*``,
     ``num_*``, ``dim``, ``training``), its default, or its use in the body (a size given to a
     factory or a shape method, ``range(param)``, an ``if param:`` test); or a tuple, by its
     unpacking in the body (``sent, sent_len = sent_tuple``: a tuple has no ``.device``)."""
     name = param.name.value
-    lowered = name.lower()
-    if param.default is not None:
-        return True
-    if lowered in SIZE_NAMES or lowered.startswith(SIZE_PREFIXES) or lowered.endswith(SIZE_SUFFIXES):
+    if param.default is not None or _named_like_a_size(name):
         return True
     for node in traversal.walk(method.body):
         if isinstance(node, cst.Call):

@@ -21,7 +21,7 @@ not followed: its ``__getitem__`` may return anything.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import libcst as cst
 from torchfix_device.syntax import nodes
@@ -71,11 +71,10 @@ class DataPipelineEvidence:
     def next_missing(self, iterator: cst.BaseExpression) -> str | None:
         """``next(iter(loader))``, ``next(it)`` with ``it = iter(loader)``: an element."""
         for value in self._values_of(iterator):
-            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(value.args) == 1):
+            iterable = iter_argument(self.names, value)
+            if iterable is None:
                 return f"`{nodes.code_of(iterator)}` is not shown to iterate over grad-free values"
-            if self.names(value.func) != {"builtins.iter"}:
-                return f"`{nodes.code_of(iterator)}` is not shown to iterate over grad-free values"
-            found = self.elements_missing(value.args[0].value, nodes.code_of(iterator))
+            found = self.elements_missing(iterable, nodes.code_of(iterator))
             if found is not None:
                 return found
         return None
@@ -83,7 +82,7 @@ class DataPipelineEvidence:
     def loader_missing(self, expr: cst.BaseExpression) -> str | None:
         """None when ``expr`` is a ``DataLoader`` whose batches are grad-free."""
         for value in self._values_of(expr):
-            if not isinstance(value, cst.Call) or not (self.names(value.func) & DATALOADERS):
+            if not is_loader_call(self.names, value):
                 return NOT_A_LOADER
             if any(a.star for a in value.args):
                 return "a `DataLoader` given `*args`/`**kwargs`"
@@ -144,6 +143,21 @@ class DataPipelineEvidence:
             return None
         given = (arg.keyword is not None and "transform" in arg.keyword.value) or isinstance(arg.value, (cst.List, cst.Tuple))
         return transform if given else value  # a list of transforms (`Compose`): the step's own gap
+
+
+def iter_argument(names: Callable[[cst.CSTNode], set[str]], value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """``x`` where ``value`` is the builtin ``iter(x)`` (one plain argument); None otherwise."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and len(value.args) == 1):
+        return None
+    arg = value.args[0]
+    if arg.keyword is not None or arg.star or names(value.func) != {"builtins.iter"}:
+        return None
+    return arg.value
+
+
+def is_loader_call(names: Callable[[cst.CSTNode], set[str]], value: cst.BaseExpression | None) -> bool:
+    """``value`` is a ``torch.utils.data.DataLoader(...)`` call."""
+    return isinstance(value, cst.Call) and bool(names(value.func) & DATALOADERS)
 
 
 def _first(found: Iterator[str | None]) -> str | None:
