@@ -138,3 +138,29 @@ def test_a_valid_entry_is_still_used(project: Path, monkeypatch: pytest.MonkeyPa
     cache = ResultCache(project / CACHE_DIR_NAME, all_codemods())
     hit = cache.get(raw)
     assert hit is not None and hit.new_text == FIXED and hit.findings
+
+
+def test_the_tool_fingerprint_covers_every_codemod_and_fact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cached result is the tool's answer: a change to any module of the package (a codemod,
+    a fact), not only to the runner's own folder, must miss the cache. The fingerprint once
+    hashed ``run/`` alone (the folder the cache module moved to), so a changed codemod kept
+    giving its old answers from a warm cache."""
+    import shutil
+
+    import torchfix_device
+    from torchfix_device.run import cache
+
+    package = Path(torchfix_device.__file__).resolve().parent
+    assert cache.package_root() == package
+    copy = tmp_path / "torchfix_device"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__", "models"))
+    monkeypatch.setattr(cache, "package_root", lambda: copy)
+    fingerprints = []
+    for changed in (None, "facts/uses.py", "codemods/zero_dim_tensor_as_number.py", "run/cache.py"):
+        if changed is not None:
+            target = copy / changed
+            target.write_text(target.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+        cache.tool_fingerprint.cache_clear()
+        fingerprints.append(cache.tool_fingerprint())
+    cache.tool_fingerprint.cache_clear()
+    assert len(set(fingerprints)) == 4, fingerprints

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import sys
 import textwrap
 import types
 from contextlib import contextmanager, redirect_stdout
+from pathlib import Path
 
 import pytest
 
@@ -256,8 +258,9 @@ def test_json_of_a_reduction_raises_before_and_is_written_after() -> None:
 
 
 def test_an_element_of_unknown_dimensions_is_an_unsafe_fix() -> None:
-    """``q.max(1)[1].data[0]``: a number where ``q`` is 2-dim (as 0.3 code had it), but on a
-    3-dim ``q`` a row, on which ``.item()`` raises: held back without --unsafe-fixes."""
+    """``q.max(1)[1].data[0]`` added to a counter: a number where ``q`` is 2-dim (as 0.3 code
+    had it), but on a 3-dim ``q`` a row, which the counter adds as a tensor and ``.item()``
+    refuses: held back without --unsafe-fixes."""
     source = textwrap.dedent(
         """
         import torch
@@ -265,18 +268,97 @@ def test_an_element_of_unknown_dimensions_is_an_unsafe_fix() -> None:
         def act(q):
             return q.max(1)[1].data[0]
 
-        actions = {0: "left", 1: "right"}
         torch.manual_seed(0)
-        result = actions[act(torch.randn(1, 2))]
+        total = 0
+        total += act(torch.randn(1, 2))
+        result = total
         """
     )
     safe, unsafe = _rewrite(source, TFD019), _rewrite(source, TFD019, unsafe=True)
     assert safe.text == source and [f.held_back for f in safe.findings] == [True]
     assert "q.max(1)[1][0].item()" in unsafe.text
-    assert _run(source)["raised"] == "KeyError"
-    assert _run(unsafe.text)["result"] == _run(source, legacy=True)["result"] in ("left", "right")
-    three_dims = unsafe.text.replace("torch.randn(1, 2)", "torch.randn(1, 2, 3)")
-    assert _run(three_dims)["raised"] == "RuntimeError"  # a row of three: why the fix waits
+    assert _run(unsafe.text)["result"] == _run(source, legacy=True)["result"] in (0, 1)
+    three_dims = source.replace("torch.randn(1, 2)", "torch.randn(1, 2, 3)")
+    assert "raised" not in _run(three_dims)  # the original adds a row of three: it runs
+    assert _run(unsafe.text.replace("torch.randn(1, 2)", "torch.randn(1, 2, 3)"))["raised"] == "RuntimeError"
+
+
+@contextmanager
+def fake_gym():
+    """``gym`` as far as these programs need it: ``gym.make("CartPole-v0")`` gives an
+    environment whose ``step`` asserts, as CartPole's does, that its action is in its
+    ``Discrete(2)`` action space (an ``int`` or an integer NumPy scalar)."""
+    gym = types.ModuleType("gym")
+
+    class Discrete:
+        n = 2
+
+        def contains(self, x):
+            if isinstance(x, (np.generic, np.ndarray)) and x.dtype.kind in "iu" and x.shape == ():
+                x = int(x)
+            return isinstance(x, int) and 0 <= x < self.n
+
+    class CartPole:
+        action_space = Discrete()
+        observation_space = types.SimpleNamespace(shape=(4,))
+
+        def __init__(self):
+            self.t, self.unwrapped, self.taken = 0, self, []
+
+        def reset(self):
+            return [0.01 * self.t, 0.0, -0.02, 0.0]
+
+        def step(self, action):
+            assert self.action_space.contains(action), "%r (%s) invalid" % (action, type(action))
+            self.t += 1
+            self.taken.append(action)
+            return self.reset(), 1.0, self.t % 4 == 0, {}
+
+    made: list = []
+    gym.make = lambda env_id: made.append(CartPole()) or made[-1]  # type: ignore[attr-defined]
+    saved = sys.modules.get("gym")
+    sys.modules["gym"] = gym
+    try:
+        yield made
+    finally:
+        if saved is None:
+            sys.modules.pop("gym", None)
+        else:
+            sys.modules["gym"] = saved
+
+
+def test_an_element_every_tensor_fails_at_is_a_safe_fix() -> None:
+    """``q_value.max(1)[1].data[0]`` of a DQN's ``act`` (dimensions not shown), returned to
+    ``action = model.act(...)`` whose next statement is ``env.step(action)`` of CartPole, and
+    ``torch.multinomial(p, 1)[0]`` looked up in a plain dict: the original fails there for a
+    tensor of any shape (gym's check, ``KeyError``), so ``.item()`` is safe. The rewrite runs and
+    takes the actions and words PyTorch 0.3 took; the fixture is the same program."""
+    fixture = Path(__file__).parent / "fixtures" / "zero_dim_tensor_as_number" / "refused_by_every_tensor.in.py"
+    source = fixture.read_text(encoding="utf-8") + textwrap.dedent(
+        """
+        torch.manual_seed(0)
+        words = [sample(nn.Linear(3, 5), ["the", "cat", "sat", "on", "mat"], torch.randn(1, 3)) for _ in range(6)]
+        result = (env.taken, words)
+        """
+    )
+    out = _rewrite(source, TFD019)
+    assert [f.fixed for f in out.findings] == [True, True], [f.message for f in out.findings]
+    assert out.text.count(".item()") == 2 and all("any shape" in f.message for f in out.findings)
+    with fake_gym():
+        random.seed(1)
+        today = _run(source)
+        random.seed(1)
+        legacy = _run(source, legacy=True)
+        random.seed(1)
+        after = _run(out.text)
+    assert today["raised"] == "AssertionError" and "invalid" in today["message"], today
+    assert "raised" not in legacy and "raised" not in after, (legacy, after)
+    taken, words = after["result"]
+    assert (taken, words) == legacy["result"] and len(taken) == 100 and len(words) == 6
+    assert all(type(a) is int for a in taken) and all(w in ("the", "cat", "sat", "on", "mat") for w in words)
+    without_gym_failure = source.replace("for frame in range(100):", "for frame in range(0):")
+    with fake_gym():
+        assert _run(without_gym_failure)["raised"] == "KeyError"  # the dict lookup fails too, for any tensor
 
 
 def test_a_tensor_counter_and_a_backpropagated_sum_stay_tensors() -> None:

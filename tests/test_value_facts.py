@@ -241,3 +241,70 @@ def test_cpu_results_whatever_the_default_device() -> None:
 def test_moves_to_a_device(code: str, moves: bool) -> None:
     [answer] = ask(code + "probe(1)\n", lambda values, expr: devices.moves_to_a_device(values))
     assert answer is moves
+
+
+# -- methods and refusals -------------------------------------------------------------------------
+def test_the_calls_of_a_method_are_those_on_its_instances() -> None:
+    """``r.act(...)`` calls ``Agent.act`` where every value of ``r`` is ``Agent(...)`` (also after
+    ``.cuda()`` of an ``nn.Module``) or ``self`` in ``Agent``; an instance of another class that
+    defines ``act`` itself is not; a receiver not shown makes the calls not shown (none)."""
+    from torchfix_device.facts import methods
+
+    source = HEADER + textwrap.dedent("""
+    class Agent(nn.Module):
+        def act(self, s):
+            return s
+        def twice(self, s):
+            return self.act(s)
+    class Other:
+        def act(self, s):
+            return s
+    agent = Agent()
+    if torch.cuda.is_available():
+        agent = agent.cuda()
+    agent.act(1)
+    Other().act(2)
+    probe(agent)
+    """)
+
+    def calls(values, expr):  # noqa: ANN001, ANN202
+        cls = next(n for n in values.module.body if isinstance(n, cst.ClassDef) and n.name.value == "Agent")
+        act = next(s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "act")
+        return sorted(values.module.code_for_node(c) for c in uses.calls_of(values, act))
+
+    assert ask(source, calls) == [["agent.act(1)", "self.act(s)"]]
+    assert ask(source.replace("Other().act(2)", "unknown.act(2)"), calls) == [[]]
+    assert ask(source.replace("agent = agent.cuda()", "agent = make()"), calls) == [[]]
+    assert methods.SELF_RETURNING >= {"cuda", "to"}
+
+
+def test_a_first_use_that_every_tensor_fails() -> None:
+    from torchfix_device.facts.refusals import refused_first
+
+    def refused(values, expr):  # noqa: ANN001, ANN202
+        place = refused_first(values, expr)
+        return None if place is None else place.use
+
+    source = HEADER + textwrap.dedent("""
+    env = gym.make("CartPole-v1").unwrapped
+    words = {}
+    q = torch.randn(1, 2)
+    a = q.max(1)[1][0]
+    env.step(a)
+    probe(q.max(1)[1][0])
+    w = q.sum()
+    print(words[w])
+    probe(q.sum())
+    """)
+    # a probe's own argument is its first use: neither is refused there
+    assert ask(source, refused) == [None, None]
+
+    def first(values, expr):  # noqa: ANN001, ANN202
+        found = [n for n in traversal.walk(values.module) if isinstance(n, cst.Assign) and isinstance(n.targets[0].target, cst.Name)
+                 and n.targets[0].target.value in ("a", "w")]
+        return [None if refused_first(values, n.value) is None else refused_first(values, n.value).use.name for n in found]
+
+    assert ask(source, first)[0] == ["ACTION", "KEY"]
+    other = source.replace('"CartPole-v1"', '"Pong-v0"').replace("words = {}", "import collections\nwords = collections.defaultdict(int)")
+    assert ask(other, first)[0] == [None, None]
+    assert ask(source.replace("env.step(a)", "print(a)\nenv.step(a)"), first)[0] == [None, "KEY"]

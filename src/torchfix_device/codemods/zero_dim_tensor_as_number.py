@@ -5,6 +5,7 @@ import libcst as cst
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.sizes import METHOD_REDUCTIONS, TORCH_REDUCTIONS, Number03, number_in_03
+from torchfix_device.facts.refusals import refused_first
 from torchfix_device.facts.uses import MEANT, Place, Use, uses_of
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.syntax import nodes
@@ -76,6 +77,18 @@ class ZeroDimTensorAsNumber(Codemod):
     `.item()` refuses), or where the value reaches a use that is not shown to take a number (an
     argument of another function, the index of a container not shown to be a dict or a
     sequence, a `return` whose callers are not in the file).
+
+    Safe also where the first thing the program does with the value fails for a tensor of any
+    shape, on every path: it is the action of `env.step` of a gym environment that checks its
+    action is in its discrete action space (`gym.make("CartPole-v0")`, also through a name, its
+    `.unwrapped`, or the `return` of a function or method whose calls bind it and step with it in
+    the very next statement: `action = model.act(state)` then `env.step(action)`), or the key of
+    a lookup in a plain dict (`idx2word[word_id]` of `idx2word = {}`: a new tensor is no key of
+    it). The original fails there whatever the dimensions, so `.item()` changes only a run that
+    failed: the one the 0.3 code meant runs, and where the tensor has more than one element the
+    run still fails, at `.item()`. Other environments (`make_atari(...)`, a wrapper of the
+    project) and a `defaultdict` or `Counter` (which adds the tensor as a new key) keep the fix
+    unsafe.
     """
 
     code = "TFD019"
@@ -130,6 +143,11 @@ class ZeroDimTensorAsNumber(Codemod):
         fixed = _fixed_code(original, number)
         why = _why(meant, number)
         doubts = _doubts(places, number)
+        if doubts:
+            refused = refused_first(self.values, original)
+            if refused is not None:  # the original fails there whatever the shape
+                doubts = []
+                why = f"{refused.use.value} (`{_short(refused.node)}`), which fails for a tensor of any shape"
         message = f"`{code}` was a Python number in PyTorch 0.3 ({number.what}) and is a 0-dim tensor since 0.4, {why}: use `{fixed}`"
         if doubts:
             applied = self.report(original, f"{message} (unsafe: {'; '.join(doubts)})", safe=False)

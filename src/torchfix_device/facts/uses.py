@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from torchfix_device.facts import kinds
+from torchfix_device.facts.methods import method_calls
 from torchfix_device.facts.values import AUGMENTED, VALUE
 
 if TYPE_CHECKING:
@@ -251,18 +252,19 @@ def _returned(values, statement: cst.Return, found, depth, seen, held, add) -> N
     function = values.enclosing(statement, (cst.FunctionDef, cst.Lambda))
     if not isinstance(function, cst.FunctionDef) or function.decorators or id(function) in seen:
         return add(Use.UNKNOWN, statement)
-    calls = _calls_of(values, function)
+    calls = calls_of(values, function)
     if not calls:
         return add(Use.UNKNOWN, statement)
     for call in calls:
         _context(values, call, found, depth + 1, seen | {id(function)}, held)
 
 
-def _calls_of(values: "ModuleValues", function: cst.FunctionDef) -> list[cst.Call]:
+def calls_of(values: "ModuleValues", function: cst.FunctionDef) -> list[cst.Call]:
     """The calls in this file of ``function`` by its name, every one resolved to it; none when
-    the name is also used otherwise (passed, stored) or the function is a method."""
-    if isinstance(values.parent(values.parent(function) or function), cst.ClassDef):
-        return []
+    the name is also used otherwise (passed, stored). A method: :func:`method_calls`."""
+    owner = values.parent(values.parent(function) or function)
+    if isinstance(owner, cst.ClassDef):
+        return method_calls(values, function, owner)
     scope = values.enclosing(function, (cst.FunctionDef, cst.Module)) or values.module
     calls = []
     for read in values.name_reads(scope).get(function.name.value, ()):

@@ -66,7 +66,7 @@ FORMAT = "4"
 def tool_fingerprint() -> str:
     """The version and a hash of this package's own ``.py`` files."""
     digest = hashlib.sha256(f"{__version__}|{FORMAT}".encode())
-    package = Path(__file__).resolve().parent
+    package = package_root()
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode())
         try:
@@ -74,6 +74,11 @@ def tool_fingerprint() -> str:
         except OSError:
             pass
     return digest.hexdigest()
+
+
+def package_root() -> Path:
+    """The ``torchfix_device`` folder: every codemod and fact whose change must miss the cache."""
+    return Path(__file__).resolve().parent.parent
 
 
 def default_cache_folder(paths: Sequence[Path]) -> Path:

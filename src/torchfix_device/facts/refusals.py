@@ -1,0 +1,186 @@
+"""Where a tensor of any shape fails: the first use of a value, on every path, that no tensor
+passes. One of the facts about values (:mod:`torchfix_device.facts`), asked where a PyTorch 0.3
+number is now a tensor (TFD019): if the first thing the program does with the value fails for
+every tensor, making it a number changes only a run that failed, whatever its shape.
+
+:func:`refused_first` follows a fresh value (a reduction, an element: a new tensor each time it
+is made) to its first use:
+
+- used where it is made: the action of ``env.step(v)`` of an environment whose ``step`` checks
+  that its action is in its discrete action space (``gym.make("CartPole-v0")``, through a name
+  every value of which is such a literal, or its ``.unwrapped``; a tensor is never in it), or
+  the key of a lookup ``d[v]`` / ``d[v] += 1`` of a dict shown to be a plain one (a literal,
+  ``dict()``, ``OrderedDict()``: a fresh tensor is no key of it, so the lookup raises
+  ``KeyError``; a ``defaultdict`` or ``Counter`` would add it);
+- bound to a name (``a = v``): the statement right after the binding, in the same block, reads
+  the name once, unconditionally, in such a use; or the name's only read is a ``return``, and
+  at every call of the function (:func:`~torchfix_device.facts.uses.calls_of`, methods
+  included) the value is refused first in the same way;
+- ``return v``: refused first at every call.
+
+None where that is not shown.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from torchfix_device.facts.uses import Place, Use, calls_of
+
+if TYPE_CHECKING:
+    from torchfix_device.facts.values import ModuleValues
+
+MAX_DEPTH = 8
+CHECKED_ENVIRONMENTS = frozenset({"CartPole-v0", "CartPole-v1", "MountainCar-v0"})
+"""gym environments whose ``step`` asserts ``self.action_space.contains(action)`` on a
+``Discrete`` space, which holds only ``int`` and integer NumPy scalars (every gym and gymnasium
+release)."""
+MAKERS = frozenset({"gym.make", "gymnasium.make"})
+PLAIN_DICTS = frozenset({"builtins.dict", "collections.OrderedDict"})
+CONDITIONAL = (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def refused_first(values: "ModuleValues", expr: cst.BaseExpression) -> Place | None:
+    """The use that every tensor fails, where it comes first (see the module docstring)."""
+    return _refused(values, expr, 0, frozenset())
+
+
+def _refused(values: "ModuleValues", expr: cst.BaseExpression, depth: int, seen: frozenset[int]) -> Place | None:
+    if depth > MAX_DEPTH:
+        return None
+    place = refusing_use(values, expr)
+    if place is not None:
+        return place
+    parent = values.parent(expr)
+    if isinstance(parent, cst.Assign) and parent.value is expr and len(parent.targets) == 1 \
+            and isinstance(parent.targets[0].target, cst.Name):
+        return _after_binding(values, parent, parent.targets[0].target, depth, seen)
+    if isinstance(parent, cst.Return):
+        return _at_calls(values, parent, depth, seen)
+    return None
+
+
+def _after_binding(values, assign: cst.Assign, target: cst.Name, depth: int, seen: frozenset[int]) -> Place | None:  # noqa: ANN001
+    line = values.parent(assign)
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    reads = values.reads_of(target)
+    following = _next_statement(values, line)
+    if following is not None:
+        inside = [r for r in reads if _unconditionally_in(values, r, following)]
+        if len(inside) == 1 and len([r for r in reads if _in(values, r, following)]) == 1:
+            place = refusing_use(values, inside[0])
+            if place is not None:
+                return place
+    if len(reads) == 1 and isinstance(values.parent(reads[0]), cst.Return):
+        return _at_calls(values, cst.ensure_type(values.parent(reads[0]), cst.Return), depth, seen)
+    return None
+
+
+def _at_calls(values, statement: cst.Return, depth: int, seen: frozenset[int]) -> Place | None:  # noqa: ANN001
+    function = values.enclosing(statement, (cst.FunctionDef, cst.Lambda))
+    if not isinstance(function, cst.FunctionDef) or id(function) in seen:
+        return None
+    calls = calls_of(values, function)
+    first = None
+    for call in calls:
+        place = _refused(values, call, depth + 1, seen | {id(function)})
+        if place is None:
+            return None
+        first = first or place
+    return first
+
+
+def refusing_use(values: "ModuleValues", expr: cst.BaseExpression) -> Place | None:
+    """``expr`` is the action of a checked environment's ``step`` or the key of a plain dict's
+    lookup (see the module docstring)."""
+    parent = values.parent(expr)
+    if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
+        call = values.parent(parent)
+        if isinstance(call, cst.Call) and call.args and call.args[0] is parent and isinstance(call.func, cst.Attribute) \
+                and call.func.attr.value == "step" and _checked_environment(values, call.func.value, 0):
+            return Place(Use.ACTION, call)
+        return None
+    if isinstance(parent, cst.Index):
+        element = values.parent(parent)
+        subscript = values.parent(element) if element is not None else None
+        if isinstance(subscript, cst.Subscript) and len(subscript.slice) == 1 and not _stored(values, subscript) \
+                and _plain_dict(values, subscript.value, 0):
+            return Place(Use.KEY, subscript)
+    return None
+
+
+def _checked_environment(values: "ModuleValues", receiver: cst.BaseExpression, depth: int) -> bool:
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "unwrapped":
+        return _checked_environment(values, receiver.value, depth + 1)
+    if isinstance(receiver, cst.Name):
+        found = list(values.values_of(receiver))
+        return bool(found) and all(v is not None and v is not receiver and _checked_environment(values, v, depth + 1) for v in found)
+    if isinstance(receiver, cst.Call) and receiver.args and values.names(receiver.func) and values.names(receiver.func) <= MAKERS:
+        first = receiver.args[0]
+        return first.keyword is None and not first.star and _environment_id(values, first.value, depth + 1)
+    return False
+
+
+def _environment_id(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:
+    if isinstance(expr, cst.SimpleString):
+        try:
+            return ast.literal_eval(expr.value) in CHECKED_ENVIRONMENTS
+        except (ValueError, SyntaxError):
+            return False
+    if isinstance(expr, cst.Name) and depth <= MAX_DEPTH:
+        found = list(values.values_of(expr))
+        return bool(found) and all(v is not None and v is not expr and _environment_id(values, v, depth + 1) for v in found)
+    return False
+
+
+def _plain_dict(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:
+    if isinstance(expr, (cst.Dict, cst.DictComp)):
+        return True
+    if isinstance(expr, cst.Call):
+        names = values.names(expr.func)
+        return bool(names) and names <= PLAIN_DICTS
+    if isinstance(expr, cst.Name) and depth <= MAX_DEPTH:
+        found = list(values.values_of(expr))
+        return bool(found) and all(v is not None and v is not expr and _plain_dict(values, v, depth + 1) for v in found)
+    return False
+
+
+def _stored(values: "ModuleValues", subscript: cst.Subscript) -> bool:
+    """``d[v] = x`` or ``del d[v]``: no lookup (``d[v] += 1`` looks up first)."""
+    above = values.parent(subscript)
+    while isinstance(above, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+        above = values.parent(above)
+    return isinstance(above, (cst.AssignTarget, cst.Del, cst.For, cst.CompFor, cst.AnnAssign, cst.WithItem))
+
+
+def _next_statement(values: "ModuleValues", line: cst.SimpleStatementLine) -> cst.SimpleStatementLine | None:
+    block = values.parent(line)
+    body = getattr(block, "body", None)
+    if not isinstance(body, (list, tuple)):
+        return None
+    for i, statement in enumerate(body):
+        if statement is line:
+            following = body[i + 1] if i + 1 < len(body) else None
+            return following if isinstance(following, cst.SimpleStatementLine) and len(following.body) == 1 else None
+    return None
+
+
+def _in(values: "ModuleValues", node: cst.CSTNode, statement: cst.CSTNode) -> bool:
+    above = values.parent(node)
+    while above is not None and above is not statement:
+        above = values.parent(above)
+    return above is statement
+
+
+def _unconditionally_in(values: "ModuleValues", node: cst.CSTNode, statement: cst.CSTNode) -> bool:
+    above = values.parent(node)
+    while above is not None and above is not statement:
+        if isinstance(above, CONDITIONAL):
+            return False
+        above = values.parent(above)
+    return above is statement
