@@ -24,7 +24,9 @@ since 0.4, while an element of a 2-dim tensor is a row, then as now.
   (:func:`~torchfix_device.facts.kinds.layer_class`): as its input for ``Linear``, activations,
   dropout, normalisation, convolution and pooling; one more for ``Embedding``; through an
   ``nn.Sequential`` of such layers;
-- a name every binding of which that may reach the read shows the same number.
+- a name every binding of which that may reach the read shows the same number;
+- the call of a function of the file that returns its first argument in the same shape
+  (``to_var(x)``: :func:`keeps_its_argument`): as the argument.
 
 None where it is not shown (a parameter, a project module's output, ``x.squeeze()``, a
 ``torch.from_numpy`` of an array).
@@ -36,13 +38,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from torchfix_device.facts.tensor_clues import MOVES_OF_MODULES, layer_class
-from torchfix_device.facts.values import PART, VALUE
+from torchfix_device.facts.values import PARAM, PART, VALUE
 from torchfix_device.syntax import nodes
 
 if TYPE_CHECKING:
     from torchfix_device.facts.values import ModuleValues
 
 MAX_DEPTH = 16
+WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 """``torch.<f>(*sizes)`` or ``torch.<f>(sizes)``."""
 VECTOR_FACTORIES = frozenset({"arange", "range", "linspace", "logspace", "randperm"})
@@ -254,7 +257,7 @@ def _reduced(values: "ModuleValues", call: cst.Call, before: int | None) -> int 
 def _call_dims(values: "ModuleValues", call: cst.Call, depth: int) -> int | None:
     func = call.func
     names = values.names(func)
-    if names & {"torch.autograd.Variable", "torch.autograd.variable.Variable", "torch.nn.Parameter", "torch.nn.parameter.Parameter"}:
+    if names & WRAPPERS:
         positional = nodes.positional_args(call)
         return dims(values, positional[0].value, depth + 1) if positional else None
     torch_names = values.torch_names(func)
@@ -267,9 +270,82 @@ def _call_dims(values: "ModuleValues", call: cst.Call, depth: int) -> int | None
     layer = layer_class(values, func)
     if layer is not None:
         return _layer_dims(values, func, layer, call, depth)
+    if isinstance(func, cst.Name):
+        positional = nodes.positional_args(call)
+        return dims(values, positional[0].value, depth + 1) if positional and keeps_its_argument(values, func) else None
     if not isinstance(func, cst.Attribute) or (values.module_path(func) and not torch_names):
         return None
     return _method_dims(values, func.attr.value, call, depth)
+
+
+def keeps_its_argument(values: "ModuleValues", func: cst.Name) -> bool:
+    """``func`` is a function of the file that returns its first argument in the same shape,
+    wherever it returns (``def to_var(x): if cuda: x = x.cuda(); return Variable(x)``): its
+    only binding reaching the call is an undecorated ``def`` whose every ``return`` gives the
+    first parameter through moves, ``Variable``/``Parameter``, ``.data`` and shape-keeping
+    methods (:data:`SAME_SHAPE`)."""
+    reach = values.reach(func)
+    if reach.why is not None or len(reach.bindings) != 1 or not isinstance(reach.bindings[0], cst.FunctionDef):
+        return False
+    function = reach.bindings[0]
+    params = function.params.params
+    if function.decorators or not params or function.asynchronous is not None:
+        return False
+    returns = [r for r in _own_returns(function)]
+    return bool(returns) and all(r.value is not None and _gives(values, r.value, params[0], 0) for r in returns) \
+        and not _yields(function)
+
+
+def _own_returns(function: cst.FunctionDef) -> list[cst.Return]:
+    found: list[cst.Return] = []
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            found.append(node)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return found
+
+
+def _yields(function: cst.FunctionDef) -> bool:
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Yield, cst.Await)):
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return False
+
+
+def _gives(values: "ModuleValues", expr: cst.BaseExpression, param: cst.Param, depth: int) -> bool:
+    """``expr`` is ``param``'s value in the same shape (see :func:`keeps_its_argument`)."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Name):
+        reach = values.reach(expr)
+        if reach.why is not None or not reach.bindings:
+            return False
+        for node in reach.bindings:
+            if node is param or node is param.name:
+                continue
+            bound = values.bound(node)
+            if bound.kind == PARAM and bound.node in (param, param.name):
+                continue
+            if not (bound.kind == VALUE and bound.value is not expr and _gives(values, bound.value, param, depth + 1)):
+                return False
+        return True
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        return _gives(values, expr.value, param, depth + 1)
+    if isinstance(expr, cst.Call) and not nodes.has_star_args(expr):
+        func = expr.func
+        if values.names(func) & WRAPPERS:
+            positional = nodes.positional_args(expr)
+            return bool(positional) and _gives(values, positional[0].value, param, depth + 1)
+        if isinstance(func, cst.Attribute) and func.attr.value in SAME_SHAPE and not values.module_path(func):
+            return _gives(values, func.value, param, depth + 1)
+    return False
 
 
 def _factory_dims(values: "ModuleValues", name: str, call: cst.Call, depth: int) -> int | None:

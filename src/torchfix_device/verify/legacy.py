@@ -26,6 +26,9 @@ none of the first two (it must be device-agnostic and modern by itself).
     mean ``retain_graph=``, as up to PyTorch 0.3 (0.4 removed the old name: a TypeError since).
 ``it.next()`` on a ``DataLoader``'s iterator
     is ``next(it)``, as up to torch 1.x (an alias of ``__next__`` since Python 2; gone in 2.x).
+``F.binary_cross_entropy(input, target)`` (``nn.BCELoss``; also ``_with_logits``) of two shapes
+    with as many elements reads the target in the input's shape, as up to PyTorch 0.3 (an
+    element-by-element loss over both in order; a ValueError since 0.4.1).
 ``.item()`` on a ``meta`` tensor (stand-in only)
     returns a placeholder ``0`` of the tensor's kind (``0.0``, ``0``, ``False``): meta tensors
     hold no data. Numbers computed from it are meaningless, and they are only ever compared on
@@ -43,7 +46,8 @@ META_ITEM = "meta .item()"
 LEGACY_FUNCTION = "legacy Function()(x)"
 RETAIN_VARIABLES = "backward(retain_variables=)"
 ITERATOR_NEXT = "DataLoader iterator .next()"
-MODERN_FORBIDDEN = (CUDA_CALL, ZERO_DIM_INDEX, LEGACY_FUNCTION, RETAIN_VARIABLES, ITERATOR_NEXT)
+LOSS_TARGET_SHAPE = "BCE loss of a target of another shape"
+MODERN_FORBIDDEN = (CUDA_CALL, ZERO_DIM_INDEX, LEGACY_FUNCTION, RETAIN_VARIABLES, ITERATOR_NEXT, LOSS_TARGET_SHAPE)
 """Shims a rewrite must not need. (torch is imported only by :func:`install`.)"""
 
 
@@ -66,7 +70,8 @@ _ORIGINALS: dict = {}
 
 
 def _owner(torch, name: str):
-    return {"Module": torch.nn.Module, "Tensor": torch.Tensor, "Function": torch.autograd.Function, "autograd": torch.autograd}[name]
+    return {"Module": torch.nn.Module, "Tensor": torch.Tensor, "Function": torch.autograd.Function, "autograd": torch.autograd,
+            "functional": torch.nn.functional}[name]
 
 
 def uninstall() -> None:
@@ -140,6 +145,8 @@ def install(target) -> Counter:
             ("Tensor", "__getitem__"): torch.Tensor.__getitem__, ("Tensor", "item"): torch.Tensor.item,
             ("Function", "__call__"): torch.autograd.Function.__call__,
             ("Tensor", "backward"): torch.Tensor.backward, ("autograd", "backward"): torch.autograd.backward,
+            ("functional", "binary_cross_entropy"): torch.nn.functional.binary_cross_entropy,
+            ("functional", "binary_cross_entropy_with_logits"): torch.nn.functional.binary_cross_entropy_with_logits,
         })
     uninstall()
     used: Counter = Counter()
@@ -188,6 +195,15 @@ def install(target) -> Counter:
 
         return run
 
+    def elementwise(loss):
+        def run(input, target, *args, **kwargs):
+            if target.shape != input.shape and target.numel() == input.numel():
+                used[LOSS_TARGET_SHAPE] += 1
+                target = target.reshape(input.shape)
+            return loss(input, target, *args, **kwargs)
+
+        return run
+
     from torch.utils.data import dataloader
 
     def loader_next(self):
@@ -200,6 +216,8 @@ def install(target) -> Counter:
     function_call = torch.autograd.Function.__call__
     torch.Tensor.backward = retaining(_ORIGINALS[("Tensor", "backward")])
     torch.autograd.backward = retaining(_ORIGINALS[("autograd", "backward")])
+    for name in ("binary_cross_entropy", "binary_cross_entropy_with_logits"):
+        setattr(torch.nn.functional, name, elementwise(_ORIGINALS[("functional", name)]))
     torch.Tensor.cuda = cuda
     torch.nn.Module.cuda = module_cuda_
     torch.Tensor.__getitem__ = getitem
