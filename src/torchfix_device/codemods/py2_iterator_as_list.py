@@ -21,9 +21,12 @@ FIRST_ITERATED = frozenset({
     "torch.tensor", "torch.as_tensor", "torch.cat", "torch.stack",
 })
 """Functions whose first argument is gone through as a sequence (a list is what they take)."""
-ANY_ITERATED = frozenset({"builtins.zip"})
+ANY_ITERATED = frozenset({"builtins.zip", "builtins.print"})
 LATER_ITERATED = frozenset({"builtins.map", "builtins.filter"})
-"""Functions whose arguments, all of them or all after the first, are gone through."""
+"""Functions whose arguments, all of them or all after the first, are gone through (``print``
+shows the list Python 2 showed, where Python 3 shows ``<zip object at 0x...>``)."""
+LIST_METHODS = frozenset({"sort", "reverse", "index", "count", "append", "extend", "insert", "pop", "remove"})
+"""A list's methods: Python 3's iterators have none of them (AttributeError), Python 2 meant these."""
 MAX_DEPTH = 4
 """How many calls deep a value is followed into the functions of the file."""
 MAX_CODE = 48
@@ -62,19 +65,21 @@ class Py2IteratorAsList(Codemod):
     ## Not rewritten
     A result only gone through (`for a, b in zip(x, y):`, `list(zip(...))`, `dict(zip(...))`),
     a file that binds its own `zip`, `map` or `filter` (`from itertools import izip as zip`,
-    `from future.builtins import map`, `def map(...)`), `itertools.izip` and `imap`, an
-    assignment to more than one name or to an attribute, and a file that rebinds `list`,
-    where the place is only reported.
+    `from future.builtins import map`, `def map(...)`), `itertools.izip` and `imap`, and an
+    assignment to more than one name or to an attribute. Only reported: a site in a file that
+    rebinds `list`, and Python 2's `map(None, a, b)`, which pads like `itertools.zip_longest`
+    and which Python 3's `map` cannot do.
 
     ## Fix safety
     Safe where every read the assignment reaches is subscripted, given to `len()`, gone through
-    once or more (`for`, a comprehension, `*batch`, `a, b = batch`, `list()`, `sorted()`,
-    `np.concatenate()`, `torch.stack()` and the like), all of which do on a list what the
-    Python 2 code meant, iterating twice included; Python 3 code never subscripts these
-    iterators, as that raises, so the rewrite only turns a failing program into a running one.
-    Unsafe where a read may reach something this file does not show takes a list: a project
-    function, an attribute, a `return`, a read whose binding cannot be told, or `next(batch)`,
-    since a list is not an iterator.
+    once or more (`for`, a comprehension, `*batch`, `a, b = batch`, `x in batch`, `list()`,
+    `sorted()`, `np.concatenate()`, `torch.stack()` and the like, a function of this file whose
+    parameter gets it and does only these), printed or asked for a list's method (`batch.sort()`,
+    which the iterator lacks): all of these do on a list what the Python 2 code meant, iterating
+    twice included, and `print` shows the list Python 2 showed instead of `<zip object at 0x...>`. Python 3 code never subscripts these iterators, as that raises, so the rewrite
+    only turns a failing program into a running one. Unsafe where a read may reach something
+    this file does not show takes a list: a project function, an attribute, a `return`, a read
+    whose binding cannot be told, or `next(batch)`, since a list is not an iterator.
     """
 
     code = "TFD023"
@@ -140,6 +145,9 @@ class Py2IteratorAsList(Codemod):
         return self._wrap(original_node, updated_node, message, builtin, f"; unsafe: {doubt}" if doubt else "", doubt is None)
 
     def _wrap(self, original: cst.Call, updated: cst.Call, message: str, builtin: str, unsafe: str, safe: bool) -> cst.BaseExpression:
+        if builtin == "map" and original.args and isinstance(original.args[0].value, cst.Name) and original.args[0].value.value == "None":
+            self.report(original, f"{message}, and Python 3's `map` takes no `None` function: write `itertools.zip_longest` or a list by hand", fixable=False)
+            return updated
         if any(not isinstance(b, BuiltinAssignment) for b in self.values.bindings("list", original)):
             self.report(original, f"{message}, and `list` is rebound in this file: make it a list by hand", fixable=False)
             return updated
@@ -191,6 +199,8 @@ class Py2IteratorAsList(Codemod):
             return ITERATED, parent  # `[*batch]`
         if isinstance(parent, cst.Assign) and parent.value is value and all(isinstance(t.target, (cst.Tuple, cst.List)) for t in parent.targets):
             return ITERATED, parent  # `states, actions = batch`
+        if isinstance(parent, cst.Attribute) and parent.value is value and parent.attr.value in LIST_METHODS:
+            return ITERATED, parent  # `batch.sort()`: no method of the iterator, the list's own
         if isinstance(parent, cst.ComparisonTarget) and parent.comparator is value and isinstance(parent.operator, (cst.In, cst.NotIn)):
             return ITERATED, parent
         call = self.values.parent(parent) if isinstance(parent, cst.Arg) else None
@@ -201,6 +211,8 @@ class Py2IteratorAsList(Codemod):
         if parent.star or parent.keyword is not None:
             return None
         index = next(i for i, a in enumerate(call.args) if a is parent)
+        if any(a.star or a.keyword is not None for a in call.args[:index]):
+            return None  # which parameter takes it is not shown
         if isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1 and self.values.names(call.func) == {"builtins.len"}:
             return INDEXED, call
         names = self.values.names(call.func)
