@@ -1,4 +1,5 @@
 import ast
+import re
 from typing import Iterator
 
 import libcst as cst
@@ -10,6 +11,8 @@ from torchfix_device.syntax import nodes
 
 BUILTINS = frozenset({"zip", "map", "filter"})
 """Python 2 builtins that returned a list and return a one-shot iterator in Python 3."""
+SPELT = re.compile(r"\b(?:zip|map|filter)\b")
+"""One of the names as a whole word (``map`` in ``map_location`` is none): stage 1's first test."""
 INDEXED, ITERATED = "indexed", "iterated"
 """What a read of the value does: subscripted or given to ``len()`` (a site: raises on Python 3),
 or goes through it once as a list would be gone through (the same on a list)."""
@@ -92,7 +95,7 @@ class Py2IteratorAsList(Codemod):
     def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
         """``zip``/``map``/``filter`` calls subscripted or given to ``len``, and those assigned
         to a name that is subscripted or given to ``len`` somewhere in the file."""
-        if facts.tree is None:
+        if facts.tree is None or not SPELT.search(facts.text):
             return
         indexed: set[str] = set()
         assigned: list[ast.Assign] = []
