@@ -167,6 +167,8 @@ TRICKY = [
     "from torch.nn import MSELoss as L\nimport torch.nn.functional as F\nl = L(size_average=False)\n"
     "y = F.nll_loss(a, b, reduction='elementwise_' 'mean')\n",
     "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        s = x.sum()\n        s += 1\n        return s\n",
+    "batch = zip([1], [2])\ndef first():\n    return batch[0]\nhead = (zip)([1], [2])[0]\ndef f(rows, n=len(map(abs, [1]))):\n"
+    "    cols = filter(None, rows)\n    return [c for c in cols], len(cols)\n",
 ]
 
 

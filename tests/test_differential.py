@@ -45,6 +45,12 @@ def _fixtures() -> list[Path]:
 RUN_AS_THE_OUT = {
     "iterator_next_method/generator.in.py": "a generator's Python 2 `.next()` cannot be given back "
     "(its type cannot be patched): the .out's `next(gen)` is what Python 2 ran",
+    "py2_iterator_as_list/replay_buffer.in.py": "Python 2's list-returning `zip` cannot be given back "
+    "without changing every library that calls it: the .out's `list(zip(...))` is what Python 2 ran "
+    "(tests/test_py2_iterator_as_list.py runs the original under Python 2's builtins)",
+    "py2_iterator_as_list/used_as_lists.in.py": "Python 2's list-returning `zip`, `map` and `filter` "
+    "cannot be given back without changing every library that calls them: the .out's `list(...)` is "
+    "what Python 2 ran (tests/test_py2_iterator_as_list.py runs the original under Python 2's builtins)",
 }
 """fixture id -> why its original cannot run on Python 3 / torch 2.x even under ``verify.legacy``'s
 shims, so that its ``.out.py``, the same program in today's spelling, stands for it."""
