@@ -119,7 +119,7 @@ class FactoryWithoutDevice(Codemod):
             self.report(original_node, f"`{shown}(...)` creates a CPU tensor: {device.reason}", fixable=False)
             return updated_node
         if legacy:
-            rewritten = legacy_constructors.legacy_constructor_call(updated_node, self._torch, legacy[0], device.code)
+            rewritten = legacy_constructors.legacy_constructor_call(updated_node, self._torch, legacy[0], device.code, legacy_constructors.lone_data(self, original_node))
             if rewritten is None:
                 factory = f"{self._torch}.empty(..., dtype={self._torch}.{legacy[0]}, device={device.code})"
                 data = f"{self._torch}.tensor(..., dtype={self._torch}.{legacy[0]}, device={device.code})"

@@ -335,7 +335,7 @@ class CudaTensorType(Codemod):
         if isinstance(device, NoDevice):
             self.report(original, f"`{shown}(...)`: {device.reason}", fixable=False)
             return updated
-        rewritten = legacy_constructors.legacy_constructor_call(updated, self._torch, dtype, device.code)
+        rewritten = legacy_constructors.legacy_constructor_call(updated, self._torch, dtype, device.code, legacy_constructors.lone_data(self, original))
         if rewritten is None:
             factory = f"{self._torch}.empty(..., dtype={self._torch}.{dtype}, device={device.code})"
             data = f"{self._torch}.tensor(..., dtype={self._torch}.{dtype}, device={device.code})"
