@@ -11,10 +11,11 @@ from torchfix_device.syntax import traversal
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.codemods.cuda_call.gpu_index import PRESUMED, UNKNOWN, catching_runtime_error, index_evidence
 from torchfix_device.codemods.cuda_call.guards import (
-    contains_move, guard_kind, header_comment, moved_value, moves_onto, rebinds, small_statements,
+    contains_move, guard_kind, header_comment, module_device_test, moved_value, moves_onto, rebinds, small_statements,
 )
 from torchfix_device.codemods.cuda_call.flag_guards import FlagGuards
 from torchfix_device.codemods.cuda_call.cuda_only import cuda_only_calls
+from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.kinds import OWN, moves_itself
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.devices.source import DeviceExpr, NoDevice
@@ -55,7 +56,10 @@ class CudaCall(Codemod):
     `x.cuda() if use_cuda else x` → `x.to(device)`. A guard that only existed to call `.cuda()`
     — `if torch.cuda.is_available(): model.cuda()` — goes the same way (the device asks the same
     question), and a guard on a tensor's device (`if boxes.is_cuda: v = v.cuda()`) too, its moves
-    taking that tensor's device: `v = v.to(boxes.device)`.
+    taking that tensor's device: `v = v.to(boxes.device)`; and a module's own device test, a
+    method whose whole body returns where its tensors are (`self.is_cuda()` returning
+    `'cuda' in str(type(self.lstm.bias_hh_l0.data))`, which is always false on torch 2.x, whose
+    tensors all have the type `torch.Tensor`), its moves taking the device the method computes on.
 
     ## Why is this bad?
     `.cuda()` hard-codes one kind of hardware: the code crashes on a CPU-only machine, an Apple
@@ -287,7 +291,7 @@ class CudaCall(Codemod):
         """
         kept = set()
         for node in traversal.walk_statements(module):
-            if isinstance(node, cst.If) and self._is_cuda_condition(node.test) and contains_move(node.body):
+            if isinstance(node, cst.If) and self._guard_may_go(node.test) and contains_move(node.body):
                 if not self._guard_can_go(node) or self._holds_call_that_stays(node.body):
                     kept.add(nodes.code_of(node.test))
         return kept
@@ -314,7 +318,7 @@ class CudaCall(Codemod):
         if self._flag_guards.flag_of(original_node) is not None:
             if not self._flag_guard_goes(original_node, original_node.body):
                 return updated_node
-        elif not self._is_cuda_condition(original_node.test) or not self._guard_can_go(original_node):
+        elif not self._guard_may_go(original_node.test) or not self._guard_can_go(original_node):
             return updated_node
         elif nodes.code_of(original_node.test) in self._kept_conditions:
             return updated_node
@@ -339,7 +343,7 @@ class CudaCall(Codemod):
         if self._flag_guards.flag_of(original_node) is not None:
             if not self._flag_guard_goes(original_node, original_node.body):
                 return updated_node
-        elif not self._is_cuda_condition(original_node.test):
+        elif not self._guard_may_go(original_node.test):
             return updated_node
         elif nodes.code_of(original_node.test) in self._kept_conditions:
             return updated_node
@@ -366,6 +370,11 @@ class CudaCall(Codemod):
             if isinstance(node, (cst.If, cst.IfExp)) and isinstance(node.test, cst.Call) and self._is_cuda_condition(node.test):
                 found.update(id(n) for n in traversal.walk(node.body) if m.matches(n, m.Call(func=m.Attribute(attr=m.Name("cuda")))))
         return found
+
+    def _guard_may_go(self, test: cst.BaseExpression) -> bool:
+        """:meth:`_is_cuda_condition`, or the module's own device test (``self.is_cuda()``:
+        :func:`~torchfix_device.codemods.cuda_call.guards.module_device_test`)."""
+        return self._is_cuda_condition(test) or module_device_test(facts_values.of(self), test)
 
     def _is_cuda_condition(self, test: cst.BaseExpression) -> bool:
         """A guard that may go once its moves are rewritten: ``torch.cuda.is_available()``
