@@ -308,3 +308,26 @@ def test_a_first_use_that_every_tensor_fails() -> None:
     other = source.replace('"CartPole-v1"', '"Pong-v0"').replace("words = {}", "import collections\nwords = collections.defaultdict(int)")
     assert ask(other, first)[0] == [None, None]
     assert ask(source.replace("env.step(a)", "print(a)\nenv.step(a)"), first)[0] == [None, "KEY"]
+
+
+def test_a_part_of_what_a_function_of_the_file_returns() -> None:
+    """``loss, n = f(...)`` where every ``return`` of ``f`` is a pair: ``loss`` is what the
+    first element is in ``f`` (a loss: 0-dim), ``n`` the second (a full reduction); a function
+    one of whose returns is not such a pair shows nothing."""
+    source = HEADER + textwrap.dedent("""
+    crit = nn.MSELoss()
+    def performance(pred, gold):
+        loss = crit(pred, gold)
+        return loss, pred.eq(gold).sum()
+    def other(pred, gold):
+        if pred is None:
+            return pair
+        return crit(pred, gold), 1
+    loss, n = performance(torch.randn(3), torch.randn(3))
+    probe(loss)
+    probe(n)
+    loss2, n2 = other(torch.randn(3), torch.randn(3))
+    probe(loss2)
+    """)
+    answers = ask(source, lambda values, expr: sizes.SizeEvidence(values).size(expr))
+    assert answers == [sizes.Size.ZERO_DIM, sizes.Size.ZERO_DIM, None]

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from torchfix_device.facts.tensor_clues import MOVES_OF_MODULES, layer_class
 from torchfix_device.facts.values import PARAM, PART, VALUE
-from torchfix_device.syntax import nodes
+from torchfix_device.syntax import nodes, traversal
 
 if TYPE_CHECKING:
     from torchfix_device.facts.values import ModuleValues
@@ -291,21 +291,9 @@ def keeps_its_argument(values: "ModuleValues", func: cst.Name) -> bool:
     params = function.params.params
     if function.decorators or not params or function.asynchronous is not None:
         return False
-    returns = [r for r in _own_returns(function)]
+    returns = list(traversal.function_returns(function))
     return bool(returns) and all(r.value is not None and _gives(values, r.value, params[0], 0) for r in returns) \
         and not _yields(function)
-
-
-def _own_returns(function: cst.FunctionDef) -> list[cst.Return]:
-    found: list[cst.Return] = []
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Return):
-            found.append(node)
-        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
-    return found
 
 
 def _yields(function: cst.FunctionDef) -> bool:

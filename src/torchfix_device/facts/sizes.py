@@ -242,11 +242,13 @@ class SizeEvidence(LossEvidence):
             value = self.value_of(node)
             if value is SHAPE_PART:
                 continue  # `_, c, h, w = x.size()`: a number
-            if not isinstance(value, cst.BaseExpression):
+            parts = self.values.returned_parts(node) if value is None else None  # `loss, n = f(...)`
+            if parts is None and not isinstance(value, cst.BaseExpression):
                 return None
-            found = combine(found, self.size(value))
-            if found is None:
-                return None
+            for part in parts if parts is not None else [value]:
+                found = combine(found, self.size(part))
+                if found is None:
+                    return None
         return found
 
     # -- .backward() ------------------------------------------------------------------------
@@ -394,7 +396,7 @@ class SizeEvidence(LossEvidence):
         self._in_functions.add(id(function))
         try:
             found: Size | None = None
-            for ret in _returns(function):
+            for ret in traversal.function_returns(function):
                 if ret.value is None:
                     return None
                 size = self.size(ret.value)
@@ -461,19 +463,6 @@ def number_in_03(values: ModuleValues, node: cst.BaseExpression) -> Number03 | N
 def _tensor(size: Size | None) -> Size | None:
     """``size`` where it is a tensor's (a Python number has no ``.data``, ``.exp()``...)."""
     return size if size is not None and size is not Size.NUMBER else None
-
-
-def _returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
-    """The ``return`` statements of ``function`` itself (not of functions or classes in it)."""
-    stack: list[cst.CSTNode] = list(traversal.statement_children(function.body))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Return):
-            yield node
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        elif isinstance(node, traversal.STATEMENT_SCAFFOLD):
-            stack.extend(traversal.statement_children(node))
 
 
 def zero_index(node: cst.Subscript) -> bool:

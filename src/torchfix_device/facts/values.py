@@ -221,6 +221,38 @@ class ModuleValues:
             return Bound(OTHER, node, statement, why=f"`{name}` is not bound to a tensor here")
         return Bound(OTHER, node, why=f"`{name}` is bound by a `{type(statement).__name__}` statement")
 
+    def returned_parts(self, node: cst.CSTNode) -> list[cst.BaseExpression] | None:
+        """For a ``PART`` binding ``a, b = f(...)`` of a function ``f`` of this file (undecorated,
+        the only binding of its name reaching the call) every ``return`` of which gives a tuple
+        or list literal of as many elements: the element at ``node``'s place in each ``return``
+        (expressions of ``f``, read in its own scope). None otherwise."""
+        bound = self.bound(node)
+        call = bound.value
+        if bound.kind != PART or not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name):
+            return None
+        owner = binding_owner(node, self.parent)
+        statement = owner[0] if owner is not None else None
+        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or statement.value is not call:
+            return None
+        target = statement.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+            return None
+        index = next((i for i, e in enumerate(target.elements) if e.value is node), None)
+        reach = self.reach(call.func)
+        if index is None or reach.why is not None or len(reach.bindings) != 1 or not isinstance(reach.bindings[0], cst.FunctionDef):
+            return None
+        function = reach.bindings[0]
+        if function.decorators:
+            return None
+        parts = []
+        for ret in traversal.function_returns(function):
+            value = ret.value
+            if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != len(target.elements) \
+                    or any(isinstance(e, cst.StarredElement) for e in value.elements):
+                return None
+            parts.append(value.elements[index].value)
+        return parts or None
+
     def _comp_for_of(self, node: cst.CSTNode) -> cst.CompFor | None:
         child, above = node, self.parent(node)
         while above is not None and not isinstance(above, cst.BaseStatement):

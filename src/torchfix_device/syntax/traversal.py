@@ -250,3 +250,16 @@ def _class_body(node: cst.CSTNode) -> Sequence[cst.BaseStatement]:
     if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
         return node.body.body
     return ()
+
+
+def function_returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
+    """The ``return`` statements of ``function`` itself (not of functions or classes in it)."""
+    stack: list[cst.CSTNode] = list(statement_children(function.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            yield node
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        elif isinstance(node, STATEMENT_SCAFFOLD):
+            stack.extend(statement_children(node))
