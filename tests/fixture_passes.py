@@ -1,6 +1,6 @@
 """One transform of a fixture by every codemod, per tier, shared by the tests that read every
-fixture's findings (``test_message_style``, ``test_findings_stable``): computed once per worker
-(both modules are in the xdist group ``fixture-passes``)."""
+fixture's findings (both in ``test_findings_stable``, so that ``--dist loadfile`` runs them on one
+worker): computed once per process."""
 
 from __future__ import annotations
 

@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from fixture_passes import first_pass
 
-pytestmark = pytest.mark.xdist_group("fixture-passes")  # shares first_pass with test_findings_stable
 
 NOT_RULE_FIXTURES = {"run_scripts", "models"}
 
@@ -51,24 +49,3 @@ def test_the_measures(text: str, deepest: int, count: int) -> None:
     assert (nesting(prose(text)), sentences(prose(text))) == (deepest, count)
 
 
-def _unfixed_messages() -> dict[tuple[str, str], str]:
-    """(code, message with code spans blanked) → one place it was seen."""
-    seen: dict[tuple[str, str], str] = {}
-    cases = sorted(p for p in FIXTURES.rglob("*.py") if not NOT_RULE_FIXTURES & set(p.relative_to(FIXTURES).parts))
-    for path in cases:
-        for unsafe in (False, True):
-            out = first_pass(path, unsafe)
-            if out is None:
-                continue
-            for finding in out.findings:
-                if not finding.fixed:
-                    key = (finding.code, re.sub(r"`[^`]*`", "`…`", finding.message))
-                    seen.setdefault(key, f"{path.relative_to(FIXTURES)}:{finding.line}: {finding.message}")
-    return seen
-
-
-def test_every_review_and_held_back_message_is_one_sentence_without_nested_parentheses() -> None:
-    seen = _unfixed_messages()
-    assert len(seen) > 40, "the fixtures should give many kinds of review and held-back messages"
-    wrong = [where for (_, message), where in seen.items() if nesting(prose(message)) > 1 or sentences(prose(message)) > 1]
-    assert wrong == [], "\n".join(wrong)
