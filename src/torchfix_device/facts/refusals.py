@@ -15,7 +15,8 @@ is made) to its first use:
 - bound to a name (``a = v``): the statement right after the binding, in the same block, reads
   the name once, unconditionally, in such a use; or the name's only read is a ``return``, and
   at every call of the function (:func:`~torchfix_device.facts.uses.calls_of`, methods
-  included) the value is refused first in the same way;
+  included) the value is refused first in the same way (the calls in this file, as everywhere
+  in :mod:`.uses`: a caller in another file that imports the function is not seen);
 - ``return v``: refused first at every call.
 
 None where that is not shown.
