@@ -199,6 +199,8 @@ def _named_like_a_size(name: str) -> bool:
     """``batch_size``, ``n_*``, ``num_*``, ``dim``, ``training``: a size, a count or a flag."""
     lowered = name.lower()
     return lowered in SIZE_NAMES or lowered.startswith(SIZE_PREFIXES) or lowered.endswith(SIZE_SUFFIXES)
+
+
 def _not_a_tensor(param: cst.Param, method: cst.FunctionDef) -> bool:
     """``param`` is a size, a count or a flag, by its name (``batch_size``, ``n_*``,
     ``num_*``, ``dim``, ``training``), its default, or its use in the body (a size given to a

@@ -50,11 +50,13 @@ from torchfix_device.syntax import traversal
 from torchfix_device import torch_api
 from torchfix_device.facts import values as facts_values
 from torchfix_device.facts import kinds
+from torchfix_device.facts.methods import only_method
 from torchfix_device.torch_api import is_torch_module_class
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from torchfix_device.facts.values import ModuleValues
     from torchfix_device.syntax.lookup import CodemodView
 
 FACTORIES = frozenset({
@@ -364,3 +366,51 @@ def _moved_in_place(values: "facts_values.ModuleValues", binding: cst.CSTNode) -
         if attribute.attr.value == "data" and isinstance(above, cst.AssignTarget):
             return True
     return False
+
+
+DEVICE_TEST_CALLS = frozenset({"str", "repr", "type", "isinstance", "next"})
+"""Builtins a module's own device test may call (nothing else: it must have no effect)."""
+
+
+def module_device_test(values: "ModuleValues", test: cst.BaseExpression) -> bool:
+    """``test`` is ``self.m()`` of a method ``m`` of the enclosing class (and of no other
+    function of the file) whose whole body returns where the module's tensors are: an
+    ``is_cuda`` attribute or ``'cuda'`` in the text of a tensor's type, computed with
+    :data:`DEVICE_TEST_CALLS` and ``self.parameters()`` only (InferSent's
+    ``'cuda' in str(type(self.enc_lstm.bias_hh_l0.data))``, always false on torch 2.x, whose
+    tensors all have the type ``torch.Tensor``). Such a guard may go like ``t.is_cuda``'s: its
+    moves take the device of the tensors the method computes with (asked by TFD001)."""
+    if not (isinstance(test, cst.Call) and not test.args and isinstance(test.func, cst.Attribute)
+            and isinstance(test.func.value, cst.Name) and test.func.value.value == "self"):
+        return False
+    cls = values.enclosing(test, cst.ClassDef)
+    method = only_method(values, cls, test.func.attr.value) if isinstance(cls, cst.ClassDef) else None
+    if method is None:
+        return False
+    params = method.params
+    if method.decorators or len(params.params) != 1 or params.star_arg is not cst.MaybeSentinel.DEFAULT \
+            and params.star_arg is not None or params.kwonly_params or params.star_kwarg is not None:
+        return False
+    statements = list(method.body.body) if isinstance(method.body, cst.IndentedBlock) else [method.body]
+    if len(statements) != 1 or not isinstance(statements[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return False
+    small = statements[0].body
+    if len(small) != 1 or not isinstance(small[0], cst.Return) or small[0].value is None:
+        return False
+    cuda = False
+    for node in traversal.walk(small[0].value):
+        if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await)):
+            return False
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Name) and func.value in DEVICE_TEST_CALLS and values.names(func) <= {f"builtins.{func.value}"}:
+                continue
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
+                    and func.attr.value == "parameters" and not node.args:
+                continue
+            return False
+        if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
+            cuda = True
+        if isinstance(node, cst.SimpleString) and "cuda" in node.value:
+            cuda = True
+    return cuda

@@ -280,19 +280,15 @@ def _call_dims(values: "ModuleValues", call: cst.Call, depth: int) -> int | None
 
 def keeps_its_argument(values: "ModuleValues", func: cst.Name) -> bool:
     """``func`` is a function of the file that returns its first argument in the same shape,
-    wherever it returns (``def to_var(x): if cuda: x = x.cuda(); return Variable(x)``): its
-    only binding reaching the call is an undecorated ``def`` whose every ``return`` gives the
+    wherever it returns (``def to_var(x): if cuda: x = x.cuda(); return Variable(x)``): a
+    function :meth:`~torchfix_device.facts.values.ModuleValues.function_called` finds, every ``return`` of which gives the
     first parameter through moves, ``Variable``/``Parameter``, ``.data`` and shape-keeping
     methods (:data:`SAME_SHAPE`)."""
-    reach = values.reach(func)
-    if reach.why is not None or len(reach.bindings) != 1 or not isinstance(reach.bindings[0], cst.FunctionDef):
-        return False
-    function = reach.bindings[0]
-    params = function.params.params
-    if function.decorators or not params or function.asynchronous is not None:
+    function = values.function_called(func)
+    if function is None or not function.params.params:
         return False
     returns = list(traversal.function_returns(function))
-    return bool(returns) and all(r.value is not None and _gives(values, r.value, params[0], 0) for r in returns) \
+    return bool(returns) and all(r.value is not None and _gives(values, r.value, function.params.params[0], 0) for r in returns) \
         and not _yields(function)
 
 

@@ -47,6 +47,20 @@ def method_calls(values: "ModuleValues", function: cst.FunctionDef, cls: cst.Cla
     return calls
 
 
+def only_method(values: "ModuleValues", cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    """The ``def name`` in the body of ``cls`` where it is the file's only function of that name
+    (no other class of the file, a subclass included, defines or overrides it)."""
+    known = values.facets.get("functions by name")
+    if known is None:
+        known = {}
+        for node in traversal.walk(values.module):
+            if isinstance(node, cst.FunctionDef):
+                known.setdefault(node.name.value, []).append(node)
+        values.facets["functions by name"] = known
+    found = known.get(name, [])
+    return found[0] if len(found) == 1 and values.parent(values.parent(found[0]) or found[0]) is cls else None
+
+
 def _attributes(values: "ModuleValues") -> dict[str, list[cst.Attribute]]:
     """Every ``x.<name>`` of the module, by name (once per module version)."""
     known = values.facets.get("attributes by name")

@@ -24,11 +24,10 @@ None where that is not shown.
 
 from __future__ import annotations
 
-import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from torchfix_device.facts.uses import Place, Use, calls_of
+from torchfix_device.facts.uses import Place, Use, calls_of, container_kind, gym_environment_ids, store_of
 
 if TYPE_CHECKING:
     from torchfix_device.facts.values import ModuleValues
@@ -38,8 +37,6 @@ CHECKED_ENVIRONMENTS = frozenset({"CartPole-v0", "CartPole-v1", "MountainCar-v0"
 """gym environments whose ``step`` asserts ``self.action_space.contains(action)`` on a
 ``Discrete`` space, which holds only ``int`` and integer NumPy scalars (every gym and gymnasium
 release)."""
-MAKERS = frozenset({"gym.make", "gymnasium.make"})
-PLAIN_DICTS = frozenset({"builtins.dict", "collections.OrderedDict"})
 CONDITIONAL = (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -101,62 +98,16 @@ def refusing_use(values: "ModuleValues", expr: cst.BaseExpression) -> Place | No
     if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
         call = values.parent(parent)
         if isinstance(call, cst.Call) and call.args and call.args[0] is parent and isinstance(call.func, cst.Attribute) \
-                and call.func.attr.value == "step" and _checked_environment(values, call.func.value, 0):
+                and call.func.attr.value == "step" and _checked(gym_environment_ids(values, call.func.value)):
             return Place(Use.ACTION, call)
         return None
     if isinstance(parent, cst.Index):
         element = values.parent(parent)
         subscript = values.parent(element) if element is not None else None
-        if isinstance(subscript, cst.Subscript) and len(subscript.slice) == 1 and not _stored(values, subscript) \
-                and _plain_dict(values, subscript.value, 0):
+        if isinstance(subscript, cst.Subscript) and len(subscript.slice) == 1 \
+                and store_of(values, subscript) in (None, "augmented") and container_kind(values, subscript.value, plain=True) == "dict":
             return Place(Use.KEY, subscript)
     return None
-
-
-def _checked_environment(values: "ModuleValues", receiver: cst.BaseExpression, depth: int) -> bool:
-    if depth > MAX_DEPTH:
-        return False
-    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "unwrapped":
-        return _checked_environment(values, receiver.value, depth + 1)
-    if isinstance(receiver, cst.Name):
-        found = list(values.values_of(receiver))
-        return bool(found) and all(v is not None and v is not receiver and _checked_environment(values, v, depth + 1) for v in found)
-    if isinstance(receiver, cst.Call) and receiver.args and values.names(receiver.func) and values.names(receiver.func) <= MAKERS:
-        first = receiver.args[0]
-        return first.keyword is None and not first.star and _environment_id(values, first.value, depth + 1)
-    return False
-
-
-def _environment_id(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:
-    if isinstance(expr, cst.SimpleString):
-        try:
-            return ast.literal_eval(expr.value) in CHECKED_ENVIRONMENTS
-        except (ValueError, SyntaxError):
-            return False
-    if isinstance(expr, cst.Name) and depth <= MAX_DEPTH:
-        found = list(values.values_of(expr))
-        return bool(found) and all(v is not None and v is not expr and _environment_id(values, v, depth + 1) for v in found)
-    return False
-
-
-def _plain_dict(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:
-    if isinstance(expr, (cst.Dict, cst.DictComp)):
-        return True
-    if isinstance(expr, cst.Call):
-        names = values.names(expr.func)
-        return bool(names) and names <= PLAIN_DICTS
-    if isinstance(expr, cst.Name) and depth <= MAX_DEPTH:
-        found = list(values.values_of(expr))
-        return bool(found) and all(v is not None and v is not expr and _plain_dict(values, v, depth + 1) for v in found)
-    return False
-
-
-def _stored(values: "ModuleValues", subscript: cst.Subscript) -> bool:
-    """``d[v] = x`` or ``del d[v]``: no lookup (``d[v] += 1`` looks up first)."""
-    above = values.parent(subscript)
-    while isinstance(above, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
-        above = values.parent(above)
-    return isinstance(above, (cst.AssignTarget, cst.Del, cst.For, cst.CompFor, cst.AnnAssign, cst.WithItem))
 
 
 def _next_statement(values: "ModuleValues", line: cst.SimpleStatementLine) -> cst.SimpleStatementLine | None:
@@ -185,3 +136,8 @@ def _unconditionally_in(values: "ModuleValues", node: cst.CSTNode, statement: cs
             return False
         above = values.parent(above)
     return above is statement
+
+
+def _checked(ids: set[str | None] | None) -> bool:
+    """The environment is made for ids that all check their action (:data:`CHECKED_ENVIRONMENTS`)."""
+    return ids is not None and all(i in CHECKED_ENVIRONMENTS for i in ids)

@@ -74,7 +74,8 @@ FLOWING_BUILTINS = frozenset({"max", "min", "abs", "round", "sum", "sorted"})
 TORCH_TAKING_NUMBERS = frozenset({"save", "tensor", "as_tensor", "full", "manual_seed", "arange", "zeros", "ones", "randn", "rand", "empty"})
 NUMBER_ARGUMENT_METHODS = frozenset({"fill_", "add", "add_", "mul", "mul_", "sub", "sub_", "div", "div_", "pow", "masked_fill", "masked_fill_", "clamp", "index_fill_"})
 """Tensor methods that take a Python number where a 0-dim tensor was given."""
-DICT_MAKERS = frozenset({"builtins.dict", "collections.defaultdict", "collections.OrderedDict", "collections.Counter"})
+PLAIN_DICT_MAKERS = frozenset({"builtins.dict", "collections.OrderedDict"})
+DICT_MAKERS = PLAIN_DICT_MAKERS | {"collections.defaultdict", "collections.Counter"}
 SEQUENCE_MAKERS = frozenset({"builtins.list", "builtins.tuple", "builtins.range", "builtins.str"})
 KEY_METHODS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
 
@@ -187,7 +188,7 @@ def _argument(values, arg: cst.Arg, expr, found, depth, seen, held, add) -> None
             return add(Use.NUMBER, call)
         if method in KEY_METHODS and first and container_kind(values, receiver) == "dict":
             return add(Use.KEY, call)
-        if method == "step" and first and _gym_environment(values, receiver):
+        if method == "step" and first and gym_environment_ids(values, receiver) is not None:
             return add(Use.ACTION, call)
         if method in NUMBER_ARGUMENT_METHODS and kinds.is_tensor(values, receiver):
             return add(Use.NUMBER, call)
@@ -321,9 +322,11 @@ def holds_data(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0)
     return False
 
 
-def container_kind(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> str | None:
+def container_kind(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0, plain: bool = False) -> str | None:
     """``"dict"``, ``"sequence"`` (list, tuple, range, string) or ``"tensor"`` where every value
-    ``expr`` may hold is shown to be one of these; None otherwise."""
+    ``expr`` may hold is shown to be one of these; None otherwise. With ``plain``, a dict only
+    where none may add a missing key (a literal, ``dict()``, ``OrderedDict()``; not a
+    ``defaultdict`` or ``Counter``)."""
     if depth > MAX_DEPTH:
         return None
     if isinstance(expr, (cst.Dict, cst.DictComp)):
@@ -332,29 +335,58 @@ def container_kind(values: "ModuleValues", expr: cst.BaseExpression, depth: int 
         return "sequence"
     if isinstance(expr, cst.Call):
         names = values.names(expr.func)
-        if names and names <= DICT_MAKERS:
+        if names and names <= (PLAIN_DICT_MAKERS if plain else DICT_MAKERS):
             return "dict"
         if names and names <= SEQUENCE_MAKERS:
             return "sequence"
     if isinstance(expr, cst.Name):
         kinds_found = set()
         for value in values.values_of(expr):
-            kinds_found.add(container_kind(values, value, depth + 1) if value is not None and value is not expr else None)
+            kinds_found.add(container_kind(values, value, depth + 1, plain) if value is not None and value is not expr else None)
         return kinds_found.pop() if len(kinds_found) == 1 else None
     return "tensor" if kinds.is_tensor(values, expr) else None
 
 
-def _gym_environment(values: "ModuleValues", receiver: cst.BaseExpression) -> bool:
-    """``receiver`` is a ``gym``/``gymnasium`` environment: every value of the name is made by
-    a function of that package (``gym.make(...)``, a ``gym.wrappers`` class)."""
+def gym_environment_ids(values: "ModuleValues", receiver: cst.BaseExpression, depth: int = 0) -> set[str | None] | None:
+    """Where ``receiver`` is a ``gym``/``gymnasium`` environment (every value of the name is
+    made by a function of that package: ``gym.make(...)``, a ``gym.wrappers`` class, or is the
+    ``.unwrapped`` of one): the environment ids it may have been made for, a literal id given to
+    ``gym.make`` (directly or through a name every value of which is one) or None where not
+    shown. None where ``receiver`` is not shown to be such an environment."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "unwrapped":
+        return gym_environment_ids(values, receiver.value, depth + 1)
+    if isinstance(receiver, cst.Call):
+        names = values.names(receiver.func)
+        if not names or not all(q.split(".")[0] in ("gym", "gymnasium") for q in names):
+            return None
+        first = receiver.args[0] if receiver.args and not receiver.args[0].keyword and not receiver.args[0].star else None
+        literal = _literal_string(values, first.value, depth + 1) if first is not None and names <= GYM_MAKERS else None
+        return {literal}
     if not isinstance(receiver, cst.Name):
-        return False
-    found = list(values.values_of(receiver))
-    return bool(found) and all(
-        isinstance(v, cst.Call) and bool(values.names(v.func))
-        and all(q.split(".")[0] in ("gym", "gymnasium") for q in values.names(v.func))
-        for v in found
-    )
+        return None
+    found: set[str | None] = set()
+    for value in values.values_of(receiver):
+        ids = gym_environment_ids(values, value, depth + 1) if value is not None and value is not receiver else None
+        if ids is None:
+            return None
+        found |= ids
+    return found or None
+
+
+GYM_MAKERS = frozenset({"gym.make", "gymnasium.make"})
+
+
+def _literal_string(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> str | None:
+    """The text of a string literal, directly or through a name every value of which is the same one."""
+    if isinstance(expr, cst.SimpleString):
+        text = expr.evaluated_value
+        return text if isinstance(text, str) else None
+    if isinstance(expr, cst.Name) and depth <= MAX_DEPTH:
+        found = {_literal_string(values, v, depth + 1) if v is not None and v is not expr else None for v in values.values_of(expr)}
+        return found.pop() if len(found) == 1 else None
+    return None
 
 
 def written_in_place(values: "ModuleValues", expr: cst.BaseExpression) -> cst.CSTNode | None:
@@ -386,9 +418,20 @@ ARRAY_WRITES = frozenset({"fill", "sort", "put", "itemset", "resize", "setfield"
 
 def _stored(values: "ModuleValues", subscript: cst.Subscript) -> bool:
     """``subscript`` is assigned to (``a[0] = 1``, ``a[0] += 1``, ``a[0], b = ...``)."""
+    return store_of(values, subscript) in ("assigned", "augmented")
+
+
+def store_of(values: "ModuleValues", subscript: cst.Subscript) -> str | None:
+    """How ``subscript`` is a target: ``"assigned"`` (``a[0] = 1``, ``a[0], b = ...``, a ``for``
+    or ``with`` target), ``"augmented"`` (``a[0] += 1``: read first), ``"deleted"``; None where
+    it is read."""
     child: cst.CSTNode = subscript
     above = values.parent(subscript)
-    while isinstance(above, (cst.Tuple, cst.List, cst.Element)):
+    while isinstance(above, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
         child, above = above, values.parent(above)
-    return isinstance(above, cst.AssignTarget) or (isinstance(above, cst.AugAssign) and above.target is child)
+    if isinstance(above, cst.AugAssign) and above.target is child:
+        return "augmented"
+    if isinstance(above, (cst.AssignTarget, cst.AnnAssign, cst.WithItem)) or (isinstance(above, (cst.For, cst.CompFor)) and above.target is child):
+        return "assigned"
+    return "deleted" if isinstance(above, cst.Del) else None
 

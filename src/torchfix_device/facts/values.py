@@ -221,14 +221,26 @@ class ModuleValues:
             return Bound(OTHER, node, statement, why=f"`{name}` is not bound to a tensor here")
         return Bound(OTHER, node, why=f"`{name}` is bound by a `{type(statement).__name__}` statement")
 
+    def function_called(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
+        """The function of this file a call of ``func`` calls: ``func`` is a name whose only
+        binding reaching the call is an undecorated, non-async ``def`` (a method's too: callers
+        that want a plain function check its parent). None otherwise."""
+        if not isinstance(func, cst.Name):
+            return None
+        reach = self.reach(func)
+        if reach.why is not None or len(reach.bindings) != 1 or not isinstance(reach.bindings[0], cst.FunctionDef):
+            return None
+        function = reach.bindings[0]
+        return None if function.decorators or function.asynchronous is not None else function
+
     def returned_parts(self, node: cst.CSTNode) -> list[cst.BaseExpression] | None:
-        """For a ``PART`` binding ``a, b = f(...)`` of a function ``f`` of this file (undecorated,
-        the only binding of its name reaching the call) every ``return`` of which gives a tuple
+        """For a ``PART`` binding ``a, b = f(...)`` of a function ``f`` of this file
+        (:meth:`function_called`) every ``return`` of which gives a tuple
         or list literal of as many elements: the element at ``node``'s place in each ``return``
         (expressions of ``f``, read in its own scope). None otherwise."""
         bound = self.bound(node)
         call = bound.value
-        if bound.kind != PART or not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name):
+        if bound.kind != PART or not isinstance(call, cst.Call):
             return None
         owner = binding_owner(node, self.parent)
         statement = owner[0] if owner is not None else None
@@ -238,11 +250,8 @@ class ModuleValues:
         if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
             return None
         index = next((i for i, e in enumerate(target.elements) if e.value is node), None)
-        reach = self.reach(call.func)
-        if index is None or reach.why is not None or len(reach.bindings) != 1 or not isinstance(reach.bindings[0], cst.FunctionDef):
-            return None
-        function = reach.bindings[0]
-        if function.decorators:
+        function = self.function_called(call.func)
+        if index is None or function is None:
             return None
         parts = []
         for ret in traversal.function_returns(function):

@@ -4,15 +4,10 @@ what the names are is the codemod's question."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import libcst as cst
 import libcst.matchers as m
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
-
-if TYPE_CHECKING:
-    from torchfix_device.facts.values import ModuleValues
 
 
 def guard_kind(test: cst.BaseExpression) -> str | None:
@@ -89,51 +84,3 @@ def header_comment(node: cst.If) -> cst.EmptyLine | None:
         return None  # a one-line ``if c: stmt  # comment`` keeps its comment on the statement
     return cst.EmptyLine(comment=body.header.comment)
 
-
-DEVICE_TEST_CALLS = frozenset({"str", "repr", "type", "isinstance", "next"})
-"""Builtins a module's own device test may call (nothing else: it must have no effect)."""
-
-
-def module_device_test(values: "ModuleValues", test: cst.BaseExpression) -> bool:
-    """``test`` is ``self.m()`` of a method ``m`` of the enclosing class (and of no other
-    function of the file) whose whole body returns where the module's tensors are: an
-    ``is_cuda`` attribute or ``'cuda'`` in the text of a tensor's type, computed with
-    :data:`DEVICE_TEST_CALLS` and ``self.parameters()`` only (InferSent's
-    ``'cuda' in str(type(self.enc_lstm.bias_hh_l0.data))``, always false on torch 2.x, whose
-    tensors all have the type ``torch.Tensor``). Such a guard may go like ``t.is_cuda``'s: its
-    moves take the device of the tensors the method computes with."""
-    if not (isinstance(test, cst.Call) and not test.args and isinstance(test.func, cst.Attribute)
-            and isinstance(test.func.value, cst.Name) and test.func.value.value == "self"):
-        return False
-    name = test.func.attr.value
-    cls = values.enclosing(test, cst.ClassDef)
-    methods = [n for n in traversal.walk(values.module) if isinstance(n, cst.FunctionDef) and n.name.value == name]
-    if not isinstance(cls, cst.ClassDef) or len(methods) != 1 or values.parent(values.parent(methods[0]) or methods[0]) is not cls:
-        return False
-    method = methods[0]
-    params = method.params
-    if method.decorators or len(params.params) != 1 or params.star_arg is not cst.MaybeSentinel.DEFAULT \
-            and params.star_arg is not None or params.kwonly_params or params.star_kwarg is not None:
-        return False
-    statements = list(method.body.body) if isinstance(method.body, cst.IndentedBlock) else [method.body]
-    if len(statements) != 1 or not isinstance(statements[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-        return False
-    small = statements[0].body
-    if len(small) != 1 or not isinstance(small[0], cst.Return) or small[0].value is None:
-        return False
-    cuda = False
-    for node in traversal.walk(small[0].value):
-        if isinstance(node, (cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await)):
-            return False
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Name) and func.value in DEVICE_TEST_CALLS and values.names(func) <= {f"builtins.{func.value}"}:
-                continue
-            if m.matches(func, m.Attribute(value=m.Name("self"), attr=m.Name("parameters"))) and not node.args:
-                continue
-            return False
-        if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
-            cuda = True
-        if isinstance(node, cst.SimpleString) and "cuda" in node.value:
-            cuda = True
-    return cuda

@@ -11,11 +11,12 @@ from torchfix_device.syntax import traversal
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.codemods.cuda_call.gpu_index import PRESUMED, UNKNOWN, catching_runtime_error, index_evidence
 from torchfix_device.codemods.cuda_call.guards import (
-    contains_move, guard_kind, header_comment, module_device_test, moved_value, moves_onto, rebinds, small_statements,
+    contains_move, guard_kind, header_comment, moved_value, moves_onto, rebinds, small_statements,
 )
 from torchfix_device.codemods.cuda_call.flag_guards import FlagGuards
 from torchfix_device.codemods.cuda_call.cuda_only import cuda_only_calls
 from torchfix_device.facts import values as facts_values
+from torchfix_device.facts.devices import module_device_test
 from torchfix_device.facts.kinds import OWN, moves_itself
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.devices.source import DeviceExpr, NoDevice
@@ -373,7 +374,7 @@ class CudaCall(Codemod):
 
     def _guard_may_go(self, test: cst.BaseExpression) -> bool:
         """:meth:`_is_cuda_condition`, or the module's own device test (``self.is_cuda()``:
-        :func:`~torchfix_device.codemods.cuda_call.guards.module_device_test`)."""
+        :func:`~torchfix_device.facts.devices.module_device_test`)."""
         return self._is_cuda_condition(test) or module_device_test(facts_values.of(self), test)
 
     def _is_cuda_condition(self, test: cst.BaseExpression) -> bool:

@@ -13,7 +13,7 @@ from torchfix_device.facts import values as facts_values
 from torchfix_device.codemods.variable_wrapper.exact_detach import unwrapped_without_evidence
 from torchfix_device.facts.grad_changes import changed_in_place, refill_line
 from torchfix_device.facts.grad import GradEvidence
-from torchfix_device.codemods.variable_wrapper.no_grad_loops import loops_to_wrap, under_no_grad, volatile_loop, volatile_note
+from torchfix_device.codemods.variable_wrapper.no_grad_loops import loops_to_wrap, under_no_grad, volatile_note
 from torchfix_device.facts.kinds import is_tensor
 from torchfix_device.codemods.variable_wrapper.import_removal import VariableImportTracking
 from torchfix_device.codemods.variable_wrapper.star_doubts import StarImportReview, spelt_variable
