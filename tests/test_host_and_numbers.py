@@ -344,12 +344,12 @@ def test_an_element_every_tensor_fails_at_is_a_safe_fix() -> None:
     out = _rewrite(source, TFD019)
     assert [f.fixed for f in out.findings] == [True, True], [f.message for f in out.findings]
     assert out.text.count(".item()") == 2 and all("any shape" in f.message for f in out.findings)
-    with fake_gym():
-        random.seed(1)
+    with fake_gym():  # the model is made before the program seeds torch: seed both here
+        random.seed(1), torch.manual_seed(1)
         today = _run(source)
-        random.seed(1)
+        random.seed(1), torch.manual_seed(1)
         legacy = _run(source, legacy=True)
-        random.seed(1)
+        random.seed(1), torch.manual_seed(1)
         after = _run(out.text)
     assert today["raised"] == "AssertionError" and "invalid" in today["message"], today
     assert "raised" not in legacy and "raised" not in after, (legacy, after)
@@ -359,6 +359,30 @@ def test_an_element_every_tensor_fails_at_is_a_safe_fix() -> None:
     without_gym_failure = source.replace("for frame in range(100):", "for frame in range(0):")
     with fake_gym():
         assert _run(without_gym_failure)["raised"] == "KeyError"  # the dict lookup fails too, for any tensor
+
+
+def test_an_element_filled_in_then_looked_up_in_a_class_s_dict_is_a_safe_fix() -> None:
+    """A language model's sampling loop: ``word_id = torch.multinomial(prob, 1)[0]`` (dimensions
+    of ``prob`` not shown), ``inputs.fill_(word_id)`` (a 0-dim tensor fills as its number does, any
+    other tensor is refused), then ``corpus.dictionary.idx2word[word_id]``, an ``OrderedDict`` the
+    ``Dictionary`` class of the file gives that attribute: the lookup fails for any tensor, so
+    ``.item()`` is safe. The original raises ``KeyError``; the rewrite samples the words 0.3 did."""
+    fixture = Path(__file__).parent / "fixtures" / "zero_dim_tensor_as_number" / "refused_after_a_fill.in.py"
+    source = fixture.read_text(encoding="utf-8") + textwrap.dedent(
+        """
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(1, 4), nn.LogSoftmax(dim=1))
+        result = sample(model, ["the", "cat", "sat", "down"], 8)
+        """
+    )
+    out = _rewrite(source, TFD019)
+    assert [f.fixed for f in out.findings] == [True] and "any shape" in out.findings[0].message, out.findings
+    today, legacy, after = _run(source), _run(source, legacy=True), _run(out.text)
+    assert today["raised"] == "KeyError", today
+    assert "raised" not in legacy and after["result"] == legacy["result"], (legacy, after)
+    assert len(after["result"]) == 8 and set(after["result"]) <= {"the", "cat", "sat", "down"}
+    kept = source.replace("collections.OrderedDict()", "collections.defaultdict(str)")
+    assert [f.fixed for f in _rewrite(kept, TFD019).findings] == [False]  # a defaultdict adds the key
 
 
 def test_a_tensor_counter_and_a_backpropagated_sum_stay_tensors() -> None:

@@ -58,6 +58,10 @@ class RunOptions:
     """What the star imports of the run's files bind: a ``RunStars`` of
     :mod:`torchfix_device.facts.star_imports`, filled in by the runner (typed loosely: this module
     sits below the facts layer and imports none of it)."""
+    project_attributes: Any = None
+    """What the attributes of the classes each file imports from the run hold: a
+    ``RunAttributes`` of :mod:`torchfix_device.facts.project_attributes`, filled in by the runner
+    (typed loosely, as ``star_imports``)."""
     legacy_functions: Any = None
     """The legacy autograd Function classes of the run's files and the uses of their names that
     cannot be rewritten: a ``RunLegacyFunctions`` of :mod:`torchfix_device.facts.legacy_function_run`,

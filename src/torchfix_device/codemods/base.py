@@ -95,9 +95,11 @@ class Codemod(VisitorBasedCodemodCommand):
     """Classes the file reaches by import (its own too) that define their own ``cuda()``/``to()``."""
     known_classes: frozenset[str] = frozenset()
     """Where there are such classes: the other classes of the run the file reaches (they do not)."""
-    """Classes of the other files of the run that define their own ``cuda()``/``to()``."""
     star_imports: "FileStars | None" = None
     """What the file's star imports bind, resolved over the run (:mod:`torchfix_device.facts.star_imports`)."""
+    project_attributes: Any = None
+    """The tables of the classes the file imports from the run, and the attribute names stored from
+    outside (a ``FileAttributes`` of :mod:`torchfix_device.facts.project_attributes`), or None."""
 
     METADATA_DEPENDENCIES = ()  # :meth:`get_metadata` resolves a provider when first asked
 

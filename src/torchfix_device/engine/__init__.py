@@ -402,6 +402,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
     cache: dict[str, Suppressions] = {}
     has_directives = may_hold_our_noqa(text)  # rewrites add no comments: the original's tell
     stars = options.star_imports.of(filename) if options.star_imports and filename is not None else None
+    attributes = options.project_attributes.of(filename) if options.project_attributes else None
 
     def configure(codemod: Codemod, code: str, *, keeps_findings: bool = True) -> None:
         if has_directives:
@@ -418,6 +419,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             own_move_classes=options.own_move_classes_of(filename),
             known_classes=options.known_classes_of(filename),
             star_imports=stars,
+            project_attributes=attributes,
             keeps_findings=keeps_findings,
             sites=settled.sites[codemod.code] if settled is not None else None,
             classes=settled.classes if settled is not None else None,

@@ -87,6 +87,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         own_move_classes: frozenset[str] = frozenset(),
         known_classes: frozenset[str] = frozenset(),
         star_imports: "FileStars | None" = None,
+        project_attributes: Any = None,
     ) -> None:
         """What the engine tells a codemod before a transform: the code of the tree (saves
         rendering it), its ``noqa`` comments, the run's device expression and classes that move
@@ -99,6 +100,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         self.own_move_classes = own_move_classes
         self.known_classes = known_classes
         self.star_imports = star_imports
+        self.project_attributes = project_attributes
         if sites is not None:
             self.statements_with_sites = sites
         if classes is not None:

@@ -13,7 +13,9 @@ is made) to its first use:
   ``dict()``, ``OrderedDict()``: a fresh tensor is no key of it, so the lookup raises
   ``KeyError``; a ``defaultdict`` or ``Counter`` would add it);
 - bound to a name (``a = v``): the statement right after the binding, in the same block, reads
-  the name once, unconditionally, in such a use; or the name's only read is a ``return``, and
+  the name once, unconditionally, in such a use (statements before it that read the name only as
+  ``t.fill_(a)``, which fills with a 0-dim tensor as with its number and refuses any other
+  tensor, and that cannot leave the block but by raising, are passed over); or the name's only read is a ``return``, and
   at every call of the function (:func:`~torchfix_device.facts.uses.calls_of`, methods
   included) the value is refused first in the same way (the calls in this file, as everywhere
   in :mod:`.uses`: a caller in another file that imports the function is not seen);
@@ -27,6 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from torchfix_device.syntax import traversal
 from torchfix_device.facts.uses import Place, Use, calls_of, container_kind, gym_environment_ids, store_of
 
 if TYPE_CHECKING:
@@ -37,6 +40,9 @@ CHECKED_ENVIRONMENTS = frozenset({"CartPole-v0", "CartPole-v1", "MountainCar-v0"
 """gym environments whose ``step`` asserts ``self.action_space.contains(action)`` on a
 ``Discrete`` space, which holds only ``int`` and integer NumPy scalars (every gym and gymnasium
 release)."""
+MAX_PASSED = 4
+"""Statements passed over between a binding and the use that refuses every tensor."""
+LEAVING = (cst.Return, cst.Break, cst.Continue, cst.Yield, cst.Await)
 CONDITIONAL = (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -66,15 +72,34 @@ def _after_binding(values, assign: cst.Assign, target: cst.Name, depth: int, see
         return None
     reads = values.reads_of(target)
     following = _next_statement(values, line)
-    if following is not None:
-        inside = [r for r in reads if _unconditionally_in(values, r, following)]
-        if len(inside) == 1 and len([r for r in reads if _in(values, r, following)]) == 1:
-            place = refusing_use(values, inside[0])
+    for _ in range(MAX_PASSED):
+        if following is None:
+            break
+        inside = [r for r in reads if _in(values, r, following)]
+        unconditional = [r for r in inside if _unconditionally_in(values, r, following)]
+        if len(inside) == 1 and len(unconditional) == 1:
+            place = refusing_use(values, unconditional[0])
             if place is not None:
                 return place
+        if not all(_passes_number_on(values, r) for r in inside) or _may_leave(following):
+            break
+        following = _next_statement(values, following)
     if len(reads) == 1 and isinstance(values.parent(reads[0]), cst.Return):
         return _at_calls(values, cst.ensure_type(values.parent(reads[0]), cst.Return), depth, seen)
     return None
+
+
+def _passes_number_on(values: "ModuleValues", read: cst.Name) -> bool:
+    """``t.fill_(v)``: a 0-dim ``v`` fills as its number does, any other tensor is refused."""
+    arg = values.parent(read)
+    call = values.parent(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(call, cst.Call) and len(call.args) == 1 and call.args[0] is arg and arg.keyword is None \
+        and not arg.star and isinstance(call.func, cst.Attribute) and call.func.attr.value == "fill_"
+
+
+def _may_leave(statement: cst.SimpleStatementLine) -> bool:
+    """The statement may end the block without raising (so the next one need not run)."""
+    return any(isinstance(n, LEAVING) for n in traversal.walk(statement))
 
 
 def _at_calls(values, statement: cst.Return, depth: int, seen: frozenset[int]) -> Place | None:  # noqa: ANN001

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from torchfix_device.facts import kinds
+from torchfix_device.facts import kinds, project_attributes
 from torchfix_device.facts.methods import method_calls
 from torchfix_device.facts.values import AUGMENTED, VALUE
 
@@ -326,7 +326,8 @@ def container_kind(values: "ModuleValues", expr: cst.BaseExpression, depth: int 
     """``"dict"``, ``"sequence"`` (list, tuple, range, string) or ``"tensor"`` where every value
     ``expr`` may hold is shown to be one of these; None otherwise. With ``plain``, a dict only
     where none may add a missing key (a literal, ``dict()``, ``OrderedDict()``; not a
-    ``defaultdict`` or ``Counter``)."""
+    ``defaultdict`` or ``Counter``). An attribute of an instance of a project class has the kind its
+    class gives it (:mod:`.project_attributes`)."""
     if depth > MAX_DEPTH:
         return None
     if isinstance(expr, (cst.Dict, cst.DictComp)):
@@ -344,6 +345,12 @@ def container_kind(values: "ModuleValues", expr: cst.BaseExpression, depth: int 
         for value in values.values_of(expr):
             kinds_found.add(container_kind(values, value, depth + 1, plain) if value is not None and value is not expr else None)
         return kinds_found.pop() if len(kinds_found) == 1 else None
+    if isinstance(expr, cst.Attribute):
+        kind = project_attributes.attribute_kind(values, expr)
+        if kind == project_attributes.PLAIN_DICT or (kind == project_attributes.MAPPING and not plain):
+            return "dict"
+        if kind == project_attributes.SEQUENCE:
+            return "sequence"
     return "tensor" if kinds.is_tensor(values, expr) else None
 
 

@@ -91,6 +91,9 @@ def process_file(
         cache = cache.for_stars(stars.digest)
     if cache is not None:
         cache = cache.for_classes(options.own_move_classes_of(str(path)), options.known_classes_of(str(path)))
+    attributes = options.project_attributes.of(path) if options.project_attributes else None
+    if cache is not None and attributes is not None:
+        cache = cache.for_run_facts("attributes", attributes.digest)
     if cache is not None:  # the marks are kept with the result, so read them once
         hit = _compiling(cache.get(source.raw), str(path))
         if hit is None and cached_only:

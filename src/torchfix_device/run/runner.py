@@ -36,6 +36,7 @@ from torchfix_device.run import interrupts
 from torchfix_device.run.interrupts import signal_of
 from torchfix_device.run.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
+from torchfix_device.facts.project_attributes import RunAttributes, run_attributes
 from torchfix_device.facts.project_classes import class_names, classes_of_data, imported_modules, reachable_classes, subclasses_of
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_imports import Resolver, RunStars, may_hold_star_import, resolve_star_imports
@@ -81,7 +82,9 @@ def run(
         files, problems = find_files(paths, exclude, respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
         roots = [p for p in paths if p.is_dir() and not p.is_symlink()]
         # over every file, before sharding: one answer for all shards
-        own, known, stars, legacy = _project_facts(files, roots, settings, legacy=any(c.code == LEGACY_CODE for c in codemods))
+        own, known, stars, legacy, attributes = _project_facts(files, roots, settings, legacy=any(c.code == LEGACY_CODE for c in codemods))
+        if attributes:
+            options = replace(options or DEFAULT_OPTIONS, project_attributes=attributes)
         if legacy:
             options = replace(options or DEFAULT_OPTIONS, legacy_functions=legacy)
             cache = cache.for_run_facts("legacy", legacy.digest) if cache is not None else None
@@ -109,14 +112,15 @@ def run(
 
 def _project_facts(
     files: Sequence[Path], roots: Sequence[Path], options: RunOptions = DEFAULT_OPTIONS, *, legacy: bool = False,
-) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], RunStars, RunLegacyFunctions]:
+) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], RunStars, RunLegacyFunctions, RunAttributes]:
     """What the codemods learn from every file of the run, each file read once: for each file,
     the classes that move themselves that it can reach by import and, where there are such
     classes, the other classes of the run it reaches (an instance of one does not move itself)
     (:mod:`torchfix_device.facts.project_classes`); what the star imports bind
     (:mod:`torchfix_device.facts.star_imports`); and, with ``legacy`` (TFD017 is selected), the
     legacy autograd Functions and their uses (:mod:`torchfix_device.facts.legacy_function_run`;
-    the files are read again only when there is one). Unreadable files are left out (the run
+    the files are read again only when there is one); what the attributes of the classes each
+    file imports from the run hold (:mod:`torchfix_device.facts.project_attributes`). Unreadable files are left out (the run
     reports them)."""
     resolver = Resolver(roots)
     defined: dict[Path, frozenset[str]] = {}
@@ -154,10 +158,19 @@ def _project_facts(
             return skip_reason(text, options) is not None or len(text.encode("utf-8", "replace")) > limit
 
         functions = scan_run(files, defining, _read_or_none, will_skip=will_skip, shown=display_path)
-    if not defined:
-        return {}, {}, stars, functions
     absolute = {resolver.absolute(path): data for path, data in programs.items()}
-    imports = {path: imported_modules(data) for path, data in absolute.items()}
+    read_imports: dict[Path, list[tuple[str, int]] | None] = {}
+
+    def imports_of(path: Path) -> list[tuple[str, int]] | None:
+        if path not in read_imports:
+            read_imports[path] = imported_modules(absolute[path])
+        return read_imports[path]
+
+    shown = {resolver.absolute(path): str(path) for path in programs}
+    attributes = run_attributes(absolute, shown, imports_of, resolver.module_files, resolver.importable)
+    if not defined:
+        return {}, {}, stars, functions, attributes
+    imports = {path: imports_of(path) for path in absolute}
 
     _, reached = subclasses_of(
         defined, absolute, lambda classes: reachable_classes(classes, imports, resolver.module_files, resolver.importable)
@@ -168,7 +181,7 @@ def _project_facts(
     own = {str(path): reached[resolver.absolute(path)] for path in programs}
     known = {str(path): everything[resolver.absolute(path)] - reached[resolver.absolute(path)] for path in programs}
     own = {name: classes for name, classes in own.items() if classes}
-    return own, {name: c for name, c in known.items() if c}, stars, functions
+    return own, {name: c for name, c in known.items() if c}, stars, functions, attributes
 
 
 def _read_or_none(path: Path) -> bytes | None:

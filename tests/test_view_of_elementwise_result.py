@@ -1,0 +1,54 @@
+"""TFD025 (view-of-elementwise-result), executed before and after: the top-k accuracy of legacy
+training scripts views the result of ``eq`` on a transposed tensor. PyTorch 0.3 laid that result
+out row by row; 2.x keeps the transposed layout and ``.view`` raises. The rewrite gives the
+numbers of the computation on a row-by-row copy (what 0.3 computed), and where ``.view`` works
+``reshape`` returns the very same view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torchfix_device.codemods.catalog import all_codemods  # noqa: E402
+from torchfix_device.engine import transform_source  # noqa: E402
+
+TFD025 = [c for c in all_codemods() if c.code == "TFD025"]
+FIXTURES = Path(__file__).parent / "fixtures" / "view_of_elementwise_result"
+
+
+def _functions(source: str) -> dict:
+    namespace: dict = {"__name__": "program"}
+    exec(compile(source, "program.py", "exec"), namespace)
+    return namespace
+
+
+def test_top_k_accuracy_raises_before_and_gives_the_row_by_row_numbers_after() -> None:
+    source = (FIXTURES / "top_k_accuracy.in.py").read_text(encoding="utf-8")
+    out = transform_source(source, TFD025, filename="program.py")
+    assert [f.fixed for f in out.findings] == [True, True], [f.message for f in out.findings]
+    assert out.text == (FIXTURES / "top_k_accuracy.out.py").read_text(encoding="utf-8")
+    torch.manual_seed(0)
+    output, target = torch.randn(16, 10), torch.randint(0, 10, (16,))
+    scores, labels = torch.rand(5, 4), torch.randint(0, 2, (4, 5)).bool()
+    before, after = _functions(source), _functions(out.text)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        before["accuracy"](output, target, topk=(1, 5))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        before["hits"](scores, labels)
+    # what 0.3 computed: the same code on results laid out row by row
+    row_by_row = _functions(source.replace(".expand_as(pred))", ".expand_as(pred)).contiguous()").replace(
+        "same = flipped.ge(0.5).eq(labels)", "same = flipped.ge(0.5).eq(labels).contiguous()"))
+    got, wanted = after["accuracy"](output, target, topk=(1, 5)), row_by_row["accuracy"](output, target, topk=(1, 5))
+    assert [float(g) for g in got] == [float(w) for w in wanted] and 0 < float(got[1]) <= 100
+    assert int(after["hits"](scores, labels)) == int(row_by_row["hits"](scores, labels))
+
+
+def test_where_view_works_reshape_is_the_same_view() -> None:
+    x = torch.arange(12.0).reshape(3, 4).eq(5)
+    viewed, reshaped = x.view(-1), x.reshape(-1)
+    assert reshaped.data_ptr() == viewed.data_ptr() == x.data_ptr() and reshaped._base is x
+    reshaped[0] = True  # the same storage: a write shows through
+    assert bool(x[0, 0])
