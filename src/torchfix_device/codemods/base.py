@@ -97,6 +97,9 @@ class Codemod(VisitorBasedCodemodCommand):
     """Where there are such classes: the other classes of the run the file reaches (they do not)."""
     star_imports: "FileStars | None" = None
     """What the file's star imports bind, resolved over the run (:mod:`torchfix_device.facts.star_imports`)."""
+    imported_by_none: bool = False
+    """No file of the run imports this one, which lies under a folder named on the command line:
+    its functions are called from here only."""
     project_attributes: Any = None
     """The tables of the classes the file imports from the run, and the attribute names stored from
     outside (a ``FileAttributes`` of :mod:`torchfix_device.facts.project_attributes`), or None."""

@@ -420,6 +420,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             known_classes=options.known_classes_of(filename),
             star_imports=stars,
             project_attributes=attributes,
+            imported_by_none=filename is not None and filename in options.unimported,
             keeps_findings=keeps_findings,
             sites=settled.sites[codemod.code] if settled is not None else None,
             classes=settled.classes if settled is not None else None,

@@ -88,6 +88,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         known_classes: frozenset[str] = frozenset(),
         star_imports: "FileStars | None" = None,
         project_attributes: Any = None,
+        imported_by_none: bool = False,
     ) -> None:
         """What the engine tells a codemod before a transform: the code of the tree (saves
         rendering it), its ``noqa`` comments, the run's device expression and classes that move
@@ -101,6 +102,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         self.known_classes = known_classes
         self.star_imports = star_imports
         self.project_attributes = project_attributes
+        self.imported_by_none = imported_by_none
         if sites is not None:
             self.statements_with_sites = sites
         if classes is not None:

@@ -202,7 +202,9 @@ class SizeEvidence(LossEvidence):
         if len(reach.bindings) == 1 and isinstance(reach.bindings[0], cst.FunctionDef):
             return self._returns_size(reach.bindings[0])
         if len(reach.bindings) == 1 and self.values.bound(reach.bindings[0]).kind == PARAM:
-            return Size.LIKELY if self.passed_losses(reach.bindings[0]) else None
+            if not self.passed_losses(reach.bindings[0]):
+                return None
+            return Size.ZERO_DIM if getattr(self.values.view, "imported_by_none", False) else Size.LIKELY
         kinds = self.callable_kinds(func)
         if kinds is None or "other" in kinds or not any(kinds):
             return None

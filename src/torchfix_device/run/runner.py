@@ -82,9 +82,11 @@ def run(
         files, problems = find_files(paths, exclude, respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
         roots = [p for p in paths if p.is_dir() and not p.is_symlink()]
         # over every file, before sharding: one answer for all shards
-        own, known, stars, legacy, attributes = _project_facts(files, roots, settings, legacy=any(c.code == LEGACY_CODE for c in codemods))
-        if attributes:
-            options = replace(options or DEFAULT_OPTIONS, project_attributes=attributes)
+        own, known, stars, legacy, attributes, unimported = _project_facts(
+            files, roots, settings, legacy=any(c.code == LEGACY_CODE for c in codemods)
+        )
+        if attributes or unimported:
+            options = replace(options or DEFAULT_OPTIONS, project_attributes=attributes, unimported=unimported)
         if legacy:
             options = replace(options or DEFAULT_OPTIONS, legacy_functions=legacy)
             cache = cache.for_run_facts("legacy", legacy.digest) if cache is not None else None
@@ -112,7 +114,7 @@ def run(
 
 def _project_facts(
     files: Sequence[Path], roots: Sequence[Path], options: RunOptions = DEFAULT_OPTIONS, *, legacy: bool = False,
-) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], RunStars, RunLegacyFunctions, RunAttributes]:
+) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], RunStars, RunLegacyFunctions, RunAttributes, frozenset[str]]:
     """What the codemods learn from every file of the run, each file read once: for each file,
     the classes that move themselves that it can reach by import and, where there are such
     classes, the other classes of the run it reaches (an instance of one does not move itself)
@@ -120,7 +122,8 @@ def _project_facts(
     (:mod:`torchfix_device.facts.star_imports`); and, with ``legacy`` (TFD017 is selected), the
     legacy autograd Functions and their uses (:mod:`torchfix_device.facts.legacy_function_run`;
     the files are read again only when there is one); what the attributes of the classes each
-    file imports from the run hold (:mod:`torchfix_device.facts.project_attributes`). Unreadable files are left out (the run
+    file imports from the run hold (:mod:`torchfix_device.facts.project_attributes`); and the files
+    under the folders named that no file of the run imports (:func:`unimported_files`). Unreadable files are left out (the run
     reports them)."""
     resolver = Resolver(roots)
     defined: dict[Path, frozenset[str]] = {}
@@ -168,8 +171,9 @@ def _project_facts(
 
     shown = {resolver.absolute(path): str(path) for path in programs}
     attributes = run_attributes(absolute, shown, imports_of, resolver.module_files, resolver.importable)
+    unimported = unimported_files(absolute, shown, imports_of, resolver, roots)
     if not defined:
-        return {}, {}, stars, functions, attributes
+        return {}, {}, stars, functions, attributes, unimported
     imports = {path: imports_of(path) for path in absolute}
 
     _, reached = subclasses_of(
@@ -181,7 +185,27 @@ def _project_facts(
     own = {str(path): reached[resolver.absolute(path)] for path in programs}
     known = {str(path): everything[resolver.absolute(path)] - reached[resolver.absolute(path)] for path in programs}
     own = {name: classes for name, classes in own.items() if classes}
-    return own, {name: c for name, c in known.items() if c}, stars, functions, attributes
+    return own, {name: c for name, c in known.items() if c}, stars, functions, attributes, unimported
+
+
+def unimported_files(absolute: dict[Path, bytes], shown: dict[Path, str], imports_of, resolver: Resolver, roots: Sequence[Path]) -> frozenset[str]:  # noqa: ANN001
+    """The ``.py`` files of ``absolute`` (the run's programs) that lie under a folder named on the
+    command line (its project is in the run) and that no other file of the run imports, nor may
+    import (a file importing dynamically may import any file it can reach)."""
+    named = [resolver.absolute(root) for root in roots]
+    imported: set[Path] = set()
+    for path in absolute:
+        modules = imports_of(path)
+        if modules is None:
+            can = resolver.importable(path)
+            imported.update(other for other in absolute if other != path and can(other))
+            continue
+        for spelt, level in modules:
+            imported.update(target for target in resolver.module_files(spelt, level, path) if target != path)
+    return frozenset(
+        shown[path] for path in absolute
+        if path.suffix == ".py" and path not in imported and any(root in path.parents for root in named)
+    )
 
 
 def _read_or_none(path: Path) -> bytes | None:

@@ -37,9 +37,11 @@ class LossDataIndex(Codemod):
     `.cpu()`, ...); a function or method of the same file every `return` of which is one of
     those; a name every assignment of which is one of those; a name with one binding on which
     `.backward()` is called with no argument, or that such a name is built from by arithmetic
-    (`loss = raw_loss + reg` then `loss.backward()`). As an unsafe fix, also the call of a
-    parameter (`criterion(out, y)` in `def test(loader, model, criterion)`) where every call of
-    the function in this file passes it a torch loss.
+    (`loss = raw_loss + reg` then `loss.backward()`). Also the call of a parameter
+    (`criterion(out, y)` in `def test(loader, model, criterion)`) where every call of the function
+    in this file passes it a torch loss: a safe fix where no file of the run imports this one (a
+    script of a folder named on the command line: its functions are called from it alone), an
+    unsafe one otherwise.
 
     Accumulated scalars are one fix over several statements: `total = 0`, then
     `total += loss.data` (or `+= n * criterion(...).data`, `total = total + loss.data`), then
@@ -93,7 +95,9 @@ class LossDataIndex(Codemod):
     in double precision instead of a float32 tensor: the same number up to float32 rounding.
     The accumulation fix is unsafe where the accumulated value is not shown to be a scalar (on a
     vector, `total[0]` is its first element's sum and `.item()` raises). A loss shown only by the
-    calls of this file is unsafe: a call from another file may pass a per-element loss.
+    calls of this file is unsafe where another file of the run imports it, or where the file was
+    named alone (its project is not in the run): a call from another file may pass a per-element
+    loss.
     """
 
     code = "TFD006"
