@@ -1,7 +1,8 @@
 """A script that no file of the run imports: its functions are called from it alone, so a loss
 that every call in the file passes to a parameter is a loss (TFD006's ``loss.data[0]`` through
-``def test(loader, model, criterion)``), a safe fix. Named alone, or imported by another file of
-the run, the same site stays unsafe. The script is executed before and after."""
+``def test(loader, model, criterion)``), a safe fix. Imported by another file of the run, the
+same site stays unsafe. The run is the project (named alone, a script is its own project). The
+script is executed before and after."""
 
 from __future__ import annotations
 
@@ -61,12 +62,12 @@ def test_a_loss_passed_by_every_call_of_a_script_no_file_imports_is_a_safe_fix_a
     assert after.returncode == 0 and 0 < float(after.stdout) < 5, after.stderr
 
 
-@pytest.mark.parametrize("imported", [False, True], ids=["named-alone", "imported-by-another-file"])
-def test_where_another_file_may_call_the_function_the_fix_stays_unsafe(tmp_path: Path, imported: bool) -> None:
-    others = {"report": "from train import evaluate\n"} if imported else {}
-    root = _project(tmp_path / "p", **others)
-    line = _verdict(root, "." if imported else "train.py")
+@pytest.mark.parametrize("spelt", ["from train import evaluate\n", "import train\n", "import importlib\n"])
+def test_where_another_file_may_call_the_function_the_fix_stays_unsafe(tmp_path: Path, spelt: str) -> None:
+    root = _project(tmp_path / "p", report=spelt)
+    line = _verdict(root, ".")
     assert "[*]" not in line and "a call from another file may pass something else" in line, line
+    assert "[*]" in _verdict(root, "train.py")  # named alone: the run is the project
 
 
 def test_the_files_no_file_of_the_run_imports(tmp_path: Path) -> None:
@@ -76,12 +77,12 @@ def test_the_files_no_file_of_the_run_imports(tmp_path: Path) -> None:
     resolver = Resolver([root])
     absolute = {resolver.absolute(p): p.read_bytes() for p in files}
     shown = {resolver.absolute(p): str(p) for p in files}
-    found = unimported_files(absolute, shown, lambda p: imported_modules(absolute[p]), resolver, [root])
-    # loader.py imports dynamically: it may import any file of its folder; q/ was not named
-    assert found == {str(root / "loader.py")}
+    found = unimported_files(absolute, shown, lambda p: imported_modules(absolute[p]), resolver)
+    # loader.py imports dynamically: it may import any file of its folder, not q/train.py
+    assert found == {str(root / "loader.py"), str(outside / "train.py")}
     plain = {p: d for p, d in absolute.items() if p.name != "loader.py"}
-    found = unimported_files(plain, shown, lambda p: imported_modules(absolute[p]), resolver, [root])
-    assert found == {str(root / "train.py"), str(root / "main.py")}
+    found = unimported_files(plain, shown, lambda p: imported_modules(absolute[p]), resolver)
+    assert found == {str(root / "train.py"), str(root / "main.py"), str(outside / "train.py")}
 
 
 def test_a_file_gaining_an_importer_changes_the_cached_answer(tmp_path: Path) -> None:

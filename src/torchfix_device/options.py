@@ -60,8 +60,8 @@ class RunOptions:
     sits below the facts layer and imports none of it)."""
     unimported: frozenset[str] = frozenset()
     """The files of the run (by the name its transform is given) that no file of the run imports
-    (nor may import dynamically), found under a folder named on the command line, filled in by the
-    runner: a function of such a file is called only from the file itself."""
+    (nor may import dynamically), filled in by the runner: the run being taken as the project, a
+    function of such a file is called only from the file itself."""
     project_attributes: Any = None
     """What the attributes of the classes each file imports from the run hold: a
     ``RunAttributes`` of :mod:`torchfix_device.facts.project_attributes`, filled in by the runner

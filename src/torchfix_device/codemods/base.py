@@ -98,8 +98,8 @@ class Codemod(VisitorBasedCodemodCommand):
     star_imports: "FileStars | None" = None
     """What the file's star imports bind, resolved over the run (:mod:`torchfix_device.facts.star_imports`)."""
     imported_by_none: bool = False
-    """No file of the run imports this one, which lies under a folder named on the command line:
-    its functions are called from here only."""
+    """No file of the run (taken as the project) imports this one: its functions are called from
+    here only."""
     project_attributes: Any = None
     """The tables of the classes the file imports from the run, and the attribute names stored from
     outside (a ``FileAttributes`` of :mod:`torchfix_device.facts.project_attributes`), or None."""

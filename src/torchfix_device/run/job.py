@@ -94,8 +94,8 @@ def process_file(
     attributes = options.project_attributes.of(path) if options.project_attributes else None
     if cache is not None and attributes is not None:
         cache = cache.for_run_facts("attributes", attributes.digest)
-    if cache is not None and str(path) in options.unimported:
-        cache = cache.for_run_facts("unimported", "1")
+    if cache is not None and str(path) not in options.unimported:  # the answer of most files unsalted
+        cache = cache.for_run_facts("imported", "1")
     if cache is not None:  # the marks are kept with the result, so read them once
         hit = _compiling(cache.get(source.raw), str(path))
         if hit is None and cached_only:

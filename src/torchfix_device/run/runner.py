@@ -123,7 +123,7 @@ def _project_facts(
     legacy autograd Functions and their uses (:mod:`torchfix_device.facts.legacy_function_run`;
     the files are read again only when there is one); what the attributes of the classes each
     file imports from the run hold (:mod:`torchfix_device.facts.project_attributes`); and the files
-    under the folders named that no file of the run imports (:func:`unimported_files`). Unreadable files are left out (the run
+    that no file of the run imports (:func:`unimported_files`). Unreadable files are left out (the run
     reports them)."""
     resolver = Resolver(roots)
     defined: dict[Path, frozenset[str]] = {}
@@ -171,7 +171,7 @@ def _project_facts(
 
     shown = {resolver.absolute(path): str(path) for path in programs}
     attributes = run_attributes(absolute, shown, imports_of, resolver.module_files, resolver.importable)
-    unimported = unimported_files(absolute, shown, imports_of, resolver, roots)
+    unimported = unimported_files(absolute, shown, imports_of, resolver)
     if not defined:
         return {}, {}, stars, functions, attributes, unimported
     imports = {path: imports_of(path) for path in absolute}
@@ -188,11 +188,12 @@ def _project_facts(
     return own, {name: c for name, c in known.items() if c}, stars, functions, attributes, unimported
 
 
-def unimported_files(absolute: dict[Path, bytes], shown: dict[Path, str], imports_of, resolver: Resolver, roots: Sequence[Path]) -> frozenset[str]:  # noqa: ANN001
-    """The ``.py`` files of ``absolute`` (the run's programs) that lie under a folder named on the
-    command line (its project is in the run) and that no other file of the run imports, nor may
-    import (a file importing dynamically may import any file it can reach)."""
-    named = [resolver.absolute(root) for root in roots]
+def unimported_files(absolute: dict[Path, bytes], shown: dict[Path, str], imports_of, resolver: Resolver) -> frozenset[str]:  # noqa: ANN001
+    """The files of ``absolute`` (the run's programs, notebooks' included) that no other file of the run imports,
+    nor may import (a file importing dynamically may import any file it can reach). The run is
+    taken as the project, as for the classes that move themselves: a file left out of it is not
+    seen. (Whether a file was named or found in a folder named changes nothing: a warm run finds
+    its cached results whichever way the files are named.)"""
     imported: set[Path] = set()
     for path in absolute:
         modules = imports_of(path)
@@ -204,7 +205,7 @@ def unimported_files(absolute: dict[Path, bytes], shown: dict[Path, str], import
             imported.update(target for target in resolver.module_files(spelt, level, path) if target != path)
     return frozenset(
         shown[path] for path in absolute
-        if path.suffix == ".py" and path not in imported and any(root in path.parents for root in named)
+        if path not in imported
     )
 
 

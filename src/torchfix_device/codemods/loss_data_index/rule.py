@@ -39,8 +39,8 @@ class LossDataIndex(Codemod):
     `.backward()` is called with no argument, or that such a name is built from by arithmetic
     (`loss = raw_loss + reg` then `loss.backward()`). Also the call of a parameter
     (`criterion(out, y)` in `def test(loader, model, criterion)`) where every call of the function
-    in this file passes it a torch loss: a safe fix where no file of the run imports this one (a
-    script of a folder named on the command line: its functions are called from it alone), an
+    in this file passes it a torch loss: a safe fix where no file of the run imports this one (the
+    run taken as the project, as for project classes: its functions are called from it alone), an
     unsafe one otherwise.
 
     Accumulated scalars are one fix over several statements: `total = 0`, then
@@ -95,9 +95,8 @@ class LossDataIndex(Codemod):
     in double precision instead of a float32 tensor: the same number up to float32 rounding.
     The accumulation fix is unsafe where the accumulated value is not shown to be a scalar (on a
     vector, `total[0]` is its first element's sum and `.item()` raises). A loss shown only by the
-    calls of this file is unsafe where another file of the run imports it, or where the file was
-    named alone (its project is not in the run): a call from another file may pass a per-element
-    loss.
+    calls of this file is unsafe where another file of the run imports it: a call from another
+    file may pass a per-element loss. (A file of the project left out of the run is not seen.)
     """
 
     code = "TFD006"
