@@ -99,7 +99,7 @@ class LossTargetShape(Codemod):
         if input_dims is None or target_dims is None or input_dims == target_dims:
             return updated_node
         input_code, target_code = nodes.code_of(input_arg.value), nodes.code_of(target_arg.value)
-        shapes = f"its input `{_short(input_code)}` has {input_dims} dimensions and its target `{_short(target_code)}` {target_dims}"
+        shapes = f"its input `{nodes.short_text(input_code)}` has {input_dims} dimensions and its target `{nodes.short_text(target_code)}` {target_dims}"
         if not isinstance(input_arg.value, SIMPLE):
             self.report(original_node, f"`{loss}` is computed on tensors of different shapes, {shapes}: give the target the input's shape by hand, with the input bound to a name first", fixable=False)
             return updated_node
@@ -155,7 +155,3 @@ def _atom(code: str, node: cst.BaseExpression) -> str:
         return code
     return f"({code})"
 
-
-def _short(code: str) -> str:
-    text = " ".join(code.split())
-    return text if len(text) <= 40 else text[:37] + "..."

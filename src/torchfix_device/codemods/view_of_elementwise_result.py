@@ -7,9 +7,10 @@ from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.layout import PERMUTING, RESULT, TENSOR_ONLY, layout
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.syntax import nodes
+from torchfix_device.syntax.imports import imports_torch
 
-SHAPE_PARTS = (cst.Integer, cst.UnaryOperation, cst.BinaryOperation, cst.Call, cst.Subscript, cst.Tuple, cst.List)
-"""What a lone argument of ``.view`` that is a shape (not a dtype) looks like."""
+SIZES = frozenset({"size", "shape", "numel", "len"})
+"""What a lone argument of ``.view`` that is a size (not a dtype) may be read off."""
 
 
 class ViewOfElementwiseResult(Codemod):
@@ -47,8 +48,8 @@ class ViewOfElementwiseResult(Codemod):
     NumPy array or pandas frame has, show a tensor (not `transpose`). A `.view` of a tensor not
     shown to be such a result (a `.view` of a permuted tensor itself
     failed in 0.3 too: a bug of the program, not of the migration); `.view(dtype)` (a lone
-    argument that is a name may be a dtype: only a literal, a size, an arithmetic expression or a
-    tuple or list is read as a shape).
+    argument that is a name or a call may be a dtype: only a literal, arithmetic, a tuple or list,
+    or a size read off with `size`, `shape`, `numel` or `len` is read as a shape).
 
     ## Fix safety
     Safe: `reshape` returns the same view as `view` wherever `view` succeeds (the same tensor,
@@ -82,11 +83,11 @@ class ViewOfElementwiseResult(Codemod):
         func = original_node.func
         if not isinstance(func, cst.Attribute) or func.attr.value != "view" or not _shape_arguments(original_node):
             return updated_node
-        if layout(self.values, func.value, tensor_only=not _imports_torch(self.values.module)) != RESULT:
+        if layout(self.values, func.value, tensor_only=not imports_torch(self.values.module)) != RESULT:
             return updated_node
         shape = ", ".join(nodes.code_of(a.value) for a in original_node.args)
         message = (
-            f"`{_short(nodes.code_of(func.value))}` may be the result of an elementwise operation on a transposed "
+            f"`{nodes.short_text(nodes.code_of(func.value))}` may be the result of an elementwise operation on a transposed "
             "tensor: PyTorch 0.3 laid it out row by row, 2.x keeps the transposed layout and `.view` raises "
             f"(view size is not compatible with input tensor's size and stride): use `.reshape({shape})`, "
             "the same view wherever `.view` works"
@@ -101,24 +102,19 @@ def _shape_arguments(call: cst.Call) -> bool:
     """Positional arguments that are a shape: several, or one that cannot be a dtype."""
     if not call.args or any(a.keyword is not None or a.star for a in call.args):
         return False
-    return len(call.args) > 1 or isinstance(call.args[0].value, SHAPE_PARTS) and not _dtype_call(call.args[0].value)
+    return len(call.args) > 1 or _a_size(call.args[0].value)
 
 
-def _imports_torch(module: cst.Module) -> bool:
-    """A top-level ``import torch...`` or ``from torch... import``."""
-    for statement in module.body:
-        for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Import) and any((nodes.dotted_name(a.name) or "").split(".")[0] == "torch" for a in small.names):
-                return True
-            if isinstance(small, cst.ImportFrom) and small.module is not None and (nodes.dotted_name(small.module) or "").split(".")[0] == "torch":
-                return True
-    return False
-
-
-def _dtype_call(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("dtype",)
-
-
-def _short(code: str) -> str:
-    text = " ".join(code.split())
-    return text if len(text) <= 40 else text[:37] + "..."
+def _a_size(expr: cst.BaseExpression) -> bool:
+    """A literal number, arithmetic, a tuple or list, or a size read off a tensor or a sequence
+    (``x.size(0)``, ``x.shape[1]``, ``x.numel()``, ``len(xs)``)."""
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    if isinstance(expr, (cst.Integer, cst.BinaryOperation, cst.Tuple, cst.List)):
+        return True
+    if isinstance(expr, cst.Subscript):
+        expr = expr.value
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    name = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else None
+    return name in SIZES

@@ -331,14 +331,17 @@ def transform_unfiltered(
                     if pass_number == 0:  # it could not change the rewrite: only its findings
                         keep(_run_on_original(codemod_class, original, text, filename, options, shared, configure))
                     continue
+                if pass_number == 0 and current is not original:
+                    # findings from the file as it was; unchanged there, it runs on the rewrite next pass
+                    on_original = _run_on_original(codemod_class, original, text, filename, options, shared, configure)
+                    keep(on_original)
+                    if not on_original.changed_tree:
+                        continue
                 codemod = engine_class(codemod_class)(CodemodContext(filename=filename), options, shared=shared)
                 configure(codemod, current_code, keeps_findings=pass_number == 0 and current is original)
                 result = codemod.transform_module(current)
-                if pass_number == 0:
-                    if current is original:
-                        keep(codemod)
-                    else:  # positions must refer to the file as it was: look at the original tree
-                        keep(_run_on_original(codemod_class, original, text, filename, options, shared, configure))
+                if pass_number == 0 and current is original:
+                    keep(codemod)
             except RecursionError:
                 raise  # a tree too deep for Python's recursion limit: the input's problem
             except Exception as exc:  # name the codemod in the bug report

@@ -73,6 +73,17 @@ def torch_module_alias(module: cst.Module) -> str | None:
                     return "torch"  # ``import torch.nn`` binds ``torch`` too
     return None
 
+def imports_torch(module: cst.Module) -> bool:
+    """A module-level ``import torch...`` or ``from torch... import ...``."""
+    for stmt in _top_level_small_statements(module):
+        if isinstance(stmt, cst.Import) and any((dotted_name(a.name) or "").split(".")[0] == "torch" for a in stmt.names):
+            return True
+        if isinstance(stmt, cst.ImportFrom) and stmt.module is not None and not stmt.relative \
+                and (dotted_name(stmt.module) or "").split(".")[0] == "torch":
+            return True
+    return False
+
+
 def nn_alias(module: cst.Module) -> str | None:
     """How ``torch.nn`` can be spelled in this file (``nn``, ``torch.nn``), if at all."""
     for stmt in _top_level_small_statements(module):

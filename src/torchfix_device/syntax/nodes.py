@@ -74,3 +74,9 @@ def all_params(func: cst.FunctionDef) -> list[cst.Param]:
     p = func.params
     extra = [s for s in (p.star_arg, p.star_kwarg) if isinstance(s, cst.Param)]
     return [*p.posonly_params, *p.params, *p.kwonly_params, *extra]
+
+
+def short_text(code: str, limit: int = 40) -> str:
+    """``code`` on one line, cut to ``limit`` characters (with ``...``) for a message."""
+    text = " ".join(code.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
