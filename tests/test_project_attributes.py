@@ -87,11 +87,14 @@ def test_a_class_s_attributes_get_the_kind_every_assignment_gives() -> None:
         "class Net(nn.Module):\n    def __init__(self):\n        self.d = {}\n"
         "class Foreign(Elsewhere):\n    def __init__(self):\n        self.d = {}\n"
         "class Dynamic:\n    def __init__(self, **kw):\n        self.d = {}\n        for k, v in kw.items():\n            setattr(self, k, v)\n"
+        "class Guarded:\n    def __init__(self):\n        self.d = {}\n    def __getattribute__(self, name):\n        return 0\n"
+        "class Prop:\n    def __init__(self):\n        self.d = {}\n        self.e = {}\n    @property\n    def d(self):\n        return 0\n"
     )
     table = class_attributes(source)
     assert table["A"] == {"items": SEQUENCE, "names": PLAIN_DICT, "counts": MAPPING}  # mixed, pair, made: no kind
     assert table["Net"] == {"d": PLAIN_DICT}
-    assert "Foreign" not in table and "Dynamic" not in table  # a base from elsewhere; setattr
+    assert "Foreign" not in table and "Dynamic" not in table and "Guarded" not in table  # base, setattr, hook
+    assert table["Prop"] == {"e": PLAIN_DICT}  # `d` is a property too
 
 
 def test_stores_from_outside_a_class_s_methods_are_collected() -> None:

@@ -18,7 +18,8 @@ Nothing else may give it a value:
 
 - a class whose bases are not all ``object``, ``nn.Module`` or classes of the same file (a base
   from elsewhere may set it) has no table; nor has one whose methods call ``setattr``, or name
-  ``__dict__``, ``__setattr__`` or ``vars``;
+  ``__dict__``, ``__setattr__`` or ``vars``, or that defines ``__setattr__`` or
+  ``__getattribute__``; a method or property of the attribute's name leaves it without a kind;
 - an augmented assignment, a ``for``/``with``/tuple target, a ``del`` or a class-level binding of
   the name leaves it without a kind;
 - a store ``x.<attr> = v`` through any receiver other than a method's ``self`` (``x`` may be an
@@ -150,6 +151,9 @@ def _own_kinds(cls: ast.ClassDef, collections, names, rebound) -> dict[str, set[
                         kinds.setdefault(node.id, set()).add(None)
         if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
+        if statement.name in ("__setattr__", "__getattribute__"):
+            return None  # every store or read may go elsewhere
+        kinds.setdefault(statement.name, set()).add(None)  # a method or property of that name
         arguments = statement.args.posonlyargs + statement.args.args
         static = any(_dotted(d) in ("staticmethod", "classmethod") for d in statement.decorator_list)
         this = arguments[0].arg if arguments and not static else None
@@ -177,8 +181,6 @@ def _own_kinds(cls: ast.ClassDef, collections, names, rebound) -> dict[str, set[
             elif isinstance(node, ast.Delete):
                 for target in node.targets:
                     _unknown_parts(target, this, kinds, whole=True)
-            elif isinstance(node, ast.NamedExpr):
-                continue
     return kinds
 
 

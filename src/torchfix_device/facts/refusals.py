@@ -15,10 +15,11 @@ is made) to its first use:
 - bound to a name (``a = v``): the statement right after the binding, in the same block, reads
   the name once, unconditionally, in such a use (statements before it that read the name only as
   ``t.fill_(a)``, which fills with a 0-dim tensor as with its number and refuses any other
-  tensor, and that cannot leave the block but by raising, are passed over); or the name's only read is a ``return``, and
-  at every call of the function (:func:`~torchfix_device.facts.uses.calls_of`, methods
-  included) the value is refused first in the same way (the calls in this file, as everywhere
-  in :mod:`.uses`: a caller in another file that imports the function is not seen);
+  tensor, and that cannot leave the block but by raising, are passed over); or the name's only
+  read is a ``return``, and at every call of the function
+  (:func:`~torchfix_device.facts.uses.calls_of`, methods included) the value is refused first in
+  the same way (the calls in this file, as everywhere in :mod:`.uses`: a caller in another file
+  that imports the function is not seen);
 - ``return v``: refused first at every call.
 
 None where that is not shown.
