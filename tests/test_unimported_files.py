@@ -16,6 +16,7 @@ from conftest import run_cli
 from torchfix_device.facts.star_imports import Resolver
 from torchfix_device.run.runner import unimported_files
 from torchfix_device.facts.project_classes import imported_modules
+from torchfix_device.facts.project_attributes import resolved_imports
 
 TRAIN = '''import torch
 import torch.nn as nn
@@ -77,11 +78,13 @@ def test_the_files_no_file_of_the_run_imports(tmp_path: Path) -> None:
     resolver = Resolver([root])
     absolute = {resolver.absolute(p): p.read_bytes() for p in files}
     shown = {resolver.absolute(p): str(p) for p in files}
-    found = unimported_files(absolute, shown, lambda p: imported_modules(absolute[p]), resolver)
+    resolved = resolved_imports({p: imported_modules(d) for p, d in absolute.items()}, resolver.module_files)
+    found = unimported_files(absolute, shown, resolved, resolver)
     # loader.py imports dynamically: it may import any file of its folder, not q/train.py
     assert found == {str(root / "loader.py"), str(outside / "train.py")}
     plain = {p: d for p, d in absolute.items() if p.name != "loader.py"}
-    found = unimported_files(plain, shown, lambda p: imported_modules(absolute[p]), resolver)
+    resolved = resolved_imports({p: imported_modules(d) for p, d in plain.items()}, resolver.module_files)
+    found = unimported_files(plain, shown, resolved, resolver)
     assert found == {str(root / "train.py"), str(root / "main.py"), str(outside / "train.py")}
 
 

@@ -42,6 +42,7 @@ from torchfix_device.codemods import docs as rule_docs
 from torchfix_device.syntax import scopes
 
 from torchfix_device.facts import star_names
+from torchfix_device.facts import values as facts_values
 from torchfix_device.devices.source import DeviceSource
 from torchfix_device.finding import Finding
 from torchfix_device.options import RunOptions
@@ -62,6 +63,18 @@ FIX_FILTER: ContextVar["FixFilter | None"] = ContextVar("torchfix_device_fix_fil
 """Set by interactive review: given a fixable finding's code, line, column and the module being
 transformed (None for a token fix, made before parsing at a place in the original file), says
 whether to apply its fix. Unset (None): every fix is applied."""
+
+
+class _ModuleValues:
+    """``codemod.values``: the shared analysis of values of the module the codemod is visiting
+    (:func:`torchfix_device.facts.values.of`, memoised per module version). A non-data
+    descriptor, so a codemod may still bind ``self.values`` itself. None before the visit of a
+    module begins (libcst's set-up reads every attribute of a codemod)."""
+
+    def __get__(self, codemod: "Codemod | None", owner: type | None = None) -> Any:
+        if codemod is None:
+            return self
+        return facts_values.of(codemod) if "visited_module" in codemod.__dict__ else None
 
 
 class Codemod(VisitorBasedCodemodCommand):
@@ -101,6 +114,7 @@ class Codemod(VisitorBasedCodemodCommand):
     """No file of the run (taken as the project) imports this one: its functions are called from
     here only."""
     project_attributes: Any = None
+    values = _ModuleValues()
     """The tables of the classes the file imports from the run, and the attribute names stored from
     outside (a ``FileAttributes`` of :mod:`torchfix_device.facts.project_attributes`), or None."""
 

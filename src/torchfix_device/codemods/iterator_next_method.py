@@ -3,7 +3,6 @@ from typing import Iterator
 
 import libcst as cst
 from torchfix_device.codemods.base import Codemod
-from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.data_pipeline import is_loader_call, iter_argument
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.syntax import nodes
@@ -63,11 +62,6 @@ class IteratorNextMethod(Codemod):
             func = getattr(node, "func", None)
             if isinstance(node, ast.Call) and isinstance(func, ast.Attribute) and func.attr == "next" and not (node.args or node.keywords):
                 yield node
-
-    def visit_Module(self, node: cst.Module) -> bool | None:
-        super().visit_Module(node)
-        self.values = facts_values.of(self)
-        return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         func = original_node.func

@@ -3,7 +3,6 @@ from typing import Iterator
 
 import libcst as cst
 from torchfix_device.codemods.base import Codemod
-from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.dims import dims
 from torchfix_device.facts.tensor_clues import layer_class
 from torchfix_device.prefilter.candidates import FileFacts
@@ -80,11 +79,6 @@ class LossTargetShape(Codemod):
         for node, _, _ in facts.contexts:
             if isinstance(node, ast.Call) and len(node.args) + len(node.keywords) >= 2:
                 yield node
-
-    def visit_Module(self, node: cst.Module) -> bool | None:
-        super().visit_Module(node)
-        self.values = facts_values.of(self)
-        return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         loss = self._loss(original_node)

@@ -5,7 +5,6 @@ from typing import Iterator
 import libcst as cst
 from libcst.metadata.scope_provider import BuiltinAssignment
 from torchfix_device.codemods.base import Codemod
-from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.sequence_uses import INDEXED, ITERATED, MAX_CODE, code_or_none, sequence_use, uses_of_sequence
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.syntax import nodes
@@ -97,11 +96,6 @@ class Py2IteratorAsList(Codemod):
         for statement in assigned:
             if statement.targets[0].id in indexed:  # type: ignore[attr-defined]
                 yield statement.value
-
-    def visit_Module(self, node: cst.Module) -> bool | None:
-        super().visit_Module(node)
-        self.values = facts_values.of(self)
-        return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         func = original_node.func

@@ -3,7 +3,6 @@ from typing import Iterator
 
 import libcst as cst
 from torchfix_device.codemods.base import Codemod
-from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.layout import PERMUTING, RESULT, TENSOR_ONLY, layout
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.syntax import nodes
@@ -73,11 +72,6 @@ class ViewOfElementwiseResult(Codemod):
         for node, _, _ in facts.contexts:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "view" and node.args:
                 yield node
-
-    def visit_Module(self, node: cst.Module) -> bool | None:
-        super().visit_Module(node)
-        self.values = facts_values.of(self)
-        return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         func = original_node.func

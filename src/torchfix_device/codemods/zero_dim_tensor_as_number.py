@@ -3,7 +3,6 @@ from typing import Iterator
 
 import libcst as cst
 from torchfix_device.codemods.base import Codemod
-from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.sizes import METHOD_REDUCTIONS, TORCH_REDUCTIONS, Number03, number_in_03
 from torchfix_device.facts.refusals import refused_first
 from torchfix_device.facts.uses import MEANT, Place, Use, uses_of
@@ -117,11 +116,6 @@ class ZeroDimTensorAsNumber(Codemod):
                     yield node
                 elif len(node.args) == 1 and not node.keywords and scan.may_name(func, TORCH_REDUCTION_NAMES):
                     yield node
-
-    def visit_Module(self, node: cst.Module) -> bool | None:
-        super().visit_Module(node)
-        self.values = facts_values.of(self)
-        return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         return self._decide(original_node, updated_node)

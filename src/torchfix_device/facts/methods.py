@@ -33,7 +33,7 @@ def method_calls(values: "ModuleValues", function: cst.FunctionDef, cls: cst.Cla
         return []
     method = function.name.value
     calls = []
-    for attribute in _attributes(values).get(method, ()):
+    for attribute in _by_name(values)[1].get(method, ()):
         call = values.parent(attribute)
         if not (isinstance(call, cst.Call) and call.func is attribute):
             return []
@@ -50,27 +50,24 @@ def method_calls(values: "ModuleValues", function: cst.FunctionDef, cls: cst.Cla
 def only_method(values: "ModuleValues", cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
     """The ``def name`` in the body of ``cls`` where it is the file's only function of that name
     (no other class of the file, a subclass included, defines or overrides it)."""
-    known = values.facets.get("functions by name")
-    if known is None:
-        known = {}
-        for node in traversal.walk(values.module):
-            if isinstance(node, cst.FunctionDef):
-                known.setdefault(node.name.value, []).append(node)
-        values.facets["functions by name"] = known
-    found = known.get(name, [])
+    found = _by_name(values)[0].get(name, [])
     return found[0] if len(found) == 1 and values.parent(values.parent(found[0]) or found[0]) is cls else None
 
 
-def _attributes(values: "ModuleValues") -> dict[str, list[cst.Attribute]]:
-    """Every ``x.<name>`` of the module, by name (once per module version)."""
-    known = values.facets.get("attributes by name")
-    if known is None:
-        known = {}
+def _by_name(values: "ModuleValues") -> tuple[dict[str, list[cst.FunctionDef]], dict[str, list[cst.Attribute]]]:
+    """Every ``def`` and every ``x.<name>`` of the module, by name (one walk per module version)."""
+
+    def index() -> tuple[dict[str, list[cst.FunctionDef]], dict[str, list[cst.Attribute]]]:
+        functions: dict[str, list[cst.FunctionDef]] = {}
+        attributes: dict[str, list[cst.Attribute]] = {}
         for node in traversal.walk(values.module):
-            if isinstance(node, cst.Attribute):
-                known.setdefault(node.attr.value, []).append(node)
-        values.facets["attributes by name"] = known
-    return known
+            if isinstance(node, cst.FunctionDef):
+                functions.setdefault(node.name.value, []).append(node)
+            elif isinstance(node, cst.Attribute):
+                attributes.setdefault(node.attr.value, []).append(node)
+        return functions, attributes
+
+    return values.facet("functions and attributes by name", index)
 
 
 def _classes_of(values: "ModuleValues", receiver: cst.BaseExpression, depth: int) -> set[cst.ClassDef] | None:

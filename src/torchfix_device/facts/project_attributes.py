@@ -37,11 +37,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
+
+from torchfix_device.facts.project_classes import Resolve, parsed
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -58,15 +59,6 @@ EVERY_ATTRIBUTE = "*"
 _MODULE_BASES = frozenset({"object", "Module", "nn.Module", "torch.nn.Module"})
 _DYNAMIC = ("setattr", "__dict__", "__setattr__", "vars")
 MAX_DEPTH = 6
-
-
-def _parse(source: str | bytes) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -115,11 +107,11 @@ def _value_kind(value: ast.expr, collections: Mapping[str, str], classes: frozen
     return None
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def class_attributes(source: str | bytes) -> dict[str, dict[str, str]]:
     """Each top-level class of ``source`` → its attributes that have a kind (see the module
     docstring; the stores from outside the class are not looked at here: :func:`stored_from_outside`)."""
-    tree = _parse(source)
+    tree = parsed(source)
     if tree is None:
         return {}
     classes = {s.name: s for s in tree.body if isinstance(s, ast.ClassDef)}
@@ -218,13 +210,13 @@ def _with_bases(name: str, classes: dict[str, ast.ClassDef], own, seen: set[str]
     return merged
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def stored_from_outside(source: str | bytes) -> frozenset[str]:
     """The attribute names ``source`` stores through a receiver that is not a method's first
     parameter (``x.attr = v``, ``x.attr += v``, ``del x.attr``, ``setattr(x, "attr", v)``);
     :data:`EVERY_ATTRIBUTE` among them for a ``setattr`` with a computed name (or code that
     does not parse)."""
-    tree = _parse(source)
+    tree = parsed(source)
     if tree is None:
         return frozenset({EVERY_ATTRIBUTE})
     found: set[str] = set()
@@ -276,31 +268,41 @@ class RunAttributes:
         return bool(self._files)
 
 
-Resolve = Callable[[str, int, Path], "list[Path]"]
+Imports = dict[Path, "list[tuple[str, int, Path]] | None"]
+"""Each file of a run → ``(module spelt, level, file it resolves to)`` of its imports; None for a
+file that imports dynamically (:func:`resolved_imports`)."""
+
+
+def resolved_imports(imports: Mapping[Path, "list[tuple[str, int]] | None"], resolve: Resolve) -> Imports:
+    """``imports`` (each file's ``(module spelt, level)``, None where it imports dynamically:
+    :func:`~torchfix_device.facts.project_classes.imported_modules`) resolved to the files they may
+    be, once per run, for :func:`run_attributes` and the runner's files that no file imports."""
+    found: Imports = {}
+    for path, modules in imports.items():
+        found[path] = None if modules is None else [
+            (spelt, level, target) for spelt, level in modules for target in resolve(spelt, level, path) if target != path
+        ]
+    return found
 
 
 def run_attributes(
-    programs: Mapping[Path, bytes], shown: Mapping[Path, str], imports: Callable[[Path], "list[tuple[str, int]] | None"],
-    resolve: Resolve, importable: Callable[[Path], Callable[[Path], bool]],
+    programs: Mapping[Path, bytes], shown: Mapping[Path, str], resolved: Imports,
+    importable: Callable[[Path], Callable[[Path], bool]],
 ) -> RunAttributes:
-    """For each file of ``programs`` (absolute path → code; ``shown``: the name the run gives it)
-    that imports a class of another file with a table: those tables and the attribute names stored
-    from outside in the files connected to it by imports."""
+    """For each file of ``programs`` (absolute path → code; ``shown``: the name the run gives it;
+    ``resolved``: its imports) that imports a class of another file with a table: those tables and
+    the attribute names stored from outside in the files connected to it by imports."""
     tables = {path: class_attributes(data) for path, data in programs.items() if b"class " in data and b"self." in data}
     tables = {path: table for path, table in tables.items() if table}
     if not tables:
         return RunAttributes({})
     attrs = {attr for table in tables.values() for kinds in table.values() for attr in kinds}
     edges: dict[Path, set[Path]] = {path: set() for path in programs}
-    imported: dict[Path, list[tuple[str, int, Path]]] = {}
-    for path, data in programs.items():
-        modules = imports(path)
-        if modules is None:
+    for path, found in resolved.items():
+        if found is None:
             can = importable(path)
             targets = {other for other in programs if other != path and can(other)}
         else:
-            found = [(spelt, level, target) for spelt, level in modules for target in resolve(spelt, level, path) if target != path]
-            imported[path] = found
             targets = {target for _, _, target in found if target in programs}
         for target in targets:
             edges[path].add(target)
@@ -311,9 +313,9 @@ def run_attributes(
         if any(attr.encode() in data for attr in attrs) or b"setattr" in data:
             outside.setdefault(component[path], set()).update(stored_from_outside(data))
     files: dict[str, FileAttributes] = {}
-    for path, found in imported.items():
+    for path, found in resolved.items():
         classes: dict[str, dict[str, str]] = {}
-        for spelt, level, target in found:
+        for spelt, level, target in found or ():
             prefix = "." * level + (f"{spelt}." if spelt else "")
             for name, table in tables.get(target, {}).items():
                 classes[prefix + name] = {a: CLASS + prefix + k[len(CLASS):] if k.startswith(CLASS) else k for a, k in table.items()}
@@ -381,15 +383,16 @@ def _class_of(values: "ModuleValues", expr: "cst.BaseExpression", depth: int) ->
 
 
 def _tables(values: "ModuleValues") -> tuple[dict[str, Mapping[str, str]], frozenset[str]]:
-    known = values.facets.get("class attribute tables")
-    if known is None:
+    """The tables this file can ask (its own classes by name, those it imports by the qualified
+    name of their use) and the attribute names stored from outside, once per module version."""
+
+    def compute() -> tuple[dict[str, Mapping[str, str]], frozenset[str]]:
         code = getattr(values.view, "source_code", None)
         own: dict[str, Mapping[str, str]] = dict(class_attributes(code)) if code else {}
         outside = stored_from_outside(code) if code else frozenset({EVERY_ATTRIBUTE})
         run: FileAttributes | None = getattr(values.view, "project_attributes", None)
         if run is not None:
-            own = {**run.classes, **own}
-            outside = outside | run.outside
-        known = values.facets["class attribute tables"] = (own, outside)
-    return known
+            own, outside = {**run.classes, **own}, outside | run.outside
+        return own, outside
 
+    return values.facet("class attribute tables", compute)

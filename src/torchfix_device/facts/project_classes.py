@@ -31,6 +31,18 @@ _MARKERS = (b"def cuda", b"def to")
 TEXT_MARKERS = ("def cuda", "def to")
 
 
+@lru_cache(maxsize=64)
+def parsed(source: str | bytes) -> ast.Module | None:
+    """CPython's tree of a file's code, None where it does not parse (the run reports that file);
+    one parse for the run-level facts that read the same file (its imports, its classes)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def classes_with_own_moves(paths: Iterable[Path]) -> frozenset[str]:
     """Names of the classes that define a method ``cuda`` or ``to`` in the ``.py`` files
     ``paths`` (unreadable or unparseable files are left out: the run reports them)."""
@@ -108,11 +120,8 @@ def _enclosing_header(lines: list[str], index: int, indent: int) -> str | None:
 def _parsed_classes(text: str) -> frozenset[str]:
     """The exact answer from CPython's ``ast`` (empty for a file it cannot parse: the run
     reports that file)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(text)
+    if tree is None:
         return frozenset()
     return frozenset(
         node.name
@@ -135,11 +144,8 @@ def imported_modules(data: bytes) -> list[tuple[str, int]] | None:
     cannot be parsed (then it may reach anything)."""
     if any(marker in data for marker in DYNAMIC_IMPORTS):
         return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(data)
+    if tree is None:
         return _scanned_imports(data)  # legacy syntax (``async=True``, Python 2): its import lines
     found: list[tuple[str, int]] = []
     for node in ast.walk(tree):
@@ -215,11 +221,8 @@ def reachable_classes(
 def class_bases(data: bytes) -> dict[str, frozenset[str]]:
     """Each class of a file's code → the last names of its bases (``nn.Module`` → ``Module``);
     empty for a file that cannot be parsed."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(data)
+    if tree is None:
         return {}
     found: dict[str, frozenset[str]] = {}
     for node in ast.walk(tree):

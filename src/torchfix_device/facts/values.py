@@ -18,7 +18,7 @@ that first asks (the engine's shortcuts where they hold). Code outside the file 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import libcst as cst
 
@@ -73,7 +73,13 @@ class ModuleValues:
         self._reach: dict[int, Reach] = {}
         self._bound: dict[int, Bound] = {}
         self.facets: dict[str, Any] = {}
-        """The facts computed on this module version, by name (:func:`facet`)."""
+        """The facts computed on this module version, by name (:meth:`facet`)."""
+
+    def facet(self, name: str, compute: "Callable[[], Any]") -> Any:
+        """The fact ``name`` of this module version, computed by ``compute`` the first time."""
+        if name not in self.facets:
+            self.facets[name] = compute()
+        return self.facets[name]
 
     # -- the tree ---------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:

@@ -36,7 +36,7 @@ from torchfix_device.run import interrupts
 from torchfix_device.run.interrupts import signal_of
 from torchfix_device.run.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
-from torchfix_device.facts.project_attributes import RunAttributes, run_attributes
+from torchfix_device.facts.project_attributes import Imports, RunAttributes, resolved_imports, run_attributes
 from torchfix_device.facts.project_classes import class_names, classes_of_data, imported_modules, reachable_classes, subclasses_of
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_imports import Resolver, RunStars, may_hold_star_import, resolve_star_imports
@@ -162,19 +162,13 @@ def _project_facts(
 
         functions = scan_run(files, defining, _read_or_none, will_skip=will_skip, shown=display_path)
     absolute = {resolver.absolute(path): data for path, data in programs.items()}
-    read_imports: dict[Path, list[tuple[str, int]] | None] = {}
-
-    def imports_of(path: Path) -> list[tuple[str, int]] | None:
-        if path not in read_imports:
-            read_imports[path] = imported_modules(absolute[path])
-        return read_imports[path]
-
+    imports = {path: imported_modules(data) for path, data in absolute.items()}
     shown = {resolver.absolute(path): str(path) for path in programs}
-    attributes = run_attributes(absolute, shown, imports_of, resolver.module_files, resolver.importable)
-    unimported = unimported_files(absolute, shown, imports_of, resolver)
+    resolved = resolved_imports(imports, resolver.module_files)
+    attributes = run_attributes(absolute, shown, resolved, resolver.importable)
+    unimported = unimported_files(absolute, shown, resolved, resolver)
     if not defined:
         return {}, {}, stars, functions, attributes, unimported
-    imports = {path: imports_of(path) for path in absolute}
 
     _, reached = subclasses_of(
         defined, absolute, lambda classes: reachable_classes(classes, imports, resolver.module_files, resolver.importable)
@@ -188,25 +182,21 @@ def _project_facts(
     return own, {name: c for name, c in known.items() if c}, stars, functions, attributes, unimported
 
 
-def unimported_files(absolute: dict[Path, bytes], shown: dict[Path, str], imports_of, resolver: Resolver) -> frozenset[str]:  # noqa: ANN001
-    """The files of ``absolute`` (the run's programs, notebooks' included) that no other file of the run imports,
-    nor may import (a file importing dynamically may import any file it can reach). The run is
-    taken as the project, as for the classes that move themselves: a file left out of it is not
-    seen. (Whether a file was named or found in a folder named changes nothing: a warm run finds
-    its cached results whichever way the files are named.)"""
+def unimported_files(absolute: dict[Path, bytes], shown: dict[Path, str], resolved: Imports, resolver: Resolver) -> frozenset[str]:
+    """The files of ``absolute`` (the run's programs, notebooks' included) that no other file of the
+    run imports (``resolved``: each file's imports), nor may import (a file importing dynamically
+    may import any file it can reach). The run is taken as the project, as for the classes that
+    move themselves: a file left out of it is not seen. (Whether a file was named or found in a
+    folder named changes nothing: a warm run finds its cached results whichever way the files are
+    named.)"""
     imported: set[Path] = set()
-    for path in absolute:
-        modules = imports_of(path)
-        if modules is None:
+    for path, found in resolved.items():
+        if found is None:
             can = resolver.importable(path)
             imported.update(other for other in absolute if other != path and can(other))
-            continue
-        for spelt, level in modules:
-            imported.update(target for target in resolver.module_files(spelt, level, path) if target != path)
-    return frozenset(
-        shown[path] for path in absolute
-        if path not in imported
-    )
+        else:
+            imported.update(target for _, _, target in found)
+    return frozenset(shown[path] for path in absolute if path not in imported)
 
 
 def _read_or_none(path: Path) -> bytes | None:
