@@ -258,7 +258,7 @@ def test_walking_statements_finds_every_statement_the_full_walk_finds() -> None:
 
 
 def test_a_codemod_that_can_only_report_runs_on_the_original_tree_alone(monkeypatch) -> None:
-    """Without --unsafe-fixes an unsafe codemod (TFD015) changes nothing: after an earlier codemod
+    """Without --unsafe-fixes an unsafe codemod (TFD012) changes nothing: after an earlier codemod
     rewrote the file it runs once, on the file's own tree, for its findings."""
     import pytest
 
@@ -266,7 +266,7 @@ def test_a_codemod_that_can_only_report_runs_on_the_original_tree_alone(monkeypa
 
     from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 
-    from torchfix_device.codemods.catalog import REGISTRY
+    from torchfix_device.codemods.catalog import all_codemods
 
     if CHECK_FAST_NAMES:
         pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 runs it on the rewrites too, to check it changes nothing")
@@ -278,15 +278,20 @@ def test_a_codemod_that_can_only_report_runs_on_the_original_tree_alone(monkeypa
         return real(self, tree)
 
     monkeypatch.setattr(Codemod, "transform_module", spying)
-    source = "import torch\n\nmodel = torch.load('m.pt')\nmodel.eval()\n"
-    codemods = [REGISTRY["TFD005"], REGISTRY["TFD015"]]
+    source = (
+        "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+        "        out = torch.relu(x)\n        out += x\n        return out\n\n\nstate = torch.load('m.pt')\n"
+    )
+    by_code = {c.code: c for c in all_codemods()}
+    codemods = [by_code["TFD005"], by_code["TFD012"]]
+    assert not by_code["TFD012"].safe
     out = transform_unfiltered(source, codemods)
-    assert "map_location" in out.text and "weights_only" not in out.text
-    assert sorted(f.code for f in out.findings) == ["TFD005", "TFD015"]
-    assert ("TFD015", True) not in seen and seen.count(("TFD015", False)) == 1
+    assert "map_location" in out.text and "out = out + x" not in out.text
+    assert sorted(f.code for f in out.findings) == ["TFD005", "TFD012"]
+    assert ("TFD012", True) not in seen and seen.count(("TFD012", False)) == 1
     seen.clear()
     unsafe = transform_unfiltered(source, codemods, options=RunOptions(unsafe_fixes=True))
-    assert "weights_only=False" in unsafe.text and ("TFD015", True) in seen
+    assert "out = out + x" in unsafe.text and ("TFD012", True) in seen
 
 
 def test_an_unsafe_codemod_cannot_mark_a_finding_safe() -> None:

@@ -114,6 +114,9 @@ class Codemod(VisitorBasedCodemodCommand):
     """No file of the run (taken as the project) imports this one: its functions are called from
     here only."""
     project_attributes: Any = None
+    foreign_returns: Any = None
+    """What the functions the file imports from other files of the run return: a callable of
+    :mod:`torchfix_device.engine.foreign` (qualified name → ``Returned`` or None), or None."""
     values = _ModuleValues()
     """The tables of the classes the file imports from the run, and the attribute names stored from
     outside (a ``FileAttributes`` of :mod:`torchfix_device.facts.project_attributes`), or None."""

@@ -10,6 +10,8 @@ from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts, calls_to, has_keyword
 from torchfix_device.codemods.torch_load_without_map_location import torch_load_possible
 from torchfix_device.codemods.torch_load_without_map_location import LOAD, TORCH_LOAD
+from torchfix_device.facts.kinds import module_classes
+from torchfix_device.torch_api import is_torch_module_class
 
 MODULE_ATTRIBUTES = frozenset(
     {
@@ -24,6 +26,8 @@ SAME_KIND_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "
 """Methods that return an object of the same kind (a module stays a module)."""
 MAX_HOPS = 3
 """How many assignments and subscripts a loaded object is followed through."""
+SAVE_DISTANCE = 4
+"""How many statements before a load its ``torch.save`` may stand (same block, straight line)."""
 
 
 class TorchLoadOfWholeModel(Codemod):
@@ -34,7 +38,10 @@ class TorchLoadOfWholeModel(Codemod):
     `.train()`, `.parameters()`, `.state_dict()`, `.load_state_dict(...)`, `.forward(...)`, … —
     directly, through `.to(...)`/`.cuda()`/`.float()` chains, through a variable, or through a
     checkpoint entry (`ckpt["model"].eval()`). With `--unsafe-fixes` it adds
-    `weights_only=False` to such calls.
+    `weights_only=False` to such calls. Also a `torch.load` of a string literal path to which
+    one of the few statements just before it, in the same block, saves a model
+    (`torch.save(net, "net_all.pth")` then `net2 = torch.load("net_all.pth")`, `net` an instance
+    of a `torch.nn` class or of a class of the file subclassing one): there `apply` adds it.
 
     ## Why is this bad?
     Legacy code saved whole models with `torch.save(model, path)`: a pickle of the class. Since
@@ -71,12 +78,16 @@ class TorchLoadOfWholeModel(Codemod):
     arbitrary code from the file while unpickling it. It restores what the code did on torch
     before 2.6; add it only for files you produced or trust. The finding itself is worth acting
     on either way: the line fails on torch 2.6 and later as it stands.
+
+    Safe where the program itself has just written the file (the save a few straight-line
+    statements before the load, same literal path, a model object): unpickling it runs only the
+    classes of the program that wrote it, and the load fails on torch >= 2.6 without it.
     """
 
     code = "TFD015"
     name = "torch-load-of-whole-model"
     summary = "`torch.load` of a pickled whole model fails on torch >= 2.6 (`weights_only=True` default)"
-    safe = False
+    safe = True
     triggers = ("load",)
 
     @classmethod
@@ -84,7 +95,7 @@ class TorchLoadOfWholeModel(Codemod):
         """A ``torch.load`` result — directly, through subscripts and ``.to()``-like calls, or
         through names bound to one (any number of hops) — called or given a module-only
         attribute (``.eval()``, ``.parameters()``)."""
-        return _loaded_model_site(facts)
+        return _loaded_model_site(facts) or (torch_load_possible(facts) and _saved_then_loaded(facts))
 
     @classmethod
     def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
@@ -96,6 +107,16 @@ class TorchLoadOfWholeModel(Codemod):
             return updated_node
         if not self._weights_only_is_defaulted(original_node):
             return updated_node
+        saved = self._saved_just_before(original_node)
+        if saved is not None:
+            message = (
+                f"`torch.load` reads the whole model {saved} just before: torch >= 2.6 loads with "
+                "`weights_only=True` and refuses a pickled model; the file is this program's own output, "
+                "so `weights_only=False` trusts nothing the program does not already run"
+            )
+            if self.report(original_node, message):
+                return nodes.add_keyword_arg(updated_node, "weights_only", "False")
+            return updated_node
         evidence = self._model_use(original_node, MAX_HOPS)
         if evidence is None:
             return updated_node
@@ -104,9 +125,44 @@ class TorchLoadOfWholeModel(Codemod):
             "`weights_only=True` and refuses a pickled model; `weights_only=False` only for trusted "
             "files, or save a `state_dict` instead"
         )
-        if self.report(original_node, message):
+        if self.report(original_node, message, safe=False):
             return nodes.add_keyword_arg(updated_node, "weights_only", "False")
         return updated_node
+
+    def _saved_just_before(self, call: cst.Call) -> str | None:
+        """How the program saved, in one of the few statements just before the load's in the same
+        block, a model to the literal path the load reads (``torch.save(net, "net.pth")``, ``net``
+        an instance of a ``torch.nn`` class or of a class of the file subclassing one); None
+        otherwise."""
+        path = _literal_path(call)
+        line = self.values.enclosing(call, cst.SimpleStatementLine)
+        body = getattr(self.values.parent(line), "body", None) if line is not None else None
+        if path is None or not isinstance(body, (list, tuple)):
+            return None
+        index = next((i for i, statement in enumerate(body) if statement is line), 0)
+        for statement in reversed(body[max(0, index - SAVE_DISTANCE):index]):
+            if not isinstance(statement, cst.SimpleStatementLine):
+                return None  # a compound statement between them may not run, or run otherwise
+            for small in statement.body:
+                save = small.value if isinstance(small, cst.Expr) else None
+                if isinstance(save, cst.Call) and "torch.save" in self.values.torch_names(save.func) \
+                        and _literal_path(save, 1) == path and self._a_model(save):
+                    return f"this program saved to `{path}` (`{nodes.short_text(nodes.code_of(save))}`)"
+        return None
+
+    def _a_model(self, save: cst.Call) -> bool:
+        positional = nodes.positional_args(save)
+        if not positional or not isinstance(positional[0].value, cst.Name):
+            return False
+        found = list(self.values.values_of(positional[0].value))
+        classes = {c.name.value for c in module_classes(self.values).values()}
+        for value in found:
+            if not isinstance(value, cst.Call):
+                return False
+            names = self.values.names(value.func)
+            if not (any(is_torch_module_class(q) for q in names) or (isinstance(value.func, cst.Name) and value.func.value in classes)):
+                return False
+        return bool(found)
 
     @staticmethod
     def _weights_only_is_defaulted(call: cst.Call) -> bool:
@@ -231,3 +287,24 @@ def _loaded_model_site(f: FileFacts) -> bool:
         if isinstance(node, ast.Attribute) and node.attr in MODULE_ATTRIBUTES and is_loaded(node.value):
             return True
     return False
+
+
+def _literal_path(call: cst.Call, index: int = 0) -> str | None:
+    """The plain string literal a call gives as its ``index``-th positional argument."""
+    positional = nodes.positional_args(call)
+    if len(positional) <= index or not isinstance(positional[index].value, cst.SimpleString):
+        return None
+    value = positional[index].value.evaluated_value
+    return value if isinstance(value, str) else None
+
+
+def _saved_then_loaded(f: FileFacts) -> bool:
+    """A ``torch.save`` to a string literal that a ``torch.load`` of the file reads."""
+    saved = {
+        n.args[1].value for n in calls_to(f, frozenset({"torch.save"}), lambda c: True)
+        if len(n.args) > 1 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str)
+    }
+    return bool(saved) and any(
+        n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value in saved
+        for n in calls_to(f, TORCH_LOAD, _weights_only_defaulted)
+    )

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import difflib
 import warnings
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
@@ -39,6 +38,8 @@ from torchfix_device.prefilter.candidates import (
 from torchfix_device.codemods.catalog import CodemodRef, load_codemods
 from torchfix_device.engine.shared import SharedWrapper
 from torchfix_device.engine.token_pass import Repair, token_repair
+from torchfix_device.engine.foreign import ForeignReturns
+from torchfix_device.engine.lines import keep_untouched_lines
 from torchfix_device.engine.visiting import engine_class
 from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 from torchfix_device.syntax.file_tail import split_tail
@@ -365,7 +366,7 @@ def transform_unfiltered(
     if current is original or current_code == rendered():
         current_code = text
     elif rendered() != text:
-        current_code = _keep_untouched_lines(text, rendered(), current_code)
+        current_code = keep_untouched_lines(text, rendered(), current_code)
     if current_code != text:
         try:
             compile(current_code, filename or "<rewrite>", "exec", dont_inherit=True)
@@ -406,6 +407,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
     has_directives = may_hold_our_noqa(text)  # rewrites add no comments: the original's tell
     stars = options.star_imports.of(filename) if options.star_imports and filename is not None else None
     attributes = options.project_attributes.of(filename) if options.project_attributes else None
+    foreign = ForeignReturns(attributes.functions) if attributes is not None and attributes.functions else None
 
     def configure(codemod: Codemod, code: str, *, keeps_findings: bool = True) -> None:
         if has_directives:
@@ -424,39 +426,13 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             star_imports=stars,
             project_attributes=attributes,
             imported_by_none=filename is not None and filename in options.unimported,
+            foreign_returns=foreign,
             keeps_findings=keeps_findings,
             sites=settled.sites[codemod.code] if settled is not None else None,
             classes=settled.classes if settled is not None else None,
         )
 
     return configure
-
-
-def _lines(text: str) -> list[str]:
-    """Lines ended by ``\\n`` only (``\\r\\n`` stays inside a line)."""
-    parts = text.split("\n")
-    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-
-
-def _keep_untouched_lines(text: str, rendered: str, new: str) -> str:
-    """``new`` with every line the codemods did not touch taken from ``text`` byte for byte.
-
-    libcst does not render every file exactly as read: a form feed that starts a line of code
-    (``\\x0cx = 1``, a page break) is dropped (cf. Instagram/LibCST#446). The rewrite must not
-    carry such losses into lines it never meant to change, let alone change a file that has
-    nothing to fix.
-    """
-    text_lines, rendered_lines, new_lines = _lines(text), _lines(rendered), _lines(new)
-    if len(text_lines) != len(rendered_lines):
-        raise InternalError(
-            "libcst cannot reproduce this file byte for byte (its lines come out differently); "
-            "file left unchanged — please report this bug"
-        )
-    out: list[str] = []
-    matcher = difflib.SequenceMatcher(None, rendered_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        out.extend(text_lines[i1:i2] if tag == "equal" else new_lines[j1:j2])
-    return "".join(out)
 
 
 def _check_cpython_parses(text: str, filename: str | None) -> None:

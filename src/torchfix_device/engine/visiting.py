@@ -89,6 +89,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         star_imports: "FileStars | None" = None,
         project_attributes: Any = None,
         imported_by_none: bool = False,
+        foreign_returns: Any = None,
     ) -> None:
         """What the engine tells a codemod before a transform: the code of the tree (saves
         rendering it), its ``noqa`` comments, the run's device expression and classes that move
@@ -103,6 +104,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         self.star_imports = star_imports
         self.project_attributes = project_attributes
         self.imported_by_none = imported_by_none
+        self.foreign_returns = foreign_returns
         if sites is not None:
             self.statements_with_sites = sites
         if classes is not None:

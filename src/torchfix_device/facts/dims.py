@@ -24,12 +24,19 @@ since 0.4, while an element of a 2-dim tensor is a row, then as now.
   (:func:`~torchfix_device.facts.kinds.layer_class`): as its input for ``Linear``, activations,
   dropout, normalisation, convolution and pooling; one more for ``Embedding``; through an
   ``nn.Sequential`` of such layers;
-- a name every binding of which that may reach the read shows the same number;
+- a name every binding of which that may reach the read shows the same number: an assignment,
+  the whole target of a ``for`` over a tensor (one fewer: ``for row in x``), or a positional
+  parameter of a plain function of a file no other file imports, which every call of the file
+  passes a tensor of that number;
+- ``x.squeeze()`` of a tensor every size of which is shown to be 1 (``torch.rand(1, 1)``): 0;
 - the call of a function of the file that returns its first argument in the same shape
-  (``to_var(x)``: :func:`keeps_its_argument`): as the argument.
+  (``to_var(x)``: :func:`keeps_its_argument`): as the argument; the call of any other function
+  of this file or of another file of the run: as every ``return`` of it shows
+  (:mod:`.returns`), and an element unpacked from the list it returns (``prec1, prec5 =
+  accuracy(...)``): as every element of it.
 
-None where it is not shown (a parameter, a project module's output, ``x.squeeze()``, a
-``torch.from_numpy`` of an array).
+None where it is not shown (a parameter of a method or of a function another file may call, a
+project module's output, any other ``x.squeeze()``, a ``torch.from_numpy`` of an array).
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from torchfix_device.facts.tensor_clues import MOVES_OF_MODULES, layer_class
-from torchfix_device.facts.values import PARAM, PART, VALUE
+from torchfix_device.facts.counts import is_count, is_number
+from torchfix_device.facts.values import ITEM, PARAM, PART, VALUE
 from torchfix_device.syntax import nodes, traversal
 
 if TYPE_CHECKING:
@@ -129,36 +137,8 @@ def pair_dims(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
     return _reduced(values, expr, dims(values, subject, depth + 1))
 
 
-def is_count(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """``expr`` is a Python integer: a literal, ``len(...)``, ``x.size(k)``, ``x.shape[k]``,
-    ``x.dim()``, arithmetic of those, or a name every binding of which is one."""
-    if depth > MAX_DEPTH:
-        return False
-    if isinstance(expr, cst.Integer):
-        return True
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        return is_count(values, expr.expression, depth + 1)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)):
-        return is_count(values, expr.left, depth + 1) and is_count(values, expr.right, depth + 1)
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
-        return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and is_count(values, expr.slice[0].slice.value, depth + 1)
-    if isinstance(expr, cst.Call) and not nodes.has_star_args(expr):
-        if values.names(expr.func) == {"builtins.len"}:
-            return True
-        if isinstance(expr.func, cst.Attribute) and not values.module_path(expr.func):
-            method, args = expr.func.attr.value, expr.args
-            return (method == "size" and len(args) == 1 and args[0].keyword is None) or (method in ("dim", "numel") and not args)
-        return False
-    if isinstance(expr, cst.Name):
-        found = list(values.values_of(expr))
-        return bool(found) and all(v is not None and v is not expr and is_count(values, v, depth + 1) for v in found)
-    return False
-
-
 # -- the forms ------------------------------------------------------------------------------------
 def _name_dims(values: "ModuleValues", name: cst.Name, depth: int) -> int | None:
-    if name.value not in values.assigned_names():
-        return None  # a parameter, a loop target, an import: no value shown
     reach = values.reach(name)
     if reach.why is not None or not reach.bindings:
         return None
@@ -167,13 +147,86 @@ def _name_dims(values: "ModuleValues", name: cst.Name, depth: int) -> int | None
         bound = values.bound(node)
         if bound.kind == VALUE and bound.value is not name:
             found.add(dims(values, bound.value, depth + 1))
-        elif bound.kind == PART and _pair_target(values, node):
+        elif bound.kind == PART and _pair_target(values, node) and pair_dims(values, bound.value, depth + 1) is not None:
             found.add(pair_dims(values, bound.value, depth + 1))  # `_, pred = x.max(1)`
+        elif bound.kind == PART and _element_target(values, node) and isinstance(bound.value, cst.Call):
+            summary = values.call_returns(bound.value)  # `prec1, prec5 = accuracy(...)`
+            found.add(summary.element_dims if summary is not None else None)
+        elif bound.kind == ITEM and _whole_target(values, node):
+            over = dims(values, bound.value, depth + 1)  # `for row in x`: one fewer
+            found.add(over - 1 if over is not None and over >= 1 else None)
+        elif bound.kind == PARAM and isinstance(bound.value, cst.FunctionDef):
+            found.add(_param_dims(values, node, bound.value, depth))
         else:
             return None
         if None in found or len(found) > 1:
             return None
     return found.pop() if found else None
+
+
+def _whole_target(values: "ModuleValues", node: cst.CSTNode) -> bool:
+    """``node`` is the whole target of its ``for`` (``for row in x``, not ``for a, b in x``)."""
+    above = values.parent(node)
+    return isinstance(above, (cst.For, cst.CompFor)) and above.target is node
+
+
+def _param_dims(values: "ModuleValues", node: cst.CSTNode, function: cst.FunctionDef, depth: int) -> int | None:
+    """A positional parameter of a plain function of a file no other file imports (a script, a
+    notebook): the dimensions every call of the file passes it, where they agree."""
+    from torchfix_device.facts.uses import calls_of
+
+    if not getattr(values.view, "imported_by_none", False) or function.decorators or depth > MAX_DEPTH // 2:
+        return None
+    if isinstance(values.parent(values.parent(function) or function), cst.ClassDef):
+        return None
+    params = list(function.params.params)
+    index = next((i for i, p in enumerate(params) if p is node or p.name is node), None)
+    calls = calls_of(values, function)
+    if index is None or not calls:
+        return None
+    found: set[int | None] = set()
+    for call in calls:
+        positional = nodes.positional_args(call)
+        if nodes.has_star_args(call) or len(positional) <= index:
+            return None
+        found.add(dims(values, positional[index].value, depth + 1))
+        if None in found or len(found) > 1:
+            return None
+    return found.pop()
+
+
+def _ones_only(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:
+    """``expr`` is a tensor every size of which is 1 (``torch.rand(1, 1)``, through names,
+    ``Variable``, ``.data`` and shape-keeping methods)."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Name):
+        found = list(values.values_of(expr))
+        return bool(found) and all(v is not None and v is not expr and _ones_only(values, v, depth + 1) for v in found)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        return _ones_only(values, expr.value, depth + 1)
+    if not isinstance(expr, cst.Call) or nodes.has_star_args(expr):
+        return False
+    positional = nodes.positional_args(expr)
+    if values.names(expr.func) & WRAPPERS:
+        return bool(positional) and _ones_only(values, positional[0].value, depth + 1)
+    torch_names = values.torch_names(expr.func)
+    if len(torch_names) == 1 and next(iter(torch_names)).rpartition(".")[2] in SIZED_FACTORIES:
+        sizes = positional[0].value.elements if len(positional) == 1 and isinstance(positional[0].value, (cst.Tuple, cst.List)) \
+            else positional
+        return bool(sizes) and all(isinstance(a.value, cst.Integer) and a.value.value == "1" for a in sizes)
+    if isinstance(expr.func, cst.Attribute) and not torch_names and not values.module_path(expr.func):
+        method = expr.func.attr.value
+        return method in SAME_SHAPE and (method != "to" or len(positional) <= 1) and _ones_only(values, expr.func.value, depth + 1)
+    return False
+
+
+def _element_target(values: "ModuleValues", node: cst.CSTNode) -> bool:
+    """``node`` is one of the names of ``a, b, ... = <value>`` (one level, no star)."""
+    element = values.parent(node)
+    tuple_target = values.parent(element) if element is not None else None
+    return isinstance(element, cst.Element) and isinstance(tuple_target, (cst.Tuple, cst.List)) \
+        and isinstance(values.parent(tuple_target), cst.AssignTarget) and all(isinstance(e.value, cst.Name) for e in tuple_target.elements)
 
 
 def _pair_target(values: "ModuleValues", node: cst.CSTNode) -> bool:
@@ -186,7 +239,7 @@ def _pair_target(values: "ModuleValues", node: cst.CSTNode) -> bool:
 
 def _broadcast(values: "ModuleValues", left: cst.BaseExpression, right: cst.BaseExpression, depth: int) -> int | None:
     """``left op right`` elementwise: a tensor's with a Python number, the larger of two tensors'."""
-    numbers = (_is_number(values, left, depth), _is_number(values, right, depth))
+    numbers = (is_number(values, left, depth), is_number(values, right, depth))
     if all(numbers):
         return None  # no tensor
     a = None if numbers[0] else dims(values, left, depth + 1)
@@ -194,19 +247,6 @@ def _broadcast(values: "ModuleValues", left: cst.BaseExpression, right: cst.Base
     if numbers[0] or numbers[1]:
         return a if b is None else b
     return max(a, b) if a is not None and b is not None else None
-
-
-def _is_number(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:
-    """A Python number: an integer (:func:`is_count`), a float literal, or a name every binding
-    of which is one."""
-    if isinstance(expr, cst.Float) or is_count(values, expr, depth + 1):
-        return True
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        return _is_number(values, expr.expression, depth + 1)
-    if isinstance(expr, cst.Name) and depth <= MAX_DEPTH:
-        found = list(values.values_of(expr))
-        return bool(found) and all(v is not None and v is not expr and _is_number(values, v, depth + 1) for v in found)
-    return False
 
 
 def _subscript_dims(values: "ModuleValues", expr: cst.Subscript, depth: int) -> int | None:
@@ -272,9 +312,15 @@ def _call_dims(values: "ModuleValues", call: cst.Call, depth: int) -> int | None
         return _layer_dims(values, func, layer, call, depth)
     if isinstance(func, cst.Name):
         positional = nodes.positional_args(call)
-        return dims(values, positional[0].value, depth + 1) if positional and keeps_its_argument(values, func) else None
-    if not isinstance(func, cst.Attribute) or (values.module_path(func) and not torch_names):
+        if positional and keeps_its_argument(values, func):
+            return dims(values, positional[0].value, depth + 1)
+        summary = values.call_returns(call)  # a function of this file or of another of the run
+        return summary.dims if summary is not None else None
+    if not isinstance(func, cst.Attribute):
         return None
+    if values.module_path(func) and not torch_names:
+        summary = values.call_returns(call)  # `utils.accuracy(...)`
+        return summary.dims if summary is not None else None
     return _method_dims(values, func.attr.value, call, depth)
 
 
@@ -289,18 +335,7 @@ def keeps_its_argument(values: "ModuleValues", func: cst.Name) -> bool:
         return False
     returns = list(traversal.function_returns(function))
     return bool(returns) and all(r.value is not None and _gives(values, r.value, function.params.params[0], 0) for r in returns) \
-        and not _yields(function)
-
-
-def _yields(function: cst.FunctionDef) -> bool:
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Yield, cst.Await)):
-            return True
-        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
-    return False
+        and not traversal.yields(function)
 
 
 def _gives(values: "ModuleValues", expr: cst.BaseExpression, param: cst.Param, depth: int) -> bool:
@@ -455,4 +490,6 @@ def _method_dims(values: "ModuleValues", name: str, call: cst.Call, depth: int) 
         return dims(values, subject, depth + 1)
     if name == "multinomial":
         return dims(values, subject, depth + 1)
+    if name == "squeeze" and not rest:
+        return 0 if _ones_only(values, subject, depth + 1) else None
     return None

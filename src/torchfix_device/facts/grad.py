@@ -26,8 +26,9 @@ it is *grad-free*) or with the evidence that is missing, from this file alone:
   assumed grad-free while it is being proven (a greatest fixpoint: each binding keeps the value
   grad-free if the others do).
 
-Parameters, results of the project's own functions and models are not followed, and the
-message says so. What a name holds where it is read comes from the module's one resolution
+Parameters and models are not followed, and the message says so; the call of a function of
+this file or of another file of the run is grad-free where nothing it returns can require grad,
+whatever its arguments (:mod:`.returns`). What a name holds where it is read comes from the module's one resolution
 (:mod:`.values`), shared with the other facts. Code outside the file (another module rebinding
 a global or an attribute) is not seen.
 """
@@ -212,6 +213,9 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
                 return self.args_missing(call)
         if isinstance(call.func, cst.Attribute) and not self._module_path(call.func):
             return self._method(call, call.func.attr.value, call.func.value)
+        summary = self.values.call_returns(call)  # a function of this file or of another of the run
+        if summary is not None and summary.grad_free:
+            return None
         return f"{shown} is a call this file does not show to return a tensor without grad"
 
     def _method(self, call: cst.Call, method: str, receiver: cst.BaseExpression) -> str | None:

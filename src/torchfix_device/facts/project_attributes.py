@@ -42,7 +42,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from torchfix_device.facts.project_classes import Resolve, parsed
+from torchfix_device.facts.project_classes import Imports, Resolve, parsed
+from torchfix_device.facts.project_functions import imported_functions
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -253,6 +254,8 @@ class FileAttributes:
     classes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     outside: frozenset[str] = frozenset()
     digest: str = ""
+    functions: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """The functions it imports from other files of the run (:mod:`.project_functions`)."""
 
 
 class RunAttributes:
@@ -268,9 +271,6 @@ class RunAttributes:
         return bool(self._files)
 
 
-Imports = dict[Path, "list[tuple[str, int, Path]] | None"]
-"""Each file of a run → ``(module spelt, level, file it resolves to)`` of its imports; None for a
-file that imports dynamically (:func:`resolved_imports`)."""
 
 
 def resolved_imports(imports: Mapping[Path, "list[tuple[str, int]] | None"], resolve: Resolve) -> Imports:
@@ -291,11 +291,13 @@ def run_attributes(
 ) -> RunAttributes:
     """For each file of ``programs`` (absolute path → code; ``shown``: the name the run gives it;
     ``resolved``: its imports) that imports a class of another file with a table: those tables and
-    the attribute names stored from outside in the files connected to it by imports."""
+    the attribute names stored from outside in the files connected to it by imports; and the
+    functions it imports from other files of the run (:mod:`.project_functions`)."""
+    functions = imported_functions(programs, resolved)
     tables = {path: class_attributes(data) for path, data in programs.items() if b"class " in data and b"self." in data}
     tables = {path: table for path, table in tables.items() if table}
     if not tables:
-        return RunAttributes({})
+        return RunAttributes({shown[path]: FileAttributes({}, frozenset(), digest, table) for path, (table, digest) in functions.items()})
     attrs = {attr for table in tables.values() for kinds in table.values() for attr in kinds}
     edges: dict[Path, set[Path]] = {path: set() for path in programs}
     for path, found in resolved.items():
@@ -319,10 +321,13 @@ def run_attributes(
             prefix = "." * level + (f"{spelt}." if spelt else "")
             for name, table in tables.get(target, {}).items():
                 classes[prefix + name] = {a: CLASS + prefix + k[len(CLASS):] if k.startswith(CLASS) else k for a, k in table.items()}
+        table, digest = functions.get(path, ({}, ""))
         if classes:
             stored = frozenset(outside.get(component[path], ()))
-            text = json.dumps([sorted((k, sorted(v.items())) for k, v in classes.items()), sorted(stored)])
-            files[shown[path]] = FileAttributes(classes, stored, hashlib.sha256(text.encode()).hexdigest()[:16])
+            text = json.dumps([sorted((k, sorted(v.items())) for k, v in classes.items()), sorted(stored), digest])
+            files[shown[path]] = FileAttributes(classes, stored, hashlib.sha256(text.encode()).hexdigest()[:16], table)
+        elif table:
+            files[shown[path]] = FileAttributes({}, frozenset(), digest, table)
     return RunAttributes(files)
 
 

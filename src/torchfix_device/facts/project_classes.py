@@ -135,6 +135,9 @@ DYNAMIC_IMPORTS = (b"importlib", b"__import__", b"exec(", b"runpy")
 """A file holding one of these may import any module of the run."""
 
 Resolve = Callable[[str, int, Path], "list[Path]"]
+Imports = dict[Path, "list[tuple[str, int, Path]] | None"]
+"""Each file of a run → ``(module spelt, level, file it resolves to)`` of its imports; None for a
+file that imports dynamically (:func:`~torchfix_device.facts.project_attributes.resolved_imports`)."""
 """``(module spelt, relative level, importing file)`` → the files that module may be."""
 
 

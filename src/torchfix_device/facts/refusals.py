@@ -27,7 +27,8 @@ None where that is not shown.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 from torchfix_device.syntax import traversal
@@ -47,46 +48,64 @@ LEAVING = (cst.Return, cst.Break, cst.Continue, cst.Yield, cst.Await)
 CONDITIONAL = (cst.Lambda, cst.IfExp, cst.BooleanOperation, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
-def refused_first(values: "ModuleValues", expr: cst.BaseExpression) -> Place | None:
-    """The use that every tensor fails, where it comes first (see the module docstring)."""
-    return _refused(values, expr, 0, frozenset())
+Refusing = Callable[["ModuleValues", cst.BaseExpression], "Place | None"]
+Passing = Callable[["ModuleValues", cst.Name], bool]
 
 
-def _refused(values: "ModuleValues", expr: cst.BaseExpression, depth: int, seen: frozenset[int]) -> Place | None:
+@dataclass(frozen=True)
+class Question:
+    """What refuses the value (``refusing``), which other reads of a bound name may sit in the
+    statement of the refusing read, after it (``beside``), and which reads let a statement before
+    it be passed over (``passed``)."""
+
+    refusing: Refusing
+    beside: Passing | None = None
+    passed: Passing | None = None
+
+
+def refused_first(values: "ModuleValues", expr: cst.BaseExpression, question: "Question | None" = None) -> Place | None:
+    """The use that every tensor fails, where it comes first (see the module docstring). The
+    default ``question``: :func:`refusing_use` (a tensor of any shape where a number was meant),
+    passing over ``t.fill_(v)``."""
+    return _refused(values, expr, 0, frozenset(), question or NUMBER_MEANT)
+
+
+def _refused(values, expr: cst.BaseExpression, depth: int, seen: frozenset[int], question: Question) -> Place | None:  # noqa: ANN001
     if depth > MAX_DEPTH:
         return None
-    place = refusing_use(values, expr)
+    place = question.refusing(values, expr)
     if place is not None:
         return place
     parent = values.parent(expr)
     if isinstance(parent, cst.Assign) and parent.value is expr and len(parent.targets) == 1 \
             and isinstance(parent.targets[0].target, cst.Name):
-        return _after_binding(values, parent, parent.targets[0].target, depth, seen)
+        return _after_binding(values, parent, parent.targets[0].target, depth, seen, question)
     if isinstance(parent, cst.Return):
-        return _at_calls(values, parent, depth, seen)
+        return _at_calls(values, parent, depth, seen, question)
     return None
 
 
-def _after_binding(values, assign: cst.Assign, target: cst.Name, depth: int, seen: frozenset[int]) -> Place | None:  # noqa: ANN001
+def _after_binding(values, assign: cst.Assign, target: cst.Name, depth: int, seen: frozenset[int], question: Question) -> Place | None:  # noqa: ANN001
     line = values.parent(assign)
     if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
         return None
     reads = values.reads_of(target)
     following = _next_statement(values, line)
+    beside, passed = question.beside, question.passed
     for _ in range(MAX_PASSED):
         if following is None:
             break
-        inside = [r for r in reads if _in(values, r, following)]
-        unconditional = [r for r in inside if _unconditionally_in(values, r, following)]
-        if len(inside) == 1 and len(unconditional) == 1:
-            place = refusing_use(values, unconditional[0])
+        inside = sorted((r for r in reads if _in(values, r, following)), key=values.source_order)
+        if inside and _unconditionally_in(values, inside[0], following) \
+                and (len(inside) == 1 or (beside is not None and all(beside(values, r) for r in inside[1:]))):
+            place = question.refusing(values, inside[0])
             if place is not None:
                 return place
-        if not all(_passes_number_on(values, r) for r in inside) or _may_leave(following):
+        if (inside and (passed is None or not all(passed(values, r) for r in inside))) or _may_leave(following):
             break
         following = _next_statement(values, following)
     if len(reads) == 1 and isinstance(values.parent(reads[0]), cst.Return):
-        return _at_calls(values, cst.ensure_type(values.parent(reads[0]), cst.Return), depth, seen)
+        return _at_calls(values, cst.ensure_type(values.parent(reads[0]), cst.Return), depth, seen, question)
     return None
 
 
@@ -103,14 +122,14 @@ def _may_leave(statement: cst.SimpleStatementLine) -> bool:
     return any(isinstance(n, LEAVING) for n in traversal.walk(statement))
 
 
-def _at_calls(values, statement: cst.Return, depth: int, seen: frozenset[int]) -> Place | None:  # noqa: ANN001
+def _at_calls(values, statement: cst.Return, depth: int, seen: frozenset[int], question: Question) -> Place | None:  # noqa: ANN001
     function = values.enclosing(statement, (cst.FunctionDef, cst.Lambda))
     if not isinstance(function, cst.FunctionDef) or id(function) in seen:
         return None
     calls = calls_of(values, function)
     first = None
     for call in calls:
-        place = _refused(values, call, depth + 1, seen | {id(function)})
+        place = _refused(values, call, depth + 1, seen | {id(function)}, question)
         if place is None:
             return None
         first = first or place
@@ -167,3 +186,7 @@ def _unconditionally_in(values: "ModuleValues", node: cst.CSTNode, statement: cs
 def _checked(ids: set[str | None] | None) -> bool:
     """The environment is made for ids that all check their action (:data:`CHECKED_ENVIRONMENTS`)."""
     return ids is not None and all(i in CHECKED_ENVIRONMENTS for i in ids)
+
+
+NUMBER_MEANT = Question(refusing_use, passed=_passes_number_on)
+"""The question TFD019 asks: a tensor of any shape where a number was meant."""

@@ -54,6 +54,7 @@ from typing import Iterator
 import libcst as cst
 import libcst.matchers as m
 from torchfix_device.facts import dims as facts_dims
+from torchfix_device.facts.counts import is_count
 from torchfix_device.facts import kinds
 from torchfix_device.facts.losses import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
 from torchfix_device.facts.values import PARAM, PART, VALUE, ModuleValues
@@ -130,10 +131,14 @@ class SizeEvidence(LossEvidence):
             subject = data.value if data is not None else numpy_subject(node)  # type: ignore[attr-defined]
             return Size.NUMBER if subject is not None and _tensor(self.size(subject)) is not None else None
         if isinstance(node, cst.Name):
-            return self.name_size(node)
-        if isinstance(node, cst.Call):
-            return self.call_size(node)
-        return None
+            found = self.name_size(node)
+        elif isinstance(node, cst.Call):
+            found = self.call_size(node)
+        else:
+            return None
+        if found is None and facts_dims.dims(self.values, node) == 0:
+            return Size.ZERO_DIM  # `for v in vector`, `x.squeeze()` of a tensor of sizes 1
+        return found
 
     def call_size(self, call: cst.Call) -> Size | None:
         if nodes.has_star_args(call):
@@ -321,7 +326,7 @@ class SizeEvidence(LossEvidence):
             number = Number03(False, "an element of what a selection returns, whose dimensions are not shown", data)
         else:
             return None
-        if not facts_dims.is_count(self.values, cst.ensure_type(node.slice[0].slice, cst.Index).value):
+        if not is_count(self.values, cst.ensure_type(node.slice[0].slice, cst.Index).value):
             return None
         if _tensor(self.size(subject)) is not None:
             return None  # a scalar's `[0]` raises: TFD006's `.item()`
@@ -437,7 +442,7 @@ ELEMENT_INDICES = (cst.Integer, cst.Name, cst.UnaryOperation, cst.BinaryOperatio
 
 def element_form(node: cst.Subscript) -> bool:
     """``node`` is spelt as an element of a tensor by an integer index: one index of a form
-    :func:`.dims.is_count` may accept (not a string, a slice, a tuple), of a name, a call, an
+    :func:`.counts.is_count` may accept (not a string, a slice, a tuple), of a name, a call, an
     element, or the ``.data``/``.values``/``.indices`` of one (``self.items[i]`` or
     ``args.files[0]`` is no tensor the code shows). A cheap test before any name is resolved;
     stage 1 of TFD019 mirrors it."""

@@ -54,6 +54,10 @@ class Use(enum.Enum):
     NUMBER = "used as a number"
     TENSOR = "used as a tensor"
     UNKNOWN = "used where a number is not shown to do"
+    GRAD = "made to require grad"
+    FLOAT_DATA = "set as the data of a layer's parameter"
+    MATMUL = "a matrix operand with a floating point tensor"
+    FLOAT_LAYER = "the input of a layer that refuses integer tensors"
 
 
 MEANT = frozenset({Use.KEY, Use.JSON, Use.ACTION, Use.COUNTER, Use.INDEX})
@@ -262,17 +266,20 @@ def _returned(values, statement: cst.Return, found, depth, seen, held, add) -> N
 
 def calls_of(values: "ModuleValues", function: cst.FunctionDef) -> list[cst.Call]:
     """The calls in this file of ``function`` by its name, every one resolved to it; none when
-    the name is also used otherwise (passed, stored). A method: :func:`method_calls`."""
+    the name is also used otherwise (passed, stored). Reads that reach only other bindings of the
+    name (another ``def`` of it) are not its. A method: :func:`method_calls`."""
     owner = values.parent(values.parent(function) or function)
     if isinstance(owner, cst.ClassDef):
         return method_calls(values, function, owner)
     scope = values.enclosing(function, (cst.FunctionDef, cst.Module)) or values.module
     calls = []
     for read in values.name_reads(scope).get(function.name.value, ()):
-        if read is function.name:
-            continue
         parent = values.parent(read)
+        if read is function.name or (isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and parent.name is read):
+            continue  # a `def` of the name binds it
         reach = values.reach(read)
+        if reach.why is None and reach.bindings and function not in reach.bindings:
+            continue  # another function of the same name (`def f` again in a later notebook cell)
         if not (isinstance(parent, cst.Call) and parent.func is read) or reach.why is not None or list(reach.bindings) != [function]:
             return []
         calls.append(parent)

@@ -239,6 +239,19 @@ class ModuleValues:
         function = reach.bindings[0]
         return None if function.decorators or function.asynchronous is not None else function
 
+    def call_returns(self, call: cst.Call) -> Any:
+        """What the function ``call`` calls returns (a ``Returned`` of :mod:`.returns`): a function
+        of this file, or one of another file of the run (the engine's ``view.foreign_returns``);
+        None otherwise, or where no summariser is installed."""
+        function = self.function_called(call.func)
+        if function is not None:
+            return _SUMMARISER[0](self, function) if _SUMMARISER else None
+        foreign = getattr(self.view, "foreign_returns", None)
+        if foreign is None:
+            return None
+        names = self.names(call.func)
+        return foreign(next(iter(names))) if len(names) == 1 else None
+
     def returned_parts(self, node: cst.CSTNode) -> list[cst.BaseExpression] | None:
         """For a ``PART`` binding ``a, b = f(...)`` of a function ``f`` of this file
         (:meth:`function_called`) every ``return`` of which gives a tuple
@@ -362,6 +375,15 @@ class ModuleValues:
 
     def function_of(self, node: cst.CSTNode) -> str:
         return function_name(self.enclosing(node, cst.FunctionDef))
+
+
+_SUMMARISER: list[Callable[[ModuleValues, cst.FunctionDef], Any]] = []
+"""The function summary :meth:`ModuleValues.call_returns` gives: installed by :mod:`.returns`,
+which asks the facts (dimensions, grad) that ask for calls here, so that none imports it."""
+
+
+def install_summariser(summarise: Callable[[ModuleValues, cst.FunctionDef], Any]) -> None:
+    _SUMMARISER[:] = [summarise]
 
 
 def of(view: "CodemodView") -> ModuleValues:

@@ -263,3 +263,15 @@ def function_returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
             continue
         elif isinstance(node, STATEMENT_SCAFFOLD):
             stack.extend(statement_children(node))
+
+
+def yields(function: cst.FunctionDef) -> bool:
+    """``function`` is a generator or a coroutine (a ``yield`` or ``await`` of its own)."""
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Yield, cst.Await)):
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return False

@@ -11,6 +11,8 @@ from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.codemods.loss_data_index.accumulated import NOT_SCALAR_ATTRS, Accumulation, plan
 from torchfix_device.facts import values as facts_values
+from torchfix_device.facts.dims import dims
+from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts.sizes import Size, SizeEvidence, number_in_03, numpy_subject, zero_index
 
 DATA = m.Attribute(attr=m.Name("data"))
@@ -42,6 +44,13 @@ class LossDataIndex(Codemod):
     in this file passes it a torch loss: a safe fix where no file of the run imports this one (the
     run taken as the project, as for project classes: its functions are called from it alone), an
     unsafe one otherwise.
+
+    The dimensions fact (:mod:`torchfix_device.facts.dims`) is evidence too: an item of a tensor
+    shown 1-dim (`for s in scores: if s.data[0] > 0`, also where `scores` is a parameter of a
+    function of a script no file imports, which every call passes a 1-dim tensor) and
+    `x.squeeze()` of a tensor whose sizes are all shown to be 1 are 0-dim. Then `x[0]` itself
+    (not only `x.data[0]`) becomes `x.item()` where `x` cannot require grad (`w.data.squeeze()[0]`);
+    where it may, it is reported (in 0.3 it was a 1-element `Variable`, not a number).
 
     Accumulated scalars are one fix over several statements: `total = 0`, then
     `total += loss.data` (or `+= n * criterion(...).data`, `total = total + loss.data`), then
@@ -93,6 +102,7 @@ class LossDataIndex(Codemod):
     the rewrite is unsafe where `x` may be a 1-element vector (on which `.numpy()[0]` works
     today) and the value is not only formatted. An accumulated sum becomes a Python float summed
     in double precision instead of a float32 tensor: the same number up to float32 rounding.
+    `x[0]` of a tensor shown 0-dim raises in every PyTorch since 0.4 as well.
     The accumulation fix is unsafe where the accumulated value is not shown to be a scalar (on a
     vector, `total[0]` is its first element's sum and `.item()` raises). A loss shown only by the
     calls of this file is unsafe where another file of the run imports it: a call from another
@@ -115,13 +125,14 @@ class LossDataIndex(Codemod):
                 value = node.value
                 if isinstance(value, ast.Name) or (isinstance(value, ast.Attribute) and value.attr == "data"):
                     return True
-                if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "numpy":
-                    return True
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                    return True  # `.numpy()[0]`, `x.squeeze()[0]`
         return False
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self.evidence = SizeEvidence(facts_values.of(self))
+        self._grad_evidence: GradEvidence | None = None
         planned = plan(self, node, self.evidence)
         self._datas = {id(d): p for p in planned for d in p.datas}
         self._reads = {id(r): p for p in planned for r in p.reads}
@@ -152,7 +163,27 @@ class LossDataIndex(Codemod):
             return self._index(original_node, updated_node, ".data[0][0]", cst.ensure_type(value.value, cst.Attribute).value)
         if numpy_subject(original_node) is not None:
             return self._numpy_index(original_node, updated_node)
+        if isinstance(value, (cst.Name, cst.Call)) and dims(self.evidence.values, value) == 0:
+            return self._zero_dim_index(original_node, updated_node)
         return updated_node
+
+    def _zero_dim_index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        """``x[0]`` of a tensor shown to be 0-dim: in 0.3 a 1-element vector, whose element was a
+        number where ``x`` was no ``Variable`` (then a 1-element ``Variable``)."""
+        code = _nodes.short_text(_nodes.code_of(original.value))
+        message = f"`{code}[0]` of a 0-dim tensor (a 1-element vector in PyTorch 0.3) raises since 0.4"
+        why = self._grad().missing(original.value)
+        if why is not None:
+            self.report(original, f"{message}: use `{code}.item()` for its number or `{code}` for the tensor ({why})", fixable=False)
+            return updated
+        if self.report(original, f"{message}; it cannot require grad, so in 0.3 it was a number: use `{code}.item()`"):
+            return _item(updated.value, updated)
+        return updated
+
+    def _grad(self) -> GradEvidence:
+        if self._grad_evidence is None:
+            self._grad_evidence = GradEvidence(self.evidence.values)
+        return self._grad_evidence
 
     def _index(self, original: cst.Subscript, updated: cst.Subscript, what: str, subject: cst.BaseExpression) -> cst.BaseExpression:
         size, why = self._verdict(subject)

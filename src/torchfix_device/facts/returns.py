@@ -1,0 +1,112 @@
+"""What a function returns: its dimensions, its elements' dimensions, whether it can require grad.
+One of the facts about values (:mod:`torchfix_device.facts`), for calls of a function of this
+file and of a function another file of the run defines (``from utils import accuracy``, also
+re-exported by a package's ``from .eval import *``).
+
+:func:`returned` summarises a function from every ``return`` of it: the dimensions of the value
+where every return shows the same (:mod:`.dims`); for a list or tuple, the dimensions of its
+elements where every element shows the same (a literal's elements, and the values appended to
+a list that is only appended to and returned: ``res = []``, ``res.append(x)``, ``return res``);
+and whether nothing returned can require grad (:mod:`.grad`). The function's parameters are
+unknown there, as for any caller: only what the function's own code shows counts.
+
+:meth:`~.values.ModuleValues.call_returns` answers for a call (this module installs
+:func:`returned` there: the facts it asks, :mod:`.dims` and :mod:`.grad`, ask for calls): a
+function of this file (:meth:`~.values.ModuleValues.function_called`), or one of another file,
+which the engine summarises in that file's own module (``view.foreign_returns``, of
+:mod:`torchfix_device.engine.foreign`: the run tells each file which functions it imports from
+where, and the result cache keys the file's answer with a digest of those files).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from torchfix_device.facts import dims as facts_dims
+from torchfix_device.facts.grad import GradEvidence
+from torchfix_device.facts.values import VALUE, install_summariser
+from torchfix_device.syntax import traversal
+
+if TYPE_CHECKING:
+    from torchfix_device.facts.values import ModuleValues
+
+
+@dataclass(frozen=True)
+class Returned:
+    """What every ``return`` of a function gives (None / False where not shown)."""
+
+    dims: int | None = None
+    element_dims: int | None = None
+    grad_free: bool = False
+
+
+NOTHING = Returned()
+
+
+def returned(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
+    """The summary of ``function`` (see the module docstring), once per module version."""
+    memo = values.facets.setdefault("returned", {})
+    known = memo.get(id(function))
+    if known is None:
+        memo[id(function)] = NOTHING  # while it is being found: a recursive call shows nothing
+        known = memo[id(function)] = _summary(values, function)
+    return known
+
+
+def _summary(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
+    returns = [r.value for r in traversal.function_returns(function)]
+    if not returns or any(r is None for r in returns) or traversal.yields(function):
+        return NOTHING
+    found_dims = {facts_dims.dims(values, r) for r in returns}
+    elements: list[cst.BaseExpression] = []
+    for value in returns:
+        parts = returned_elements(values, value)  # type: ignore[arg-type]
+        if parts is None:
+            elements = []
+            break
+        elements += parts
+    element_dims = {facts_dims.dims(values, e) for e in elements}
+    evidence = GradEvidence(values)
+    grad_free = all(evidence.missing(e) is None for e in elements) if elements else \
+        all(evidence.missing(r) is None for r in returns)  # type: ignore[arg-type]
+    return Returned(
+        dims=found_dims.pop() if len(found_dims) == 1 else None,
+        element_dims=element_dims.pop() if len(element_dims) == 1 else None,
+        grad_free=grad_free,
+    )
+
+
+def returned_elements(values: "ModuleValues", expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The elements of the list or tuple ``expr`` is: a literal's, or for a name bound only to a
+    list literal, that literal's and every value appended to it, where the list is only appended
+    to and read whole (returned, iterated); None otherwise."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return None if any(isinstance(e, cst.StarredElement) for e in expr.elements) else [e.value for e in expr.elements]
+    if not isinstance(expr, cst.Name):
+        return None
+    reach = values.reach(expr)
+    if reach.why is not None or len(reach.bindings) != 1:
+        return None
+    binding = reach.bindings[0]
+    bound = values.bound(binding)
+    if not isinstance(bound.value, cst.List) or bound.kind != VALUE:
+        return None
+    found = [e.value for e in bound.value.elements if not isinstance(e, cst.StarredElement)]
+    if len(found) != len(bound.value.elements):
+        return None
+    for read in values.reads_of(binding):
+        parent = values.parent(read)
+        if isinstance(parent, cst.Return) or read is expr:
+            continue
+        call = values.parent(parent) if isinstance(parent, cst.Attribute) else None
+        if isinstance(parent, cst.Attribute) and parent.attr.value == "append" and isinstance(call, cst.Call) \
+                and call.func is parent and len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+            found.append(call.args[0].value)
+            continue
+        return None  # stored, extended, passed: what it holds is not shown
+    return found
+
+
+install_summariser(returned)

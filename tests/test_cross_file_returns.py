@@ -1,0 +1,122 @@
+"""What a function of another file of the run returns (issue 31: "returns of functions ... in other
+files of the run (by import)"): bearpaw's ``prec1, prec5 = accuracy(...)`` with ``accuracy`` in
+``utils/eval.py``, re-exported by ``utils/__init__.py``'s ``from .eval import *``. Each element is
+a 0-dim tensor that cannot require grad, so ``prec1[0]`` (a number in 0.3, an IndexError since
+0.4) becomes ``prec1.item()``. Executed before and after; the cached answer follows the defining
+file's code; a function whose result may require grad, or whose list escapes, shows nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from torchfix_device.facts.project_functions import imported_functions, module_functions
+
+EVAL = '''__all__ = ['accuracy']
+
+
+def accuracy(output, target, topk=(1,)):
+    maxk = max(topk)
+    batch_size = target.size(0)
+    _, pred = output.topk(maxk, 1, True, True)
+    pred = pred.t()
+    correct = pred.eq(target.view(1, -1).expand_as(pred))
+    res = []
+    for k in topk:
+        correct_k = correct[:k].reshape(-1).float().sum(0)
+        res.append(correct_k.mul_(100.0 / batch_size))
+    return res
+'''
+
+TRAIN = '''import torch
+from utils import accuracy
+
+torch.manual_seed(0)
+top1, top5 = [], []
+for step in range(3):
+    outputs, targets = torch.randn(8, 10), torch.randint(0, 10, (8,))
+    prec1, prec5 = accuracy(outputs.data, targets.data, topk=(1, 5))
+    top1.append(prec1[0])
+    top5.append(prec5[0])
+print("%.4f %.4f" % (sum(top1) / len(top1), sum(top5) / len(top5)))
+'''
+
+
+def _project(root: Path, eval_code: str = EVAL) -> Path:
+    (root / "utils").mkdir(parents=True)
+    (root / "utils" / "__init__.py").write_text("from .eval import *\n", encoding="utf-8")
+    (root / "utils" / "eval.py").write_text(eval_code, encoding="utf-8")
+    (root / "train.py").write_text(TRAIN, encoding="utf-8")
+    return root
+
+
+def _run(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True, text=True, timeout=120)
+
+
+def _lines(root: Path, *args: str) -> list[str]:
+    out = run_cli("check", ".", *args, cwd=root).stdout.decode()
+    return [line for line in out.splitlines() if line.startswith("train.py:")]
+
+
+def test_an_element_of_a_list_returned_by_another_file_is_0_dim_and_the_script_runs(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    root = _project(tmp_path / "p")
+    before = _run(root)
+    assert before.returncode != 0 and "invalid index of a 0-dim tensor" in before.stderr, before.stderr
+    found = _lines(root, "--no-cache")
+    assert len(found) == 2 and all("[*]" in line and "TFD006" in line for line in found), found
+    assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert "top1.append(prec1.item())" in text and "top5.append(prec5.item())" in text
+    after = _run(root)
+    assert after.returncode == 0, after.stderr
+    # what 0.3 printed: the same program where each element is the Python number of a 1-element vector
+    as_0_3 = TRAIN.replace("prec1[0]", "float(prec1.reshape(1)[0])").replace("prec5[0]", "float(prec5.reshape(1)[0])")
+    (root / "train.py").write_text(as_0_3, encoding="utf-8")
+    assert after.stdout == _run(root).stdout != ""
+
+
+def test_the_cached_answer_follows_the_code_of_the_defining_file(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    (root / "pyproject.toml").write_text("[tool.torchfix-device]\n", encoding="utf-8")  # the cache lives here
+    assert all("[*]" in line for line in _lines(root))
+    kept = EVAL.replace(".sum(0)", ".sum(0, keepdim=True)")  # now 1-dim: `prec1[0]` is its element
+    (root / "utils" / "eval.py").write_text(kept, encoding="utf-8")  # train.py is unchanged
+    assert not any("TFD006" in line for line in _lines(root))
+
+
+@pytest.mark.parametrize("change", [
+    ("res.append(correct_k.mul_(100.0 / batch_size))", "res.append(output.sum() * 0)"),  # may require grad
+    ("    return res\n", "    log(res)\n    return res\n"),  # the list escapes: what it holds is not shown
+])
+def test_a_return_that_may_require_grad_or_escapes_shows_nothing(tmp_path: Path, change: tuple[str, str]) -> None:
+    root = _project(tmp_path / "p", EVAL.replace(*change) + "\n\ndef log(x):\n    return None\n")
+    assert not any("[*]" in line for line in _lines(root, "--no-cache"))
+
+
+def test_the_run_maps_uses_to_the_defining_file_through_a_star_export(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    (root / "utils" / "misc.py").write_text("def _private():\n    return 1\n\ndef helper():\n    return 2\n", encoding="utf-8")
+    (root / "utils" / "__init__.py").write_text("from .eval import *\nfrom .misc import *\n", encoding="utf-8")
+    init, eval_, misc, train = (root / "utils" / "__init__.py", root / "utils" / "eval.py", root / "utils" / "misc.py", root / "train.py")
+    programs = {p: p.read_bytes() for p in (init, eval_, misc, train)}
+    resolved = {
+        train: [("utils", 0, init)],
+        init: [("eval", 1, eval_), ("misc", 1, misc)],
+        eval_: [], misc: [],
+    }
+    found = imported_functions(programs, resolved)
+    table, digest = found[train]
+    assert table == {"utils.accuracy": (str(eval_), "accuracy"), "utils.helper": (str(misc), "helper")}
+    assert len(digest) == 16 and init in found  # `.eval.accuracy` for the package itself
+
+
+def test_module_functions_leave_out_names_bound_twice_and_decorated_ones() -> None:
+    code = b"import f\n\ndef f():\n    return 1\n\n@dec\ndef g():\n    return 2\n\ndef h():\n    return 3\n\n__all__ = ['h', 'f']\n"
+    functions, stars, exported = module_functions(code)
+    assert functions == {"h": 1} and stars == [] and exported == frozenset({"h", "f"})
