@@ -37,7 +37,9 @@ class TorchLoadOfWholeModel(Codemod):
     (`net(x)`), or given a method only an `nn.Module` (or an optimizer) has: `.eval()`,
     `.train()`, `.parameters()`, `.state_dict()`, `.load_state_dict(...)`, `.forward(...)`, … —
     directly, through `.to(...)`/`.cuda()`/`.float()` chains, through a variable, or through a
-    checkpoint entry (`ckpt["model"].eval()`). With `--unsafe-fixes` it adds
+    checkpoint entry (`ckpt["model"].eval()`), or unpacked into the very names a
+    `torch.save([model, criterion, optimizer], f)` of the file saves whole (the program's own
+    checkpoint of objects, an optimizer among them). With `--unsafe-fixes` it adds
     `weights_only=False` to such calls. Also a `torch.load` of a string literal path to which
     one of the few statements just before it, in the same block, saves a model
     (`torch.save(net, "net_all.pth")` then `net2 = torch.load("net_all.pth")`, `net` an instance
@@ -95,7 +97,7 @@ class TorchLoadOfWholeModel(Codemod):
         """A ``torch.load`` result — directly, through subscripts and ``.to()``-like calls, or
         through names bound to one (any number of hops) — called or given a module-only
         attribute (``.eval()``, ``.parameters()``)."""
-        return _loaded_model_site(facts) or (torch_load_possible(facts) and _saved_then_loaded(facts))
+        return _loaded_model_site(facts) or (torch_load_possible(facts) and (_saved_then_loaded(facts) or _saved_together(facts)))
 
     @classmethod
     def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
@@ -184,7 +186,23 @@ class TorchLoadOfWholeModel(Codemod):
         if hops and isinstance(parent, cst.Subscript) and parent.value is node:
             return self._model_use(parent, hops - 1)
         if hops and isinstance(parent, cst.Assign) and parent.value is node:
-            return self._use_of_assigned_name(parent, hops - 1)
+            return self._use_of_assigned_name(parent, hops - 1) or self._saved_together(parent)
+        return None
+
+    def _saved_together(self, assign: cst.Assign) -> str | None:
+        """``model, criterion, optimizer = torch.load(f)`` where the file has
+        ``torch.save([model, criterion, optimizer], f)``: its own checkpoint of whole objects."""
+        target = assign.targets[0].target if len(assign.targets) == 1 else None
+        if not isinstance(target, (cst.Tuple, cst.List)) or not all(isinstance(e.value, cst.Name) for e in target.elements):
+            return None
+        names = [cst.ensure_type(e.value, cst.Name).value for e in target.elements]
+        for node in traversal.walk(self.values.module):
+            if isinstance(node, cst.Call) and "torch.save" in self.values.torch_names(node.func) and node.args:
+                saved = node.args[0].value
+                if isinstance(saved, (cst.Tuple, cst.List)) and [
+                    e.value.value if isinstance(e.value, cst.Name) else None for e in saved.elements
+                ] == names:
+                    return f"it unpacks the objects `{nodes.short_text(nodes.code_of(node))}` saves whole"
         return None
 
     def _attribute_use(self, attribute: cst.Attribute, hops: int) -> str | None:
@@ -307,4 +325,21 @@ def _saved_then_loaded(f: FileFacts) -> bool:
     return bool(saved) and any(
         n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value in saved
         for n in calls_to(f, TORCH_LOAD, _weights_only_defaulted)
+    )
+
+
+def _saved_together(f: FileFacts) -> bool:
+    """A ``torch.save`` of a list or tuple of names that a ``torch.load`` is unpacked into."""
+    def names(node: ast.AST) -> tuple[str, ...] | None:
+        if isinstance(node, (ast.List, ast.Tuple)) and node.elts and all(isinstance(e, ast.Name) for e in node.elts):
+            return tuple(e.id for e in node.elts)  # type: ignore[attr-defined]
+        return None
+
+    saved = {names(n.args[0]) for n in calls_to(f, frozenset({"torch.save"}), lambda c: bool(c.args))} - {None}
+    if not saved:
+        return False
+    loads = {id(n) for n in calls_to(f, TORCH_LOAD, _weights_only_defaulted)}
+    return any(
+        isinstance(n, ast.Assign) and id(n.value) in loads and len(n.targets) == 1 and names(n.targets[0]) in saved
+        for n, _, _ in f.contexts
     )
