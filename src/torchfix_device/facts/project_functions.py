@@ -63,19 +63,28 @@ def module_functions(data: bytes) -> tuple[dict[str, int], list[tuple[str, int]]
 def imported_functions(programs: Mapping[Path, bytes], resolved: Imports) -> dict[Path, tuple[Functions, str]]:
     """For each file of ``programs`` that imports a function of another file of the run: its
     :data:`Functions` and a digest of them and of the defining files' code (the cache key)."""
-    own = {path: module_functions(data) for path, data in programs.items() if b"def " in data or b"import *" in data}
+    summaries: dict[Path, tuple[dict[str, int], list[tuple[str, int]], frozenset[str] | None]] = {}
     exports: dict[Path, dict[str, Path]] = {}
+
+    def own(path: Path) -> tuple[dict[str, int], list[tuple[str, int]], frozenset[str] | None]:
+        """A file's functions, read only for the files some import reaches (most are scripts)."""
+        known = summaries.get(path)
+        if known is None:
+            data = programs.get(path, b"")
+            known = summaries[path] = module_functions(data) if b"def " in data or b"import *" in data else ({}, [], None)
+        return known
 
     def exported(target: Path) -> dict[str, Path]:
         known = exports.get(target)
         if known is None:
-            functions, stars, names = own.get(target, ({}, [], None))
+            functions, stars, names = own(target)
             known = exports[target] = {name: target for name in functions if names is None or name in names}
             for module, level in stars:
                 for spelt, found_level, other in resolved.get(target) or ():
-                    if (spelt, found_level) == (module, level) and other in own and other != target:
-                        for name in own[other][0]:
-                            public = not name.startswith("_") if own[other][2] is None else name in own[other][2]
+                    if (spelt, found_level) == (module, level) and other in programs and other != target:
+                        other_functions, _, other_names = own(other)
+                        for name in other_functions:
+                            public = not name.startswith("_") if other_names is None else name in other_names
                             if public and (names is None or name in names):
                                 known.setdefault(name, other)
         return known

@@ -7,6 +7,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import PositionProvider
 from torchfix_device.syntax import nodes as _nodes
+from torchfix_device.syntax import traversal
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.codemods.loss_data_index.accumulated import NOT_SCALAR_ATTRS, Accumulation, plan
@@ -163,9 +164,25 @@ class LossDataIndex(Codemod):
             return self._index(original_node, updated_node, ".data[0][0]", cst.ensure_type(value.value, cst.Attribute).value)
         if numpy_subject(original_node) is not None:
             return self._numpy_index(original_node, updated_node)
-        if isinstance(value, (cst.Name, cst.Call)) and dims(self.evidence.values, value) == 0:
+        if (_squeeze_or_function(value) or (isinstance(value, cst.Name) and value.value in self._items_and_parts())) \
+                and dims(self.evidence.values, value) == 0:
             return self._zero_dim_index(original_node, updated_node)
         return updated_node
+
+    def _items_and_parts(self) -> frozenset[str]:
+        """Names a ``for`` binds whole or an unpacking binds (``for s in scores``, ``prec1, prec5 =
+        f(...)``): the names whose ``x[0]`` may be of a 0-dim tensor that is no full reduction
+        (those are TFD006's scalars already). A cheap test before resolving the name."""
+        def compute() -> frozenset[str]:
+            found: set[str] = set()
+            for node in traversal.walk(self.evidence.values.module):
+                if isinstance(node, (cst.For, cst.CompFor)) and isinstance(node.target, cst.Name):
+                    found.add(node.target.value)
+                elif isinstance(node, cst.AssignTarget) and isinstance(node.target, (cst.Tuple, cst.List)):
+                    found.update(e.value.value for e in node.target.elements if isinstance(e.value, cst.Name))
+            return frozenset(found)
+
+        return self.evidence.values.facet("items and parts", compute)
 
     def _zero_dim_index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
         """``x[0]`` of a tensor shown to be 0-dim: in 0.3 a 1-element vector, whose element was a
@@ -288,6 +305,15 @@ class LossDataIndex(Codemod):
                 safe=False,
             )
         return self.report(anchor, message)
+
+
+def _squeeze_or_function(value: cst.BaseExpression) -> bool:
+    """``x.squeeze()`` or the call of a function by its name: the calls whose ``[0]`` may be of a
+    0-dim tensor that is no full reduction (a cheap test before asking the dimensions)."""
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    return isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and func.attr.value == "squeeze" and not value.args)
 
 
 def _item(subject: cst.BaseExpression, replaced: cst.BaseExpression) -> cst.Call:
