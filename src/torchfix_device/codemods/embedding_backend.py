@@ -4,8 +4,7 @@ from typing import Iterator
 import libcst as cst
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
-from torchfix_device.syntax import nodes
-from torchfix_device.syntax.imports import imports_torch
+from torchfix_device.syntax.imports import torch_module_alias
 
 ARGUMENTS = 7
 """``apply(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)``."""
@@ -80,7 +79,7 @@ class EmbeddingBackendApply(Codemod):
                 and func.value.attr.value == "Embedding" and isinstance(func.value.value, cst.Attribute)
                 and func.value.value.attr.value == "_backend"):
             return updated_node
-        torch = _torch_name(self.values.module)
+        torch = torch_module_alias(self.values.module)
         if torch is None:
             return updated_node
         padding = _no_padding_as_none(original_node.args[2].value) if len(original_node.args) > 2 else None
@@ -109,21 +108,4 @@ def _no_padding_as_none(value: cst.BaseExpression) -> cst.BaseExpression | None:
         return value
     if isinstance(value, cst.Name):
         return cst.parse_expression(f"None if {value.value} is None or {value.value} < 0 else {value.value}")
-    return None
-
-
-def _torch_name(module: cst.Module) -> str | None:
-    """The name ``import torch`` binds at module level (``torch``, or its alias), None without one."""
-    if not imports_torch(module):
-        return None
-    for statement in module.body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        name = nodes.code_of(alias.name)
-                        if name == "torch" and alias.asname is not None:
-                            return nodes.code_of(alias.asname.name)
-                        if name == "torch" or (name.startswith("torch.") and alias.asname is None):
-                            return "torch"  # `import torch.nn` binds `torch` too
     return None

@@ -138,10 +138,10 @@ class TorchLoadOfWholeModel(Codemod):
         otherwise."""
         path = _literal_path(call)
         line = self.values.enclosing(call, cst.SimpleStatementLine)
-        body = getattr(self.values.parent(line), "body", None) if line is not None else None
-        if path is None or not isinstance(body, (list, tuple)):
+        found = self.values.block_of(line) if path is not None and line is not None else None
+        if found is None:
             return None
-        index = next((i for i, statement in enumerate(body) if statement is line), 0)
+        body, index = found
         for statement in reversed(body[max(0, index - SAVE_DISTANCE):index]):
             if not isinstance(statement, cst.SimpleStatementLine):
                 return None  # a compound statement between them may not run, or run otherwise

@@ -1,5 +1,5 @@
 """What the functions another file of the run defines return, summarised from that file's own
-code: the engine's service to :func:`torchfix_device.facts.returns.call_returns`.
+code: the engine's service to :meth:`torchfix_device.facts.values.ModuleValues.call_returns`.
 
 The runner tells each file which functions it imports from which files of the run
 (``FileAttributes.functions``, :mod:`torchfix_device.facts.project_functions`). Where a fact asks

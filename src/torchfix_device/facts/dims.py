@@ -310,18 +310,13 @@ def _call_dims(values: "ModuleValues", call: cst.Call, depth: int) -> int | None
     layer = layer_class(values, func)
     if layer is not None:
         return _layer_dims(values, func, layer, call, depth)
-    if isinstance(func, cst.Name):
-        positional = nodes.positional_args(call)
-        if positional and keeps_its_argument(values, func):
-            return dims(values, positional[0].value, depth + 1)
-        summary = values.call_returns(call)  # a function of this file or of another of the run
+    positional = nodes.positional_args(call)
+    if isinstance(func, cst.Name) and positional and keeps_its_argument(values, func):
+        return dims(values, positional[0].value, depth + 1)
+    if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and values.module_path(func) and not torch_names):
+        summary = values.call_returns(call)  # a function of this file or of another of the run: `accuracy(...)`
         return summary.dims if summary is not None else None
-    if not isinstance(func, cst.Attribute):
-        return None
-    if values.module_path(func) and not torch_names:
-        summary = values.call_returns(call)  # `utils.accuracy(...)`
-        return summary.dims if summary is not None else None
-    return _method_dims(values, func.attr.value, call, depth)
+    return _method_dims(values, func.attr.value, call, depth) if isinstance(func, cst.Attribute) else None
 
 
 def keeps_its_argument(values: "ModuleValues", func: cst.Name) -> bool:

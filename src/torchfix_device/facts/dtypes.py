@@ -31,6 +31,7 @@ import libcst as cst
 from torchfix_device.facts.refusals import Question, refused_first
 from torchfix_device.facts.tensor_clues import layer_class
 from torchfix_device.facts.uses import Place, Use
+from torchfix_device.syntax import nodes
 
 if TYPE_CHECKING:
     from torchfix_device.facts.values import ModuleValues
@@ -189,14 +190,8 @@ def _built_just_before(values: "ModuleValues", call: cst.Call) -> bool:
         return False
     binding_line = values.enclosing(reach.bindings[0], cst.SimpleStatementLine)
     line = values.enclosing(call, cst.SimpleStatementLine)
-    block = values.parent(line) if line is not None else None
-    body = getattr(block, "body", None)
-    if binding_line is None or not isinstance(body, (list, tuple)):
-        return False
-    for i, statement in enumerate(body):
-        if statement is line:
-            return i > 0 and body[i - 1] is binding_line
-    return False
+    found = values.block_of(line) if line is not None and binding_line is not None else None
+    return found is not None and found[1] > 0 and found[0][found[1] - 1] is binding_line
 
 
 def _shape_only(values: "ModuleValues", read: cst.Name) -> bool:
@@ -215,11 +210,10 @@ def _shape_only(values: "ModuleValues", read: cst.Name) -> bool:
 
 def _requires_grad(call: cst.Call) -> bool | None:
     """The literal ``requires_grad=`` of a call (None where absent or not a literal)."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "requires_grad" and isinstance(arg.value, cst.Name):
-            if arg.value.value in ("True", "False"):
-                return arg.value.value == "True"
-    return None
+    arg = nodes.keyword_arg(call, "requires_grad")
+    if arg is None or not isinstance(arg.value, cst.Name) or arg.value.value not in ("True", "False"):
+        return None
+    return arg.value.value == "True"
 
 
 def _false(expr: cst.BaseExpression) -> bool:

@@ -156,15 +156,12 @@ def refusing_use(values: "ModuleValues", expr: cst.BaseExpression) -> Place | No
 
 
 def _next_statement(values: "ModuleValues", line: cst.SimpleStatementLine) -> cst.SimpleStatementLine | None:
-    block = values.parent(line)
-    body = getattr(block, "body", None)
-    if not isinstance(body, (list, tuple)):
+    found = values.block_of(line)
+    if found is None:
         return None
-    for i, statement in enumerate(body):
-        if statement is line:
-            following = body[i + 1] if i + 1 < len(body) else None
-            return following if isinstance(following, cst.SimpleStatementLine) and len(following.body) == 1 else None
-    return None
+    body, index = found
+    following = body[index + 1] if index + 1 < len(body) else None
+    return following if isinstance(following, cst.SimpleStatementLine) and len(following.body) == 1 else None
 
 
 def _in(values: "ModuleValues", node: cst.CSTNode, statement: cst.CSTNode) -> bool:

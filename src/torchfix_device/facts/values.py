@@ -99,6 +99,15 @@ class ModuleValues:
         self.parent(node)
         return self._order.get(id(node), len(self._order))
 
+    def block_of(self, statement: cst.CSTNode) -> tuple[tuple[cst.CSTNode, ...], int] | None:
+        """The statements of the block that holds ``statement`` and its index there (None where
+        its parent holds no list of statements)."""
+        body = getattr(self.parent(statement), "body", None)
+        if not isinstance(body, (list, tuple)):
+            return None
+        index = next((i for i, s in enumerate(body) if s is statement), None)
+        return (tuple(body), index) if index is not None else None
+
     def enclosing(self, node: cst.CSTNode, kind: type | tuple[type, ...]) -> cst.CSTNode | None:
         above = self.parent(node)
         while above is not None and not isinstance(above, kind):
