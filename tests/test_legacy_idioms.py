@@ -151,6 +151,43 @@ def test_whole_model_load_fails_before_and_runs_after_the_unsafe_fix(tmp_path) -
     assert after.stdout == saved.stdout  # the same weights, the same numbers
 
 
+PICKLED_OPTIONS_LOADER = """
+import torch
+data = torch.load(PATH)
+result = (data["settings"].max_token_seq_len, data["train"].tolist())
+"""
+
+
+def test_pickled_options_fail_to_load_before_and_load_after_the_unsafe_fix(tmp_path) -> None:
+    """attention-is-all-you-need's data file holds its argparse options: torch's `weights_only=True`
+    refuses it; the unsafe fix (an attribute no tensor, number or container has is read) loads it."""
+    import argparse
+    import pickle
+
+    from torchfix_device.codemods.torch_load_of_whole_model import TorchLoadOfWholeModel
+
+    path = tmp_path / "data.pt"
+    torch.save({"settings": argparse.Namespace(max_token_seq_len=52), "train": torch.arange(3)}, path)
+    held_back = transform_source(PICKLED_OPTIONS_LOADER, [TorchLoadOfWholeModel])
+    assert held_back.text == PICKLED_OPTIONS_LOADER and [f.kind for f in held_back.findings] == ["unsafe-fix"]
+    rewritten = transform_source(PICKLED_OPTIONS_LOADER, [TorchLoadOfWholeModel], options=RunOptions(unsafe_fixes=True)).text
+    assert "torch.load(PATH, weights_only=False)" in rewritten
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        exec(PICKLED_OPTIONS_LOADER, {"PATH": str(path)})
+    scope: dict = {"PATH": str(path)}
+    exec(rewritten, scope)
+    assert scope["result"] == (52, [0, 1, 2])
+
+
+def test_plain_properties_hold_every_attribute_of_a_tensor_that_is_no_method() -> None:
+    """TFD015 reads any other attribute of a loaded value as an object's: the list must hold every
+    public non-method attribute of the installed torch's tensors."""
+    from torchfix_device.codemods.torch_load_of_whole_model import PLAIN_PROPERTIES
+
+    attributes = {n for n in dir(torch.Tensor) if not n.startswith("_") and not callable(getattr(torch.Tensor, n, None))}
+    assert attributes - PLAIN_PROPERTIES == set()
+
+
 def test_a_data_set_loads_onto_the_cpu_and_its_items_still_reach_numpy(tmp_path: Path) -> None:
     """A ``torch.load`` in a ``Dataset`` gets ``map_location="cpu"``: its items go through
     ``.numpy()`` and DataLoader workers. Executed: the rewrite gives the items the original

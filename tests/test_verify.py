@@ -418,7 +418,7 @@ def test_the_rewrites_intended_change_of_outputs_passes_and_no_other(tmp_path: P
 
 def test_the_bundled_example_project_verifies(cli) -> None:
     """The example project ends in ✓: SmallResNet's change is the intended one; the files with
-    no model, or whose original cannot be imported (a script reading ``model.pt``), are not run;
+    no model (a script reading ``model.pt`` among them: not even imported) are not run;
     a script's ``argparse`` at its top level does not read the harness's arguments."""
     from conftest import ROOT
 
@@ -432,7 +432,33 @@ def test_the_bundled_example_project_verifies(cli) -> None:
     ), out
     assert "│ ✓ differ, as intended: output 0" in out  # the table's cell
     assert verdicts["evaluate"] == "- evaluate: not run: no model in this file: nn.Module classes with a forward(), or make_model()"
-    assert verdicts["export_onnx"].startswith("- export_onnx: not run: importing it fails before the rewrite (original on meta: FileNotFoundError"), out
+    # no class and no make_model: not imported at all (its top level reads model.pt)
+    assert verdicts["export_onnx"] == "- export_onnx: not run: no model in this file: nn.Module classes with a forward(), or make_model()", out
     assert verdicts["train"].startswith("- train: not run: no model in this file"), out  # not SystemExit: 2 from argparse
     assert not [line for line in verdicts.values() if line.startswith("✗")], out
     assert "1 of 1 models as expected on meta" in err
+
+
+def test_a_file_that_cannot_define_a_model_is_not_imported_and_one_that_fails_to_import_says_so(tmp_path) -> None:
+    """Files with no class statement and no ``make_model`` are not imported (each import costs
+    fresh interpreters loading torch); one that may hold a model and fails at its top level
+    before the rewrite is reported as such."""
+    from torchfix_device.verify.user_verifier import _reports, may_define_a_model
+
+    cases = {
+        "script.py": ("import torch\nnet = torch.load('model.pt')\nnet.eval()\n", False),
+        "classes.py": ("import torch.nn as nn\nclass Net(nn.Module):\n    pass\n", True),
+        "factory.py": ("from models import make_model\n", True),
+        "dynamic.py": ("import torch.nn as nn\nNet = type('Net', (nn.Module,), {})\n", True),
+        "broken.py": ("def f(:\n", True),
+    }
+    for name, (text, expected) in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        assert may_define_a_model(tmp_path / name) is expected, name
+    failed = {"cpu": {"status": "failed", "error": {"type": "FileNotFoundError", "message": "model.pt"}}}
+    reports = _reports("classes", str(tmp_path / "classes.py"), "meta", [], [("original", ("cpu",), failed, "", tmp_path)])
+    assert [r.skipped for r in reports] == [
+        "importing it fails before the rewrite (original on cpu: FileNotFoundError: model.pt); verify imports each "
+        "file, running its top level: keep models in modules of their own, or guard a script with "
+        "`if __name__ == \"__main__\":`"
+    ]

@@ -277,6 +277,10 @@ def test_verdicts_in_plain_words() -> None:
     assert mixed.verdict() == "it ran before and still runs; but on a GPU (meta standing in) it mixes devices at m.py:9 of the migrated code"
     assert mixed.ok is False  # the migrated code would fail on a GPU: exit 1
     assert _report(_ran(BEFORE), _ran(AFTER)).ok is True
+    styled = RunResult(copy=AFTER, stand_in=False, exit_code=1, exception={
+        "type": "UnpicklingError", "message": "Weights only load failed, \x1b[1mdo those steps only if you trust it\x1b[0m."})
+    assert _report(_ran(BEFORE), styled).verdict() == (
+        "the migration broke it: UnpicklingError: Weights only load failed, do those steps only if you trust it.")
 
 
 def test_a_traceback_is_read_from_stderr_when_no_hook_ran(tmp_path: Path) -> None:

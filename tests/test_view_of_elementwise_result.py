@@ -52,3 +52,56 @@ def test_where_view_works_reshape_is_the_same_view() -> None:
     assert reshaped.data_ptr() == viewed.data_ptr() == x.data_ptr() and reshaped._base is x
     reshaped[0] = True  # the same storage: a write shows through
     assert bool(x[0, 0])
+
+
+PROJECT_LAYER_NORM = '''
+import torch
+import torch.nn as nn
+
+
+class LayerNormalization(nn.Module):
+    def __init__(self, d_hid, eps=1e-3):
+        super(LayerNormalization, self).__init__()
+        self.eps = eps
+        self.a_2 = nn.Parameter(torch.ones(d_hid))
+        self.b_2 = nn.Parameter(torch.zeros(d_hid))
+
+    def forward(self, z):
+        mu = torch.mean(z, keepdim=True, dim=-1)
+        sigma = torch.std(z, keepdim=True, dim=-1)
+        ln_out = (z - mu.expand_as(z)) / (sigma.expand_as(z) + self.eps)
+        return ln_out * self.a_2.expand_as(ln_out) + self.b_2.expand_as(ln_out)
+'''
+
+
+def test_a_sum_given_to_a_project_layer_raises_at_a_later_view_before_and_runs_after(monkeypatch) -> None:
+    """attention-is-all-you-need: the feed-forward sublayer's output reaches a `.view` two modules
+    later (its `Bottle` projection). Before: that view raises; after: the same numbers as the
+    computation on row-by-row results (what 0.3 computed), in training mode and in evaluation."""
+    import sys
+    import types
+
+    modules = types.ModuleType("modules")
+    exec(compile(PROJECT_LAYER_NORM, "modules.py", "exec"), modules.__dict__)
+    monkeypatch.setitem(sys.modules, "modules", modules)
+    source = (FIXTURES / "leaves_the_function.in.py").read_text(encoding="utf-8")
+    out = transform_source(source, TFD025, filename="program.py")
+    assert [f.fixed for f in out.findings] == [True, True, True], [f.message for f in out.findings]
+    assert out.text == (FIXTURES / "leaves_the_function.out.py").read_text(encoding="utf-8")
+    before, after = _functions(source), _functions(out.text)
+    row_by_row = _functions(source.replace("output + residual", "(output + residual).contiguous()"))
+    x = torch.randn(2, 5, 8)
+
+    def flattened(namespace: dict, train: bool) -> torch.Tensor:
+        torch.manual_seed(0)
+        layer = namespace["PositionwiseFeedForward"](8, 16).train(train)
+        torch.manual_seed(1)
+        y = layer(x)
+        return y.view(y.size(0) * y.size(1), -1)  # what the Bottle projection does with it
+
+    for train in (True, False):
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            flattened(before, train)
+        assert torch.equal(flattened(after, train), flattened(row_by_row, train))
+    got = after["scaled"](x)
+    assert got.is_contiguous() and torch.equal(got, -x.permute(0, 2, 1)) and not before["scaled"](x).is_contiguous()

@@ -22,6 +22,22 @@ MODULE_ATTRIBUTES = frozenset(
     }
 )
 """Attributes an ``nn.Module`` (or an optimizer) has and a state dict or tensor has not."""
+PLAIN_PROPERTIES = frozenset(
+    {
+        # `torch.Tensor`'s public attributes that are not methods (`dir(torch.Tensor)`, torch 2.13,
+        # and `names`, `volatile` of older releases; tests/test_legacy_idioms.py checks the list)
+        "H", "T", "data", "device", "dtype", "grad", "grad_dtype", "grad_fn", "imag", "is_cpu", "is_cuda",
+        "is_ipu", "is_leaf", "is_maia", "is_meta", "is_mkldnn", "is_mps", "is_mtia", "is_nested",
+        "is_quantized", "is_sparse", "is_sparse_csr", "is_vulkan", "is_xla", "is_xpu", "itemsize", "layout",
+        "mH", "mT", "name", "names", "nbytes", "ndim", "output_nr", "real", "requires_grad", "retains_grad",
+        "shape", "volatile",
+        # the numbers', a `torch.device`'s and a `torch.dtype`'s (dicts, lists, tuples and strings have none)
+        "numerator", "denominator", "type", "index", "is_complex", "is_floating_point", "is_signed",
+    }
+)
+"""Attributes, not called, of what ``weights_only=True`` unpickles (tensors, numbers, containers,
+devices, dtypes): any other attribute read on a loaded value is an object's (an
+``argparse.Namespace`` saved with the data)."""
 SAME_KIND_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16"})
 """Methods that return an object of the same kind (a module stays a module)."""
 MAX_HOPS = 3
@@ -39,7 +55,8 @@ class TorchLoadOfWholeModel(Codemod):
     directly, through `.to(...)`/`.cuda()`/`.float()` chains, through a variable, or through a
     checkpoint entry (`ckpt["model"].eval()`), or unpacked into the very names a
     `torch.save([model, criterion, optimizer], f)` of the file saves whole (the program's own
-    checkpoint of objects, an optimizer among them). With `--unsafe-fixes` it adds
+    checkpoint of objects, an optimizer among them), or with an attribute read that no tensor,
+    number or container has (`data["settings"].max_len`: a pickled `argparse.Namespace`). With `--unsafe-fixes` it adds
     `weights_only=False` to such calls. Also a `torch.load` of a string literal path to which
     one of the few statements just before it, in the same block, saves a model
     (`torch.save(net, "net_all.pth")` then `net2 = torch.load("net_all.pth")`, `net` an instance
@@ -124,7 +141,7 @@ class TorchLoadOfWholeModel(Codemod):
             return updated_node
         message = (
             f"`torch.load` result is used as a model ({evidence}): torch >= 2.6 loads with "
-            "`weights_only=True` and refuses a pickled model; `weights_only=False` only for trusted "
+            "`weights_only=True` and refuses a pickled model or object; `weights_only=False` only for trusted "
             "files, or save a `state_dict` instead"
         )
         if self.report(original_node, message, safe=False):
@@ -210,6 +227,8 @@ class TorchLoadOfWholeModel(Codemod):
         if name in MODULE_ATTRIBUTES:
             return f"`.{name}`"
         call = self.parent_of(attribute)
+        if not (isinstance(call, cst.Call) and call.func is attribute) and name not in PLAIN_PROPERTIES and not name.startswith("_"):
+            return f"an object: `.{name}` is read, which no tensor, number or container has"
         if name in SAME_KIND_METHODS and isinstance(call, cst.Call) and call.func is attribute:
             return self._model_use(call, hops)  # `.to(device)` returns the same kind of object
         return None
@@ -304,7 +323,12 @@ def _loaded_model_site(f: FileFacts) -> bool:
             return True
         if isinstance(node, ast.Attribute) and node.attr in MODULE_ATTRIBUTES and is_loaded(node.value):
             return True
-    return False
+    called = {id(node.func) for node, _, _ in f.contexts if isinstance(node, ast.Call)}
+    return any(
+        isinstance(node, ast.Attribute) and id(node) not in called and node.attr not in PLAIN_PROPERTIES
+        and not node.attr.startswith("_") and is_loaded(node.value)
+        for node, _, _ in f.contexts
+    )
 
 
 def _literal_path(call: cst.Call, index: int = 0) -> str | None:

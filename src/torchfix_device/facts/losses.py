@@ -43,6 +43,9 @@ UNKNOWN = object()
 """A binding whose value says nothing (``x @= y``, ``x |= y``)."""
 SHAPE_PART = object()
 """A binding to one part of a tensor's shape (``n, c = x.size()``): a Python int."""
+MAX_PASSES = 4
+"""How many functions' parameters a loss module is followed through (``main`` → ``train`` →
+``eval_epoch`` → ``get_performance``)."""
 MODULE_MOVES = frozenset({"cuda", "to", "cpu", "float", "double", "half", "train", "eval"})
 """``nn.Module`` methods that return the module itself."""
 
@@ -123,13 +126,25 @@ class LossEvidence:
         if isinstance(value, cst.Name) and value.value == name:
             return None
         if isinstance(value, cst.Call):
-            return "module" if self.is_loss_constructor(value) else "other"
+            return "module" if self.is_loss_constructor(value) or self._builds_loss(value) else "other"
         if isinstance(value, (cst.Name, cst.Attribute)):
             for q in self.values.names(value):
                 package, _, last = q.rpartition(".")
                 if package == "torch.nn.functional" and last in LOSS_FUNCTIONS:
                     return last
         return "other"
+
+    def _builds_loss(self, call: cst.Call) -> bool:
+        """``call`` calls a function of this file (no method) every ``return`` of which builds a
+        loss module (``def get_criterion(n): ... return nn.CrossEntropyLoss(weight)``)."""
+        function = self.values.function_called(call.func)
+        block = self.values.parent(function) if function is not None else None
+        if function is None or isinstance(self.values.parent(block) if block is not None else None, cst.ClassDef):
+            return False  # a method
+        returns = [r.value for r in traversal.function_returns(function)]
+        return bool(returns) and not traversal.yields(function) and all(
+            isinstance(r, cst.Call) and self.is_loss_constructor(r) for r in returns
+        )
 
     def binding_values(self, name: cst.Name) -> list[object] | None:
         """What each binding of ``name`` that may reach this read assigns (:meth:`value_of`);
@@ -182,13 +197,18 @@ class LossEvidence:
         kinds = self.callable_kinds(name)
         return kinds is not None and "module" in kinds and all(k in ("module", None) for k in kinds)
 
-    def passed_losses(self, param: cst.Param) -> bool:
+    def passed_losses(self, param: cst.Param, seen: frozenset[int] = frozenset()) -> bool:
         """``param`` is a parameter of a function of this module whose name is read only to call
         it, and every call passes it a loss module (``test(loader, model, criterion)`` with
-        ``criterion = nn.CrossEntropyLoss()``). A caller in another file may pass anything."""
+        ``criterion = nn.CrossEntropyLoss()``), or a parameter of a function of which the same
+        holds (``train(crit)`` calls ``eval_epoch(crit)``). A caller in another file may pass
+        anything."""
         function = self.values.enclosing(param, cst.FunctionDef)
         if not isinstance(function, cst.FunctionDef) or function.decorators or param not in function.params.params:
             return False
+        if id(param) in seen or len(seen) > MAX_PASSES:
+            return False
+        seen = seen | {id(param)}
         if not isinstance(self.values.parent(function), cst.Module):
             return False
         position = list(function.params.params).index(param)
@@ -202,13 +222,23 @@ class LossEvidence:
                 positional = nodes.positional_args(call)
                 passed = positional[position] if position < len(positional) else None
             value = passed.value if passed is not None else None
-            if isinstance(value, cst.Name) and self.is_loss_module_name(value):
+            if isinstance(value, cst.Name) and (self.is_loss_module_name(value) or self._passed_on(value, seen)):
                 calls += 1
-            elif not (isinstance(value, cst.Call) and self.is_loss_constructor(value)):
+            elif not (isinstance(value, cst.Call) and (self.is_loss_constructor(value) or self._builds_loss(value))):
                 return False
             else:
                 calls += 1
         return calls > 0
+
+    def _passed_on(self, name: cst.Name, seen: frozenset[int]) -> bool:
+        """``name`` reads only a parameter of which :meth:`passed_losses` holds."""
+        reach = self.values.reach(name)
+        if reach.why is not None or len(reach.bindings) != 1:
+            return False
+        param = reach.bindings[0]
+        if isinstance(param, cst.Name):
+            param = self.values.parent(param)
+        return isinstance(param, cst.Param) and self.passed_losses(param, seen)
 
     def _reads_of(self, function: cst.FunctionDef) -> list[cst.Name] | list:
         """Every read of ``function``'s name that only its ``def`` binds; [] where another

@@ -131,12 +131,24 @@ class SelfAttributeEvidence(ProofMemo):
     def made_by_torch(self, receiver: cst.BaseExpression) -> bool:
         """``receiver`` (``self.seq``, a name) only ever holds objects that ``torch.nn``
         classes made (``nn.Sequential()``): no instance of a class of this file."""
+        return bool(self.torch_classes_held(receiver))
+
+    def torch_classes_held(self, receiver: cst.BaseExpression) -> set[str]:
+        """The ``torch.nn`` classes (last part: ``Dropout``) whose objects ``receiver``
+        (``self.dropout``, a name) holds, where every value it is given is built by one; empty
+        otherwise."""
         if isinstance(receiver, cst.Attribute):
             cls = self.class_of_self(receiver.value)
             values = self._attribute_values(cls, receiver.attr.value) if cls is not None else None
         else:
             values = list(self._values_of(receiver)) if isinstance(receiver, cst.Name) else None
-        return bool(values) and all(isinstance(v, cst.Call) and _torch_classes(self.names(v.func)) for v in values or ())
+        found: set[str] = set()
+        for value in values or ():
+            names = self.names(value.func) if isinstance(value, cst.Call) else set()
+            if not _torch_classes(names):
+                return set()
+            found |= {q.rpartition(".")[2] for q in names}
+        return found
 
     def attribute_index(self) -> "_AttributeIndex":
         """The module's :class:`_AttributeIndex` (one walk, remembered)."""

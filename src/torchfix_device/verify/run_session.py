@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,10 @@ from typing import Callable
 
 from torchfix_device.verify import project_copy
 from torchfix_device.verify.user_run import RunResult, child_environment, run_command, write_hook
+
+TERMINAL_STYLE = re.compile(r"\x1b\[[0-9;]*m")
+"""A terminal's colour and bold codes, which some messages carry (torch's ``Weights only load
+failed``): the one-line report shows the words only."""
 
 BEFORE, AFTER = "before", "after"
 
@@ -107,7 +112,7 @@ class SessionReport:
         record = run.exception
         if record is None:
             return f"the command exited with status {run.exit_code}"
-        message = " ".join((record.get("message") or "").split())
+        message = " ".join(TERMINAL_STYLE.sub("", record.get("message") or "").split())
         message = message if len(message) <= 200 else message[:199] + "…"
         where = self.place(record, run.copy)
         return f"{record.get('type', 'Error')}: {message}" + (f" ({where})" if where else "")

@@ -15,7 +15,9 @@ rewrite's outputs are exactly those of the original with those layers put in eva
 model is as expected and the verdict says why the numbers changed; any other difference fails.
 
 A file of a folder that holds no model, or whose original cannot be imported (a script reading
-its files or data at its top level), is listed as not run: there is nothing to compare.
+its files or data at its top level), is listed as not run: there is nothing to compare. A file
+with no ``class`` statement and no ``make_model`` (nor ``type``/``exec``/``eval`` calls that
+could make a class) is not imported at all: it cannot hold a model.
 """
 
 from __future__ import annotations
@@ -128,6 +130,8 @@ def verify_user_file(spec: ModelSpec, device: str, *, timeout: float = LEG_TIMEO
     new_text, applied, problem = rewrite_model(spec)
     if problem is not None or new_text is None:
         return [UserModelReport(spec.name, str(path), device, applied, problem=problem or "the rewrite failed")]
+    if not may_define_a_model(path):
+        return [UserModelReport(spec.name, str(path), device, applied, skipped=NO_MODEL)]
     with tempfile.TemporaryDirectory(prefix=f"tfd-verify-{spec.name}-") as tmp:
         workdir = Path(tmp)
         rewritten = workdir / "rewrite" / path.name
@@ -144,6 +148,26 @@ def verify_user_file(spec: ModelSpec, device: str, *, timeout: float = LEG_TIMEO
             ]
             done = [(code, group, *future.result()) for code, group, future in futures]
         return _reports(spec.name, str(path), device, applied, done)
+
+
+def may_define_a_model(path: Path) -> bool:
+    """Whether importing ``path`` may give a model (a class defined there, or ``make_model``):
+    False for a file with no ``class`` statement, no ``make_model`` and no ``type``/``exec``/
+    ``eval`` call (its import, in fresh interpreters that load torch, would find none)."""
+    import ast
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return True  # let the import say what is wrong
+    if "make_model" in text:
+        return True
+    return any(
+        isinstance(node, ast.ClassDef)
+        or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("type", "exec", "eval"))
+        for node in ast.walk(tree)
+    )
 
 
 def _reports(name: str, path: str, device: str, applied: list[str], done: list) -> list[UserModelReport]:
