@@ -227,7 +227,7 @@ class TorchLoadOfWholeModel(Codemod):
         if name in MODULE_ATTRIBUTES:
             return f"`.{name}`"
         call = self.parent_of(attribute)
-        if not (isinstance(call, cst.Call) and call.func is attribute) and name not in PLAIN_PROPERTIES and not name.startswith("_"):
+        if not (isinstance(call, cst.Call) and call.func is attribute) and _an_object_attribute(name):
             return f"an object: `.{name}` is read, which no tensor, number or container has"
         if name in SAME_KIND_METHODS and isinstance(call, cst.Call) and call.func is attribute:
             return self._model_use(call, hops)  # `.to(device)` returns the same kind of object
@@ -318,17 +318,21 @@ def _loaded_model_site(f: FileFacts) -> bool:
             if names and is_loaded(node.value):
                 tainted |= names
                 changed = True
+    called = {id(node.func) for node, _, _ in f.contexts if isinstance(node, ast.Call)}
     for node, _, _ in f.contexts:
         if isinstance(node, ast.Call) and is_loaded(node.func):
             return True
-        if isinstance(node, ast.Attribute) and node.attr in MODULE_ATTRIBUTES and is_loaded(node.value):
+        if isinstance(node, ast.Attribute) and is_loaded(node.value) and (
+            node.attr in MODULE_ATTRIBUTES or (id(node) not in called and _an_object_attribute(node.attr))
+        ):
             return True
-    called = {id(node.func) for node, _, _ in f.contexts if isinstance(node, ast.Call)}
-    return any(
-        isinstance(node, ast.Attribute) and id(node) not in called and node.attr not in PLAIN_PROPERTIES
-        and not node.attr.startswith("_") and is_loaded(node.value)
-        for node, _, _ in f.contexts
-    )
+    return False
+
+
+def _an_object_attribute(name: str) -> bool:
+    """An attribute, read without a call, that nothing ``weights_only=True`` loads has (a
+    private ``_name`` may be a tensor's own: ``_version``)."""
+    return name not in PLAIN_PROPERTIES and not name.startswith("_")
 
 
 def _literal_path(call: cst.Call, index: int = 0) -> str | None:

@@ -135,16 +135,11 @@ class LossEvidence:
         return "other"
 
     def _builds_loss(self, call: cst.Call) -> bool:
-        """``call`` calls a function of this file (no method) every ``return`` of which builds a
-        loss module (``def get_criterion(n): ... return nn.CrossEntropyLoss(weight)``)."""
-        function = self.values.function_called(call.func)
-        block = self.values.parent(function) if function is not None else None
-        if function is None or isinstance(self.values.parent(block) if block is not None else None, cst.ClassDef):
-            return False  # a method
-        returns = [r.value for r in traversal.function_returns(function)]
-        return bool(returns) and not traversal.yields(function) and all(
-            isinstance(r, cst.Call) and self.is_loss_constructor(r) for r in returns
-        )
+        """``call`` calls a function (of this file, or of another of the run) every ``return`` of
+        which builds a loss module (``def get_criterion(n): ... return nn.CrossEntropyLoss(weight)``):
+        the summary of :mod:`.returns`."""
+        summary = self.values.call_returns(call)
+        return summary is not None and summary.builds_loss
 
     def binding_values(self, name: cst.Name) -> list[object] | None:
         """What each binding of ``name`` that may reach this read assigns (:meth:`value_of`);

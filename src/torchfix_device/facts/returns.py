@@ -7,7 +7,8 @@ re-exported by a package's ``from .eval import *``).
 where every return shows the same (:mod:`.dims`); for a list or tuple, the dimensions of its
 elements where every element shows the same (a literal's elements, and the values appended to
 a list that is only appended to and returned: ``res = []``, ``res.append(x)``, ``return res``);
-and whether nothing returned can require grad (:mod:`.grad`). The function's parameters are
+whether nothing returned can require grad (:mod:`.grad`); and whether every return builds a loss
+module (:mod:`.losses`: ``def get_criterion(): return nn.CrossEntropyLoss()``). The function's parameters are
 unknown there, as for any caller: only what the function's own code shows counts.
 
 :meth:`~.values.ModuleValues.call_returns` answers for a call (this module installs
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from torchfix_device.facts import dims as facts_dims
 from torchfix_device.facts.grad import GradEvidence
+from torchfix_device.facts.losses import LossEvidence
 from torchfix_device.facts.values import VALUE, install_summariser
 from torchfix_device.syntax import traversal
 
@@ -40,6 +42,8 @@ class Returned:
     dims: int | None = None
     element_dims: int | None = None
     grad_free: bool = False
+    builds_loss: bool = False
+    """Every ``return`` builds a loss module with a scalar reduction (``return nn.CrossEntropyLoss(w)``)."""
 
 
 NOTHING = Returned()
@@ -71,10 +75,12 @@ def _summary(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
     evidence = GradEvidence(values)
     grad_free = all(evidence.missing(e) is None for e in elements) if elements else \
         all(evidence.missing(r) is None for r in returns)  # type: ignore[arg-type]
+    losses = LossEvidence(values)
     return Returned(
         dims=found_dims.pop() if len(found_dims) == 1 else None,
         element_dims=element_dims.pop() if len(element_dims) == 1 else None,
         grad_free=grad_free,
+        builds_loss=all(isinstance(r, cst.Call) and losses.is_loss_constructor(r) for r in returns),
     )
 
 
