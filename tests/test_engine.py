@@ -389,3 +389,46 @@ def test_a_rewritten_tree_is_copied_for_metadata_only_when_it_holds_a_node_twice
     lines = sorted(p.start.line for n, p in copied.resolve(PositionProvider).items() if isinstance(n, cst.Name))
     assert lines == [1, 2]
     assert shared.wrapper_for(once).module is once
+
+
+def test_batched_visitors_found_once_per_class_equal_libcsts_search() -> None:
+    """``syntax.batched_visitors``: the hooks of every batched libcst metadata provider, remembered per
+    class, are libcst's own (same names, same order, bound to the instance asked); an instance
+    with a hook of its own is searched afresh; and the scopes resolved are the same objects'
+    worth either way."""
+    import libcst as cst
+    import libcst.metadata as md
+    from libcst._batched_visitor import BatchableCSTVisitor
+    from torchfix_device.syntax import batched_visitors
+
+    assert BatchableCSTVisitor.get_visitors is batched_visitors.get_visitors  # installed on import
+    providers = [
+        getattr(md, name) for name in dir(md)
+        if isinstance(getattr(md, name), type) and issubclass(getattr(md, name), md.BatchableMetadataProvider)
+        and getattr(md, name) is not md.BatchableMetadataProvider
+    ]
+    assert md.ScopeProvider in providers and md.ParentNodeProvider in providers
+    for provider in providers:
+        try:
+            first, second = provider(), provider()
+        except TypeError:  # providers that need arguments (a cache of a full repository)
+            continue
+        for visitor in (first, second, first):
+            remembered, searched = visitor.get_visitors(), batched_visitors.libcst_get_visitors(visitor)
+            assert list(remembered) == list(searched), provider
+            assert all(remembered[n] == searched[n] and remembered[n].__self__ is visitor for n in remembered)
+    own = md.ScopeProvider()
+    own.visit_Pass = lambda node: None  # type: ignore[attr-defined]  # a hook of the instance
+    own.leave_Pass = own.visit_Module  # type: ignore[attr-defined]  # a bound method: libcst lists it
+    assert "leave_Pass" in own.get_visitors() and list(own.get_visitors()) == list(batched_visitors.libcst_get_visitors(own))
+    code = "import os\ndef f(a, b=1):\n    c = a + b\n    return [c for c in range(a)] + [os]\n"
+    fast = cst.MetadataWrapper(cst.parse_module(code)).resolve(md.ScopeProvider)
+    batched_visitors.BatchableCSTVisitor.get_visitors = batched_visitors.libcst_get_visitors  # type: ignore[method-assign]
+    try:
+        slow = cst.MetadataWrapper(cst.parse_module(code)).resolve(md.ScopeProvider)
+    finally:
+        batched_visitors.install()
+    describe = lambda scopes: sorted(  # noqa: E731
+        (type(n).__name__, type(s).__name__, tuple(sorted(a.name for a in s.assignments))) for n, s in scopes.items()
+    )
+    assert describe(fast) == describe(slow)

@@ -331,3 +331,60 @@ def test_a_part_of_what_a_function_of_the_file_returns() -> None:
     """)
     answers = ask(source, lambda values, expr: sizes.SizeEvidence(values).size(expr))
     assert answers == [sizes.Size.ZERO_DIM, sizes.Size.ZERO_DIM, None]
+
+
+def test_names_asked_by_their_last_part_need_no_analysis_of_the_whole_file(monkeypatch) -> None:
+    """``values.names(node, ending_in=...)``: where the file shows no name of ``node`` can end in
+    one of the parts asked (``path.join`` for ``{"array"}``), the answer is empty without libcst's
+    qualified names of the whole file (the engine's names, which need them where a ``global``
+    rebinds a module-level name); the names that do end so are the same as without it."""
+    import libcst.metadata as md
+    from torchfix_device.engine.shared import SharedWrapper
+    from torchfix_device.engine.visiting import engine_class
+    from torchfix_device.syntax.suppressions import NO_SUPPRESSIONS
+
+    source = textwrap.dedent("""
+        import numpy as np
+        from os import path
+        def reset():
+            global path
+            path = None
+        def load(name):
+            return np.array([1]), np.asarray(path.join(name))
+    """)
+    resolved = []
+    libcst_resolve = md.MetadataWrapper.resolve
+
+    def counting(wrapper, provider):  # noqa: ANN001, ANN202
+        if provider is md.QualifiedNameProvider and provider not in wrapper._metadata:
+            resolved.append(provider)
+        return libcst_resolve(wrapper, provider)
+
+    monkeypatch.setattr(md.MetadataWrapper, "resolve", counting)
+
+    class Asking(Codemod):
+        ending_in: frozenset[str] | None = None
+
+        def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+            self.answers.append((nodes_code(original_node.func), facts_values.of(self).names(original_node.func, ending_in=self.ending_in)))
+            return updated_node
+
+    def answers(ending_in: frozenset[str] | None) -> list:
+        resolved.clear()
+        asking = engine_class(Asking)(CodemodContext(), shared=SharedWrapper())
+        asking.ending_in, asking.answers = ending_in, []
+        asking.configure(source, suppressions=NO_SUPPRESSIONS, device_expression=None, keeps_findings=False)
+        asking.transform_module(cst.parse_module(source))
+        return asking.answers
+
+    every = dict(answers(None))
+    assert resolved and every["path.join"] == {"os.path.join", "path.join"}  # libcst's, for the whole file
+    asked = dict(answers(frozenset({"array", "asarray"})))
+    assert not resolved and asked["path.join"] == set()
+    for func, names in every.items():
+        assert {q for q in names if q.rpartition(".")[2] in ("array", "asarray")} == asked[func]
+    assert asked["np.array"] == {"numpy.array"} and asked["np.asarray"] == {"numpy.asarray"}
+
+
+def nodes_code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)

@@ -20,6 +20,8 @@ PLOTTING = frozenset(
     )
 )
 """pyplot functions that take arrays (matplotlib converts each with ``np.asarray``)."""
+CONVERTER_LAST_PARTS = frozenset(q.rpartition(".")[2] for q in TO_ARRAY | PLOTTING)
+"""What the names of a call this codemod looks at end in (the others need no scope analysis)."""
 DEVICE_WORDS = devices.DEVICE_WORDS | {"load"}
 """What stage 1 looks for (:func:`torchfix_device.facts.devices.moves_to_a_device`, with
 ``torch.load`` spelt ``load``)."""
@@ -128,7 +130,7 @@ class HostTransferWithoutCpu(Codemod):
             if not self.values.module_path(func):
                 return self._numpy(original_node, updated_node)
             return updated_node
-        names = self.values.names(func)
+        names = self.values.names(func, ending_in=CONVERTER_LAST_PARTS)
         if names & TO_ARRAY:
             return self._arguments(original_node, updated_node, "np." + next(iter(names & TO_ARRAY)).rpartition(".")[2], first_only=True)
         if names & PLOTTING:

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from torchfix_device.syntax import batched_visitors  # noqa: F401  (libcst's hooks found once per class)
 from torchfix_device.syntax import traversal
 from torchfix_device.syntax import qualified_names as fast_names
 

@@ -78,17 +78,19 @@ class AnyNodeNames:
             return exact
         return fast
 
-    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+    def qualified_names(self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None) -> set[str]:
         """The module objects ``node`` may name (``torch.load`` for ``T.load``); none for a
-        local's attribute (libcst's ``f.<locals>.x.y`` names no module's object)."""
+        local's attribute (libcst's ``f.<locals>.x.y`` names no module's object). ``ending_in``
+        (last parts): the caller only looks at names ending in one of them, and may get the
+        empty set instead of the others (the codemods' ``qualified_names``)."""
         spelt = nodes.dotted_name(node)  # a name or a chain of attributes of one
         if spelt is None:
             return set()
         outermost, inside = self._outermost_scope(node)
         if self._visited(outermost):
-            return self.codemod.qualified_names(node)
+            return self.codemod.qualified_names(node, ending_in=ending_in)
         if outermost is None and not inside:
-            return self.codemod.qualified_names(node, in_module_scope=True)
+            return self.codemod.qualified_names(node, ending_in=ending_in, in_module_scope=True)
         root = spelt.partition(".")[0]
         found = [b for b in self.bindings(root, node) if not isinstance(b, BuiltinAssignment)]
         imported = bool(found) and all(isinstance(b, ImportAssignment) or getattr(b, "imported", None) for b in found)

@@ -115,9 +115,12 @@ class ModuleValues:
         return above
 
     # -- names ------------------------------------------------------------------------------
-    def names(self, node: cst.CSTNode) -> set[str]:
-        """The module objects ``node`` may name (libcst's qualified names, star imports included)."""
-        return self._names.qualified_names(node)
+    def names(self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None) -> set[str]:
+        """The module objects ``node`` may name (libcst's qualified names, star imports included).
+        ``ending_in`` (last parts, ``{"array"}``): only names ending in one of them are looked at;
+        the others may be left out (where the file shows none can end so, no scope analysis of
+        the whole file is made)."""
+        return self._names.qualified_names(node, ending_in=ending_in)
 
     def bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
         """libcst's bindings of ``name`` visible at ``node``."""

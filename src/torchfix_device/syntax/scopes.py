@@ -25,6 +25,7 @@ from typing import Any, Mapping
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ScopeProvider
 from libcst.metadata.scope_provider import Assignment, BaseAssignment, BuiltinAssignment, GlobalScope, ImportAssignment
+from torchfix_device.syntax import batched_visitors  # noqa: F401  (libcst's hooks found once per class)
 from torchfix_device.syntax import traversal
 
 LOCAL = "local"
