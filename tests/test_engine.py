@@ -394,8 +394,8 @@ def test_a_rewritten_tree_is_copied_for_metadata_only_when_it_holds_a_node_twice
 def test_batched_visitors_found_once_per_class_equal_libcsts_search() -> None:
     """``syntax.batched_visitors``: the hooks of every batched libcst metadata provider, remembered per
     class, are libcst's own (same names, same order, bound to the instance asked); an instance
-    with a hook of its own is searched afresh; and the scopes resolved are the same objects'
-    worth either way."""
+    with a hook of its own is searched afresh; and a scope analysis finds the same scopes and
+    assignments either way."""
     import libcst as cst
     import libcst.metadata as md
     from libcst._batched_visitor import BatchableCSTVisitor

@@ -15,7 +15,7 @@ from libcst.codemod import CodemodContext
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.facts import devices, dims, kinds, sizes, uses
 from torchfix_device.facts import values as facts_values
-from torchfix_device.syntax import traversal
+from torchfix_device.syntax import nodes, traversal
 
 
 class _Probe(Codemod):
@@ -366,7 +366,7 @@ def test_names_asked_by_their_last_part_need_no_analysis_of_the_whole_file(monke
         ending_in: frozenset[str] | None = None
 
         def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
-            self.answers.append((nodes_code(original_node.func), facts_values.of(self).names(original_node.func, ending_in=self.ending_in)))
+            self.answers.append((nodes.code_of(original_node.func), facts_values.of(self).names(original_node.func, ending_in=self.ending_in)))
             return updated_node
 
     def answers(ending_in: frozenset[str] | None) -> list:
@@ -385,6 +385,3 @@ def test_names_asked_by_their_last_part_need_no_analysis_of_the_whole_file(monke
         assert {q for q in names if q.rpartition(".")[2] in ("array", "asarray")} == asked[func]
     assert asked["np.array"] == {"numpy.array"} and asked["np.asarray"] == {"numpy.asarray"}
 
-
-def nodes_code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
