@@ -120,8 +120,9 @@ class ViewOfElementwiseResult(Codemod):
         return not self.values.torch_names(func) and not any(q.startswith("builtins.") for q in names)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if self._unseen_consumer(original_node.func) and not nodes.has_star_args(original_node):
-            updated_node = self._contiguous_arguments(original_node, updated_node)
+        fresh = [i for i, a in enumerate(original_node.args) if a.keyword is None and self._leaves_transposed(a.value)]
+        if fresh and not nodes.has_star_args(original_node) and self._unseen_consumer(original_node.func):
+            updated_node = self._contiguous_arguments(original_node, updated_node, fresh)
         func = original_node.func
         if not isinstance(func, cst.Attribute) or func.attr.value != "view" or not _shape_arguments(original_node):
             return updated_node
@@ -139,13 +140,14 @@ class ViewOfElementwiseResult(Codemod):
         new_func = cst.ensure_type(updated_node.func, cst.Attribute)
         return updated_node.with_changes(func=new_func.with_changes(attr=cst.Name("reshape")))
 
-    def _contiguous_arguments(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+    def _contiguous_arguments(self, original: cst.Call, updated: cst.Call, fresh: list[int]) -> cst.Call:
+        """``.contiguous()`` on the arguments at ``fresh`` (results that leave the function)."""
         args = list(updated.args)
-        for i, arg in enumerate(original.args):
-            if arg.keyword is None and self._leaves_transposed(arg.value):
-                code = nodes.short_text(nodes.code_of(original.func))
-                if self.report(arg.value, _contiguous_message(arg.value, f"is given to `{code}`")):
-                    args[i] = args[i].with_changes(value=_contiguous(args[i].value))
+        code = nodes.short_text(nodes.code_of(original.func))
+        for i in fresh:
+            value = original.args[i].value
+            if self.report(value, _contiguous_message(value, f"is given to `{code}`")):
+                args[i] = args[i].with_changes(value=_contiguous(args[i].value))
         return updated.with_changes(args=args)
 
 

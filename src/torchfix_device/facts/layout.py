@@ -99,7 +99,7 @@ def torch_layers(values: "ModuleValues", func: cst.BaseExpression) -> set[str]:
         layer = layer_class(values, func)
         return {layer} if layer is not None else set()
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-        evidence = values.facet("self attributes", lambda: GradEvidence(values))
+        evidence = values.facet("grad evidence", lambda: GradEvidence(values))  # its attribute index, once per version
         return evidence.torch_classes_held(func)
     return set()
 
