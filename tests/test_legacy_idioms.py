@@ -108,6 +108,29 @@ def test_variable_rewrites_behave_like_variable() -> None:
     assert not vol.requires_grad and torch.equal(vol, base * 2.0)
 
 
+def test_a_legacy_constructor_given_sizes_needs_no_detach() -> None:
+    """The fixture ``variable_wrapper/legacy_sizes``, executed: ``Variable(torch.FloatTensor(a,
+    b, c).zero_())`` and its rewrite without ``.detach()`` give the same zeros, neither needing
+    grad (the sizes may be any values, even 0-dim tensors); a one-argument constructor keeps the
+    grad of a tensor it is given, so that rewrite keeps ``.detach()``."""
+    folder = Path(__file__).parent / "fixtures" / "variable_wrapper"
+    spaces = []
+    for name in ("legacy_sizes.in.py", "legacy_sizes.out.py"):
+        scope: dict = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile((folder / name).read_text(encoding="utf-8"), name, "exec"), scope)
+        spaces.append(scope)
+    for scope in spaces:
+        h, c = scope["initial_state"](2, torch.tensor(3), 4)
+        assert h.shape == (2, 3, 4) and not h.requires_grad and not h.any()
+        assert c.shape == (2, 4) and not c.requires_grad
+        weight = torch.ones(2, requires_grad=True)
+        assert torch.FloatTensor(weight).requires_grad  # what the kept `.detach()` is for
+        copy = scope["copy_of"](weight)
+        assert not copy.requires_grad and torch.equal(copy, weight.detach())
+
+
 WHOLE_MODEL_LOADER = """\
 import torch
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -342,3 +343,37 @@ def test_scopes_and_methods_found_in_one_pass_match_climbing_the_parents(monkeyp
 def _cst_children(node):
 
     return traversal.children(node)
+
+
+def test_a_state_made_on_the_gpu_in_init_becomes_a_buffer_that_follows_the_module(monkeypatch) -> None:
+    """The fixture ``initial_state_on_cuda``, executed: ``.cuda()`` stands for a move to the
+    ``meta`` device (no GPU here). Before, the state sits on that device whatever the module
+    does; after, it is a buffer on the module's device: the same outputs on the CPU (with
+    ``.cuda()`` a no-op, the original's CPU run), the same ``state_dict`` keys, and it goes
+    where the module goes."""
+    folder = Path(__file__).parent / "fixtures" / "tensor_attribute_not_buffer"
+    before_text = (folder / "initial_state_on_cuda.in.py").read_text(encoding="utf-8")
+    after_text = (folder / "initial_state_on_cuda.out.py").read_text(encoding="utf-8")
+    output = transform_source(before_text, all_codemods())
+    assert output.text.count("register_buffer") == 2
+    reviews = {(f.code, f.line) for f in output.findings if not f.fixed}
+    state, weights_line = (before_text.splitlines().index(line) + 1 for line in (
+        "        self.init_state = torch.FloatTensor(2, batch,", "        self.w = torch.ones(n).cuda()"))
+    assert ("TFD001", state) not in reviews  # the `.cuda()` TFD007 removed is no review item
+    assert ("TFD001", weights_line) in reviews  # the one it keeps still is
+    x = torch.randn(4, 3, 5)
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *a, **k: self)
+    before, after = _build(before_text, "Encoder", 5, 3), _build(after_text, "Encoder", 5, 3)
+    after.load_state_dict(before.state_dict())  # strict: the same keys
+    assert torch.allclose(before(x), after(x))
+    assert torch.allclose(before(x[:, :2]), after(x[:, :2]))  # a state renewed for another batch
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *a, **k: self.to("meta"))
+    before, after = _build(before_text, "Encoder", 5, 3), _build(after_text, "Encoder", 5, 3)
+    assert before.init_state.device.type == "meta"  # on "the GPU" while the module is not
+    with pytest.raises(RuntimeError):
+        before(x)
+    assert after.init_state.device.type == "cpu" and after(x).shape == (3, 10)
+    after.to("meta")
+    assert after.init_state.device.type == "meta" and "init_state" in dict(after.named_buffers())
+    weights = _build(after_text, "Weights", 3)
+    assert weights.w.device.type == "meta"  # no layer of its own: its `.cuda()` is kept

@@ -173,8 +173,9 @@ def test_is_tensor_through_pairs_comparisons_layers_and_data() -> None:
     def f(out, y):
         probe(pred); probe(pred == y); probe(torch.max(out, 1)[1]); probe(model(out)); probe(x.data)
         probe(out); probe(out == None); probe(model)
+        probe(x if out else pred); probe(x if out else out)
     """)
-    assert ask(source, kinds.is_tensor) == [True, True, True, True, True, False, False, False]
+    assert ask(source, kinds.is_tensor) == [True, True, True, True, True, False, False, False, True, False]
 
 
 @pytest.mark.parametrize(

@@ -147,6 +147,7 @@ class Codemod(VisitorBasedCodemodCommand):
         self.findings: list[Finding] = []
         self.suppressed_findings: list[Finding] = []
         self.checkpoint_notes: list[str] = []  # for the run's output: state_dict keys a rewrite adds
+        self.resolved: list[tuple[str, int, int]] = []  # (code, line, column): another codemod's review items its fixes remove
         self.class_stack: list[cst.ClassDef] = []
         self.function_stack: list[cst.FunctionDef] = []
         self._metadata_cache: dict[Any, Any] = {}
@@ -256,6 +257,13 @@ class Codemod(VisitorBasedCodemodCommand):
             if not apply and not suppressed:  # shown by `python -m libcst.tool codemod`
                 self.warn(f"{position.line}:{position.column + 1} {self.code} {message}")
         return apply and not suppressed
+
+    def resolves(self, node: cst.CSTNode, code: str) -> None:
+        """A fix of this codemod that will be applied removes ``node``, where codemod ``code``
+        leaves an item for manual review: the run does not list that item."""
+        if self.keeps_findings:
+            position = self.get_metadata(PositionProvider, node).start
+            self.resolved.append((code, position.line, position.column + 1))
 
     def _has_noqa(self) -> bool:  # a `# noqa` comment that can suppress this codemod's findings
         return self.suppressions is not None and self.suppressions.may_suppress(self.code)

@@ -94,7 +94,13 @@ class TensorAttributeNotBuffer(Codemod):
     The fix is unsafe (applied only with `--unsafe-fixes`) where the class inherits from a base
     other than `nn.Module` that may already own a persistent buffer of that name (it would
     become non-persistent), or where another method assigns the attribute a value that is not
-    shown to be a tensor or `None` (a buffer refuses other values).
+    shown to be a tensor or `None`, on either branch of `a if c else b` (a buffer refuses other
+    values). A value ending in `.cuda()` (`Variable(torch.zeros(n)).cuda()`) is registered
+    without it where the class also holds layers or parameters of its own: a program that ran
+    on the GPU moved the module to use them there, and the buffer now moves with it (and stays
+    on the CPU with the module otherwise); TFD001's review item for that `.cuda()` ("inside
+    `__init__` the module has no device yet") is then not listed. In a class without any, the
+    `.cuda()` stays.
     """
 
     code = "TFD007"
@@ -123,7 +129,7 @@ class TensorAttributeNotBuffer(Codemod):
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
-        self._plan: dict[int, str] = {}
+        self._plan: dict[int, tuple[str, bool]] = {}
         self._top_classes = {s.name.value: s for s in traversal.walk_statements(node) if isinstance(s, cst.ClassDef)}
         return None
 
@@ -134,12 +140,16 @@ class TensorAttributeNotBuffer(Codemod):
         return None
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.BaseSmallStatement:
-        name = self._plan.get(id(original_node))
-        if name is None:
+        planned = self._plan.get(id(original_node))
+        if planned is None:
             return updated_node
+        name, unmoved = planned
+        value = updated_node.value
+        if unmoved:  # `<tensor>.cuda()`: the buffer follows the module's moves instead
+            value = cst.ensure_type(cst.ensure_type(value, cst.Call).func, cst.Attribute).value
         call = cst.ensure_type(cst.parse_expression(f'self.register_buffer("{name}", x, persistent=False)'), cst.Call)
         args = list(call.args)
-        args[1] = args[1].with_changes(value=updated_node.value)
+        args[1] = args[1].with_changes(value=value)
         return cst.Expr(value=call.with_changes(args=args), semicolon=updated_node.semicolon)
 
     # -- analysis ---------------------------------------------------------------------------------------
@@ -153,6 +163,7 @@ class TensorAttributeNotBuffer(Codemod):
         for name in {n for n, _, _ in assignments}:
             if any(self._is_parameter_or_layer(v, f) for n, v, f in assignments if n == name and v is not None):
                 skip.add(name)
+        holds_state = any(self._is_parameter_or_layer(v, f) for _, v, f in assignments if v is not None)
         super_index = super_init_index(init)
         done: set[str] = set()
         top = {id(s): i for i, s in enumerate(init.body.body)}
@@ -199,10 +210,16 @@ class TensorAttributeNotBuffer(Codemod):
             reason = self._unsafe_reason(cls, name, node, assignments)
             message = (f"{shown} is a tensor attribute that .to() does not move: register it with "
                        f"`self.register_buffer(\"{name}\", ..., persistent=False)`")
+            unmoved = holds_state and _cuda_call(node.value)
+            if unmoved:
+                message += (", without its `.cuda()`: the buffer then follows the module, whose layers or "
+                            "parameters must be moved to the GPU for it to run there")
             if reason is not None:
                 message += f"; unsafe: {reason}"
             if self.report(node, message, safe=False if reason is not None else None):
-                self._plan[id(node)] = name
+                self._plan[id(node)] = (name, unmoved)
+                if unmoved:  # TFD001 leaves a `.cuda()` in __init__ for review
+                    self.resolves(node.value, "TFD001")
 
     def _assignments(self, cls: cst.ClassDef) -> list[tuple[str, cst.BaseExpression | None, cst.FunctionDef | None]]:
         """(name, value, enclosing function) for every assignment to ``self.NAME`` in the class;
@@ -319,10 +336,16 @@ class TensorAttributeNotBuffer(Codemod):
                 continue
             if value is None:
                 return f"`self.{name}` is also bound in a form this tool cannot follow"
-            if _nodes.is_none(value) or self._is_tensor(value, scope) or _is_self_tensor_chain(value, name):
+            if self._buffer_accepts(value, scope, name):
                 continue
             return f"`self.{name}` is also assigned `{_short(value)}`, which a buffer accepts only if it is a tensor or None"
         return None
+
+    def _buffer_accepts(self, value: cst.BaseExpression, scope: cst.FunctionDef | None, name: str) -> bool:
+        """``value`` is None or a tensor, on either branch of ``a if c else b``."""
+        if isinstance(value, cst.IfExp):
+            return self._buffer_accepts(value.body, scope, name) and self._buffer_accepts(value.orelse, scope, name)
+        return _nodes.is_none(value) or self._is_tensor(value, scope) or _is_self_tensor_chain(value, name)
 
     def _plain_module_chain(self, cls: cst.ClassDef, seen: set[str]) -> bool:
         """Every base, through same-file classes, is ``nn.Module`` itself."""
@@ -363,6 +386,12 @@ def _is_self_tensor_chain(value: cst.BaseExpression, name: str) -> bool:
     if isinstance(value, cst.Subscript):
         return _is_self_tensor_chain(value.value, name)
     return False
+
+
+def _cuda_call(value: cst.BaseExpression) -> bool:
+    """``<x>.cuda()``, without arguments."""
+    return (isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "cuda")
 
 
 def _enclosing_function(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> cst.FunctionDef | None:

@@ -58,10 +58,6 @@ class DeviceSource:
         self.inserted_name: str | None = None
 
     # -- public -----------------------------------------------------------------------------
-    def in_module_method(self) -> bool:
-        """True when the codemod is inside a method of an ``nn.Module`` subclass."""
-        return self._module_method.enclosing_method() is not None
-
     def enclosing_module_class(self) -> cst.ClassDef | None:
         """The innermost class being visited, if it is an ``nn.Module`` subclass."""
         if self.codemod.class_stack and self.is_module_class(self.codemod.class_stack[-1]):
@@ -96,10 +92,6 @@ class DeviceSource:
         if not allow_global:
             return NoDevice("not inside an nn.Module method: no module to take the device from")
         return self._scoped_device(node, chooses_location, ignore_flag)
-
-    def flag_at(self, node: cst.CSTNode) -> FlagAt | None:
-        """What the user's flag says at ``node`` (None: no flag decides the device there)."""
-        return self.flags.at(node)
 
     def finish(self, module: cst.Module) -> cst.Module:
         """Insert the module-level device binding if a rewrite uses it.

@@ -293,6 +293,7 @@ def transform_unfiltered(
     original = cst.parse_module(text)
     findings: set[Finding] = set()
     suppressed: set[Finding] = set()
+    resolved: set[tuple[str, int, int]] = set()
     notes: list[str] = []
     shared = SharedWrapper(original)  # one wrapper per module version, the original's included
     # The code of the tree being transformed. For the original that is ``text``, which libcst
@@ -320,6 +321,7 @@ def transform_unfiltered(
         findings.update(codemod.findings)
         suppressed.update(codemod.suppressed_findings)
         notes.extend(codemod.checkpoint_notes)
+        resolved.update(codemod.resolved)
 
     for pass_number in range(MAX_PASSES):
         changed_in_pass = False
@@ -375,6 +377,8 @@ def transform_unfiltered(
                 f"rewrite by {', '.join(c.code for c in active)} does not compile "
                 f"(line {exc.lineno}: {exc.msg}); file left unchanged — please report this bug"
             ) from None
+    if resolved:  # review items whose code a fix of another codemod removed
+        findings = {f for f in findings if f.fixed or (f.code, f.line, f.column) not in resolved}
     return TransformOutput(current_code, sorted(findings), notes, tuple(sorted(suppressed)))
 
 

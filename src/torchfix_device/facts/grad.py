@@ -6,7 +6,9 @@ does is a no-op). :meth:`GradEvidence.missing` answers for one expression with N
 it is *grad-free*) or with the evidence that is missing, from this file alone:
 
 - values that never require grad: literals, ``x.data``, ``x.detach()``, integer and boolean
-  results (``.long()``, ``torch.LongTensor(...)``), sizes, NumPy and ``math`` values, dtypes; a
+  results (``.long()``, ``torch.LongTensor(...)``), a legacy constructor given sizes
+  (``torch.FloatTensor(2, n)``: two or more positional arguments), sizes, NumPy and ``math``
+  values, dtypes; a
   name every binding of which is ``torch.cuda.XTensor if c else torch.XTensor`` (TFD008's alias)
   is such a legacy constructor;
 - tensor factories (``torch.zeros``, ``torch.from_numpy``, ``x.new(2, 3)``, ...) without
@@ -246,6 +248,9 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
         if legacy is not None or "Tensor" in last:
             if last <= INTEGER_TYPES:
                 return None  # an integer tensor cannot require grad
+            positional = [a for a in call.args if a.keyword is None]
+            if len(positional) >= 2 and not any(a.star for a in call.args):
+                return None  # sizes (a tensor among them is read as a number): a new tensor
             return self.args_missing(call)  # given a tensor, a legacy constructor keeps its grad
         if last & FACTORIES:
             return None

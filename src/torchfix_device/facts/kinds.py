@@ -19,6 +19,7 @@ this evidence, from this file alone:
 - an element of what a torch function returns as a pair of tensors (``torch.max(x, 1)[1]``,
   ``_, pred = torch.max(out, 1)``, ``x.sort(0)[0]`` of a tensor ``x``), a comparison of a
   tensor with a tensor or a number (``pred == y``), ``t.data`` and ``t.T`` of a tensor;
+  ``a if c else b`` where both ``a`` and ``b`` are;
 - the output of a ``torch.nn`` layer that returns one tensor (``nn.Linear``, activations,
   ``nn.Sequential`` of such), called through a name every binding of which is one (moved or
   not: ``.cuda()``, ``.to(...)``, ``.eval()``).
@@ -117,6 +118,8 @@ def is_tensor(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
         return is_tensor(values, expr.left, depth + 1) or is_tensor(values, expr.right, depth + 1)
     if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
         return is_tensor(values, expr.expression, depth + 1)
+    if isinstance(expr, cst.IfExp):  # `a if c else b`: whichever is taken
+        return is_tensor(values, expr.body, depth + 1) and is_tensor(values, expr.orelse, depth + 1)
     if isinstance(expr, cst.Comparison):  # `pred == y`: elementwise, a tensor of bools
         return _elementwise_comparison(values, expr, depth)
     if isinstance(expr, cst.Attribute):

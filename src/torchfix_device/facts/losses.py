@@ -320,16 +320,6 @@ def _attribute_targets(target: cst.BaseExpression) -> Iterator[tuple[cst.Attribu
                 yield found, False
 
 
-def _same_length_tuples(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
-    """``a, b = x, y``: each name gets its own value (no starred element on either side)."""
-    return (
-        isinstance(target, (cst.Tuple, cst.List))
-        and isinstance(value, (cst.Tuple, cst.List))
-        and len(target.elements) == len(value.elements)
-        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
-    )
-
-
 def _is_shape(value: cst.BaseExpression) -> bool:
     """``x.size()`` or ``x.shape``."""
     return m.matches(value, m.Call(func=m.Attribute(attr=m.Name("size")), args=[])) or m.matches(value, m.Attribute(attr=m.Name("shape")))

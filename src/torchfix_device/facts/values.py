@@ -385,9 +385,6 @@ class ModuleValues:
             return above.target is child
         return False
 
-    def function_of(self, node: cst.CSTNode) -> str:
-        return function_name(self.enclosing(node, cst.FunctionDef))
-
 
 _SUMMARISER: list[Callable[[ModuleValues, cst.FunctionDef], Any]] = []
 """The function summary :meth:`ModuleValues.call_returns` gives: installed by :mod:`.returns`,

@@ -18,10 +18,6 @@ from torchfix_device.files.sources import atomic_write
 from torchfix_device.results import FileResult
 
 
-class OutputDirError(Exception):
-    pass
-
-
 def output_dir_problem(out: Path, inputs: Sequence[Path]) -> str | None:
     """Why ``out`` cannot take the copies of ``inputs``, or None.
 

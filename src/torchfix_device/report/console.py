@@ -15,10 +15,6 @@ if TYPE_CHECKING:
     from torchfix_device.codemods.base import Codemod
 
 
-def stderr_console() -> Printer:
-    return Printer()
-
-
 def _printer(console: Any) -> Printer:
     """``console`` itself, or a printer onto a rich console's stream."""
     return console if isinstance(console, Printer) else Printer(console.file)

@@ -99,12 +99,6 @@ def file_diffs(results: Sequence[FileResult], cwd: Path | None = None) -> tuple[
     return [(r, unified_diff(r, patch_name(r, root))) for r in changed], root
 
 
-def patch_bytes(results: Sequence[FileResult], cwd: Path | None = None) -> tuple[bytes, Path | None]:
-    """The patch of the changed results, and its root (None when nothing changed)."""
-    diffs, root = file_diffs(results, cwd)
-    return b"".join(data for _, data in diffs), root
-
-
 def write_diffs(results: Sequence[FileResult], stream: IO[str] | None = None) -> Path | None:
     """The patch on ``stream`` (stdout): coloured where colour is wanted (a terminal without
     ``NO_COLOR``, or ``FORCE_COLOR``), else plain bytes. Returns the patch root (None when

@@ -150,10 +150,6 @@ class ResultCache:
     def _entry(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key[2:]}.json"
 
-    def has(self, raw: bytes) -> bool:
-        """An entry exists for a file holding ``raw`` (cheaper than :meth:`get`)."""
-        return self._usable and self._entry(self.key(raw)).exists()
-
     def get(self, raw: bytes) -> CachedResult | None:
         """The cached result for a file holding ``raw``, if there is one that validates."""
         if not self._usable:

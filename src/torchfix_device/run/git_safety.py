@@ -42,9 +42,6 @@ class GitState:
                 return self.dirty[place]
         return None
 
-    def is_dirty(self, path: Path) -> bool:
-        return self.why_dirty(path) is not None
-
 
 def _git(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess | None:
     try:

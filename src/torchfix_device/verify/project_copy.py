@@ -120,11 +120,3 @@ def place_in_copy(path: Path, root: Path, copy_root: Path) -> Path | None:
     if real == top or top in real.parents:
         return copy_root / real.relative_to(top)
     return None
-
-
-def size_text(count: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if count < 1000 or unit == "GB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1000
-    return f"{count:.1f} GB"  # pragma: no cover - the loop returns

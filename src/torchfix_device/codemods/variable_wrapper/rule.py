@@ -343,9 +343,6 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         for the statement being visited only)."""
         return facts_values.of(self).names(node)
 
-    def _bindings_anywhere(self, name: str, node: cst.CSTNode) -> set[object]:
-        return facts_values.of(self).bindings(name, node)
-
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.BaseStatement | cst.RemovalSentinel:
