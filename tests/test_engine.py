@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import textwrap
 from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
 
 from torchfix_device.options import RunOptions
 from torchfix_device.syntax import traversal
@@ -304,13 +307,12 @@ def test_an_unsafe_codemod_cannot_mark_a_finding_safe() -> None:
 
 
 def test_children_read_from_fields_equal_libcsts_children() -> None:
-    """``traversal.children`` reads a node's children from the fields libcst visits (learnt per node
-    class from the first node met); it must equal libcst's own ``children`` on every node,
-    whichever node of a class comes first (an f-string's ``format_spec`` is visited only when
-    set)."""
-    from pathlib import Path
-
+    """``traversal.children`` reads a node's children from the fields libcst visits (read per node
+    class from libcst's source, ``syntax.visits.fields_of``); it must equal libcst's own
+    ``children`` on every node, whichever node of a class comes first (an f-string's
+    ``format_spec`` is visited only when set)."""
     import libcst as cst
+    from torchfix_device.syntax import visits
 
     root = Path(__file__).parent.parent
     files = sorted([*root.joinpath("tests", "fixtures").rglob("*.py"), *root.joinpath("src").rglob("*.py")])
@@ -322,7 +324,7 @@ def test_children_read_from_fields_equal_libcsts_children() -> None:
         except cst.ParserSyntaxError:
             continue
     for ordered in (modules, modules[::-1]):
-        traversal._VISITED_FIELDS.clear()
+        visits._FIELDS.clear()
         checked = 0
         for module in [cst.parse_module(extra), *ordered]:
             stack: list[cst.CSTNode] = [module]
@@ -432,3 +434,125 @@ def test_batched_visitors_found_once_per_class_equal_libcsts_search() -> None:
         (type(n).__name__, type(s).__name__, tuple(sorted(a.name for a in s.assignments))) for n, s in scopes.items()
     )
     assert describe(fast) == describe(slow)
+
+
+def test_visits_calls_libcst_hooks_in_libcst_order_on_every_fixture() -> None:
+    """``syntax.visits``: a plain visitor walked without rebuilding the tree gets exactly
+    the calls libcst's own ``visit`` makes (``on_visit``, ``on_visit_attribute``,
+    ``on_leave_attribute``, ``on_leave``, on the same nodes, in the same order) over every
+    fixture, example and corpus stand-in of the tests; a visitor that skips children (as
+    libcst's scope analysis does for functions, then visits parts itself) too; every node class
+    libcst parses into has its fields read from libcst's source; transformers still rebuild."""
+    import libcst as cst
+    from libcst._nodes.base import CSTNode
+    from torchfix_device.syntax import visits
+
+    assert CSTNode.visit is visits._visit  # installed on import
+
+    class Recorder(cst.CSTVisitor):
+        def __init__(self, skip: type | None = None) -> None:
+            self.calls: list[tuple[str, int, str]] = []
+            self.skip = skip
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            self.calls.append(("visit", id(node), ""))
+            if self.skip is not None and isinstance(node, self.skip):
+                for child in reversed(node.children):  # by hand, in an order of its own
+                    child.visit(self)
+                return False
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            self.calls.append(("leave", id(original_node), ""))
+
+        def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+            self.calls.append(("attr", id(node), attribute))
+
+        def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+            self.calls.append(("/attr", id(original_node), attribute))
+
+    root = Path(__file__).parent
+    paths = sorted(root.glob("fixtures/**/*.py")) + sorted((root.parent / "examples").glob("**/*.py"))
+    classes: set[type] = set()
+    compared = 0
+    for path in paths:
+        try:
+            module = cst.parse_module(path.read_bytes())
+        except cst.ParserSyntaxError:
+            continue
+        for skip in (None, cst.FunctionDef):
+            fast, slow = Recorder(skip), Recorder(skip)
+            assert module.visit(fast) is module
+            visits.libcst_visit(module, slow)
+            assert fast.calls == slow.calls, path
+        classes.update(type(n) for n in _walk_all(module))
+        compared += 1
+    assert compared > 300
+    assert all(visits.fields_of(cls) is not None for cls in classes), [
+        c.__name__ for c in classes if visits.fields_of(c) is None
+    ]
+
+    class Rewriter(cst.CSTTransformer):
+        """Replaces, removes and splices through every kind of field: names (required and in
+        sequences), comments (optional fields), semicolons (sentinel fields), `pass` (an element
+        of a statement line, the line dropped where that empties it), docstrings doubled (a
+        FlattenSentinel in a block)."""
+
+        def __init__(self, change: bool) -> None:
+            self.change = change
+            self.calls: list[tuple[str, int, str]] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            self.calls.append(("visit", id(node), ""))
+            return super().on_visit(node)
+
+        def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> object:
+            self.calls.append(("leave", id(original_node), type(updated_node).__name__))
+            return super().on_leave(original_node, updated_node) if self.change else updated_node
+
+        def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+            self.calls.append(("attr", id(node), attribute))
+
+        def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+            self.calls.append(("/attr", id(original_node), attribute))
+
+        def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+            return updated_node.with_changes(value=updated_node.value + "_") if "a" in updated_node.value else updated_node
+
+        def leave_Comment(self, original_node: cst.Comment, updated_node: cst.Comment) -> object:
+            return cst.RemoveFromParent()
+
+        def leave_Semicolon(self, original_node: cst.Semicolon, updated_node: cst.Semicolon) -> object:
+            return cst.RemoveFromParent()
+
+        def leave_Pass(self, original_node: cst.Pass, updated_node: cst.Pass) -> object:
+            return cst.RemoveFromParent()
+
+        def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> object:
+            if isinstance(updated_node.value, cst.SimpleString):
+                return cst.FlattenSentinel([updated_node, updated_node])
+            return updated_node
+
+    rewritten = 0
+    for path in paths:
+        try:
+            module = cst.parse_module(path.read_bytes())
+        except cst.ParserSyntaxError:
+            continue
+        idle = Rewriter(change=False)
+        assert module.visit(idle) is module  # nothing replaced: nothing rebuilt
+        fast, slow = Rewriter(change=True), Rewriter(change=True)
+        mine, theirs = module.visit(fast), visits.libcst_visit(module, slow)
+        assert fast.calls == slow.calls, path
+        assert mine.code == theirs.code and mine.deep_equals(theirs), path
+        rewritten += mine.code != module.code
+    assert rewritten > 300
+    with pytest.raises(TypeError):  # a required field refuses a removal, as in libcst
+        cst.parse_module("x = 1\n").visit(type("Drop", (cst.CSTTransformer,), {
+            "leave_Integer": lambda self, o, u: cst.RemoveFromParent()})())
+
+
+def _walk_all(node):
+    yield node
+    for child in node.children:
+        yield from _walk_all(child)

@@ -3,12 +3,13 @@ and module-level units, names read and counted, a module's code from rendered pi
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Callable, Iterator, ParamSpec, Sequence, TypeVar
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
+
+from torchfix_device.syntax import visits
 
 P = ParamSpec("P")
 
@@ -21,16 +22,16 @@ def children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
     classes and functions many times; nodes are immutable, so the answer never goes stale).
     libcst computes ``children`` by rebuilding the node through a visitor, validation included;
     here they are read from the node's fields, in the order libcst's visit goes through them
-    (learnt once per node class)."""
+    (:func:`~torchfix_device.syntax.visits.fields_of`)."""
     try:
         return _CHILDREN[node]
     except KeyError:
-        visited, others = _visited_fields(node)
-        if any(_holds_a_node(getattr(node, name)) for name in others):
-            found: Sequence[cst.CSTNode] = node.children  # a field visited only when set, set here
+        fields = visits.fields_of(node.__class__)
+        if fields is None:
+            found: Sequence[cst.CSTNode] = node.children
         else:
             found = []
-            for name in visited:
+            for name, _, _ in fields:
                 value = getattr(node, name)
                 kind = value.__class__
                 if kind is tuple or kind is list:
@@ -39,45 +40,6 @@ def children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
                     found.append(value)
         _CHILDREN[node] = found
         return found
-
-def _holds_a_node(value: object) -> bool:
-    if isinstance(value, (tuple, list)):
-        return any(isinstance(v, cst.CSTNode) for v in value)
-    return isinstance(value, cst.CSTNode)
-
-_VISITED_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-
-"""Node class → the fields its ``_visit_and_replace_children`` visited the first time (in
-that order), and its other fields (a field visited only when set, such as an f-string
-expression's ``format_spec``, is among them when the first node lacked it)."""
-
-class _FieldRecorder(cst.CSTVisitor):
-    """Notes the fields a node's ``_visit_and_replace_children`` visits, in order, without
-    going below them (libcst announces every field, empty or not, with
-    ``on_visit_attribute``)."""
-
-    def __init__(self) -> None:
-        self.fields: list[str] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return False
-
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        self.fields.append(attribute)
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        pass
-
-def _visited_fields(node: cst.CSTNode) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    kind = node.__class__
-    fields = _VISITED_FIELDS.get(kind)
-    if fields is None:
-        recorder = _FieldRecorder()
-        node._visit_and_replace_children(recorder)
-        visited = tuple(recorder.fields)
-        others = tuple(f.name for f in dataclasses.fields(node) if f.name not in visited)
-        fields = _VISITED_FIELDS[kind] = (visited, others)
-    return fields
 
 def forget_children() -> None:
     """Drop what :func:`children` remembers."""
