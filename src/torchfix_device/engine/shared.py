@@ -9,7 +9,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from torchfix_device.syntax import batched_visitors  # noqa: F401  (libcst's hooks found once per class)
-from torchfix_device.syntax import visits  # noqa: F401  (libcst's visitors walk without rebuilding)
+from torchfix_device.syntax import visits  # noqa: F401  (libcst's visits build only what a hook changed)
 from torchfix_device.syntax import traversal
 from torchfix_device.syntax import qualified_names as fast_names
 

@@ -8,9 +8,8 @@ it is *grad-free*) or with the evidence that is missing, from this file alone:
 - values that never require grad: literals, ``x.data``, ``x.detach()``, integer and boolean
   results (``.long()``, ``torch.LongTensor(...)``), a legacy constructor given sizes
   (``torch.FloatTensor(2, n)``: two or more positional arguments), sizes, NumPy and ``math``
-  values, dtypes; a
-  name every binding of which is ``torch.cuda.XTensor if c else torch.XTensor`` (TFD008's alias)
-  is such a legacy constructor;
+  values, dtypes; a name every binding of which is ``torch.cuda.XTensor if c else
+  torch.XTensor`` (TFD008's alias) is such a legacy constructor;
 - tensor factories (``torch.zeros``, ``torch.from_numpy``, ``x.new(2, 3)``, ...) without
   ``requires_grad=``; a torch function, a tensor method, an operator, a subscript or a
   comprehension of grad-free values (nothing but ``requires_grad_`` and ``requires_grad=`` makes

@@ -26,7 +26,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, ScopeProvider
 from libcst.metadata.scope_provider import Assignment, BaseAssignment, BuiltinAssignment, GlobalScope, ImportAssignment
 from torchfix_device.syntax import batched_visitors  # noqa: F401  (libcst's hooks found once per class)
-from torchfix_device.syntax import visits  # noqa: F401  (libcst's visitors walk without rebuilding)
+from torchfix_device.syntax import visits  # noqa: F401  (libcst's visits build only what a hook changed)
 from torchfix_device.syntax import traversal
 
 LOCAL = "local"
