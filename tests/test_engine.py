@@ -442,16 +442,28 @@ def test_visits_calls_libcst_hooks_in_libcst_order_on_every_fixture() -> None:
     ``on_leave_attribute``, ``on_leave``, on the same nodes, in the same order) over every
     fixture, example and corpus stand-in of the tests; a visitor that skips children (as
     libcst's scope analysis does for functions, then visits parts itself) too; every node class
-    libcst parses into has its fields read from libcst's source; transformers still rebuild."""
+    libcst parses into has its fields read from libcst's source; a transformer gets the same
+    calls and makes the same tree, and an idle one gets the very module back."""
     import libcst as cst
     from libcst._nodes.base import CSTNode
     from torchfix_device.syntax import visits
 
     assert CSTNode.visit is visits._visit  # installed on import
 
-    class Recorder(cst.CSTVisitor):
+    class AttributeCalls:
+        """Records the per-field hooks (every visitor and transformer below)."""
+
+        calls: list[tuple[str, int, str]]
+
+        def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+            self.calls.append(("attr", id(node), attribute))
+
+        def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+            self.calls.append(("/attr", id(original_node), attribute))
+
+    class Recorder(AttributeCalls, cst.CSTVisitor):
         def __init__(self, skip: type | None = None) -> None:
-            self.calls: list[tuple[str, int, str]] = []
+            self.calls = []
             self.skip = skip
 
         def on_visit(self, node: cst.CSTNode) -> bool:
@@ -464,12 +476,6 @@ def test_visits_calls_libcst_hooks_in_libcst_order_on_every_fixture() -> None:
 
         def on_leave(self, original_node: cst.CSTNode) -> None:
             self.calls.append(("leave", id(original_node), ""))
-
-        def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-            self.calls.append(("attr", id(node), attribute))
-
-        def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-            self.calls.append(("/attr", id(original_node), attribute))
 
     root = Path(__file__).parent
     paths = sorted(root.glob("fixtures/**/*.py")) + sorted((root.parent / "examples").glob("**/*.py"))
@@ -492,7 +498,7 @@ def test_visits_calls_libcst_hooks_in_libcst_order_on_every_fixture() -> None:
         c.__name__ for c in classes if visits.fields_of(c) is None
     ]
 
-    class Rewriter(cst.CSTTransformer):
+    class Rewriter(AttributeCalls, cst.CSTTransformer):
         """Replaces, removes and splices through every kind of field: names (required and in
         sequences), comments (optional fields), semicolons (sentinel fields), `pass` (an element
         of a statement line, the line dropped where that empties it), docstrings doubled (a
@@ -500,7 +506,7 @@ def test_visits_calls_libcst_hooks_in_libcst_order_on_every_fixture() -> None:
 
         def __init__(self, change: bool) -> None:
             self.change = change
-            self.calls: list[tuple[str, int, str]] = []
+            self.calls = []
 
         def on_visit(self, node: cst.CSTNode) -> bool:
             self.calls.append(("visit", id(node), ""))
@@ -509,12 +515,6 @@ def test_visits_calls_libcst_hooks_in_libcst_order_on_every_fixture() -> None:
         def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> object:
             self.calls.append(("leave", id(original_node), type(updated_node).__name__))
             return super().on_leave(original_node, updated_node) if self.change else updated_node
-
-        def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-            self.calls.append(("attr", id(node), attribute))
-
-        def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-            self.calls.append(("/attr", id(original_node), attribute))
 
         def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
             return updated_node.with_changes(value=updated_node.value + "_") if "a" in updated_node.value else updated_node

@@ -28,7 +28,7 @@ FIXTURE_MODELS = Path(__file__).resolve().parent / "fixtures" / "models"
 MODELS = bundled_models()
 EXPECTED_MODELS = {
     "seed000_noisy_dqn", "seed001_training_loop", "seed002_checkpoint_export",
-    "seed003_resnet_list", "seed004_eval_model", "multi_codemod", "host_transfer",
+    "seed003_resnet_list", "seed004_eval_model", "multi_codemod", "host_transfer", "init_state_buffer",
 }
 
 

@@ -210,7 +210,7 @@ class TensorAttributeNotBuffer(Codemod):
             reason = self._unsafe_reason(cls, name, node, assignments)
             message = (f"{shown} is a tensor attribute that .to() does not move: register it with "
                        f"`self.register_buffer(\"{name}\", ..., persistent=False)`")
-            unmoved = holds_state and _cuda_call(node.value)
+            unmoved = holds_state and m.matches(node.value, m.Call(func=m.Attribute(attr=m.Name("cuda")), args=[]))
             if unmoved:
                 message += (", without its `.cuda()`: the buffer then follows the module, whose layers or "
                             "parameters must be moved to the GPU for it to run there")
@@ -386,12 +386,6 @@ def _is_self_tensor_chain(value: cst.BaseExpression, name: str) -> bool:
     if isinstance(value, cst.Subscript):
         return _is_self_tensor_chain(value.value, name)
     return False
-
-
-def _cuda_call(value: cst.BaseExpression) -> bool:
-    """``<x>.cuda()``, without arguments."""
-    return (isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value == "cuda")
 
 
 def _enclosing_function(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> cst.FunctionDef | None:

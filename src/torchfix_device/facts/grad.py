@@ -229,8 +229,7 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
             if any(q.startswith("torch.") and q.rpartition(".")[2] in INTEGER_TYPES for q in qualified):
                 return None
         if method == "new":
-            positional = [a for a in call.args if a.keyword is None]
-            if not call.args or (len(positional) >= 2 and not any(a.star for a in call.args)):
+            if not call.args or _given_sizes(call):
                 return None  # sizes: a new, empty tensor
             if len(call.args) == 1 and call.args[0].star == "*" and all(
                 isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) >= 2 for v in self._values_of(call.args[0].value)
@@ -247,8 +246,7 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
         if legacy is not None or "Tensor" in last:
             if last <= INTEGER_TYPES:
                 return None  # an integer tensor cannot require grad
-            positional = [a for a in call.args if a.keyword is None]
-            if len(positional) >= 2 and not any(a.star for a in call.args):
+            if _given_sizes(call):
                 return None  # sizes (a tensor among them is read as a number): a new tensor
             return self.args_missing(call)  # given a tensor, a legacy constructor keeps its grad
         if last & FACTORIES:
@@ -305,6 +303,13 @@ class GradEvidence(DataPipelineEvidence, SelfAttributeEvidence, ParsedValueEvide
         if bound.kind == AUGMENTED:
             return self.missing(bound.value) or (self._name(node) if isinstance(node, cst.Name) else "?")
         return self.missing(bound.value)
+
+
+def _given_sizes(call: cst.Call) -> bool:
+    """Two or more positional arguments and no ``*``: sizes (``x.new(2, 3)``,
+    ``torch.FloatTensor(2, n)``), whatever values they hold."""
+    positional = [a for a in call.args if a.keyword is None]
+    return len(positional) >= 2 and not any(a.star for a in call.args)
 
 
 def _first(found: Iterator[str | None] | Sequence[str | None]) -> str | None:

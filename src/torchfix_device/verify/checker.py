@@ -55,6 +55,7 @@ DEVICE_ERROR_PATTERNS = tuple(
         r"Placeholder storage has not been allocated on MPS device",
         r"indices should be either on cpu or on the same device",
         r"on different devices",
+        r"(?:Input and hidden|hidden) tensors are not (?:at|on) the same device",  # torch's RNNs
         r"not on the target device",
         r"can't convert \S+ device type tensor to numpy",
     )
