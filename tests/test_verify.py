@@ -325,22 +325,31 @@ def test_verify_a_plain_model_file_in_plain_words(cli, tmp_path: Path) -> None:
     assert "1 of 1 models as expected on meta (1 not run)" in err
 
 
-def test_verify_make_model_with_example_inputs_runs_one_pair_of_interpreters(tmp_path: Path, monkeypatch) -> None:
-    from torchfix_device.verify import verifier
+@pytest.mark.parametrize("cold", [False, True], ids=["forked", "new-interpreters"])
+def test_verify_make_model_with_example_inputs_runs_one_pair_of_interpreters(tmp_path: Path, monkeypatch, cold: bool) -> None:
+    from torchfix_device.verify import verifier, warm
     from torchfix_device.verify.user_verifier import verify_user_file
 
     model = tmp_path / "tagger.py"
     model.write_text(textwrap.dedent(MAKE_MODEL).lstrip(), encoding="utf-8")
     started = []
-    real_run = subprocess.run
+    real_run, real_forked = subprocess.run, warm.Server.run
 
     def counting_run(command, *args, **kwargs):
-        started.append(command)
+        started.append(("new", command))
         return real_run(command, *args, **kwargs)
 
+    def counting_forked(self, argv, *args, **kwargs):
+        started.append(("forked", argv))
+        return real_forked(self, argv, *args, **kwargs)
+
     monkeypatch.setattr(verifier.subprocess, "run", counting_run)
+    monkeypatch.setattr(warm.Server, "run", counting_forked)
+    if cold:
+        monkeypatch.setenv(warm.COLD_ENV, "1")
     (report,) = verify_user_file(read_spec(model), "meta")
-    assert len(started) == 2  # one interpreter for the original, one for the rewrite: each runs meta, then the CPU
+    # one interpreter for the original, one for the rewrite: each runs meta, then the CPU
+    assert [kind for kind, _ in started] == ["new" if cold else "forked"] * 2, started
     assert report.name == "make_model" and report.ok, report.to_json()
     assert report.inputs == "(2, 5), (2, 5)" and report.cpu_equal is True
     assert report.verdict() == "runs on meta before and after the rewrite; same outputs on the CPU"

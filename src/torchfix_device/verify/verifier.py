@@ -33,6 +33,7 @@ from pathlib import Path
 import torchfix_device
 from torchfix_device.verify.contract import ModelSpec, read_spec
 from torchfix_device.verify.legacy import MODERN_FORBIDDEN
+from torchfix_device.verify import warm
 
 LEG_TIMEOUT_S = 180
 
@@ -175,23 +176,33 @@ def run_interpreter(
     result_file = workdir / f"{stem}.json"
     outputs_dir = workdir / stem
     outputs_dir.mkdir(parents=True, exist_ok=True)
-    command = [
-        sys.executable, "-m", "torchfix_device.verify.harness", str(model_file),
-        *[arg for device in devices for arg in ("--device", device)],
+    arguments = [
+        str(model_file), *[arg for device in devices for arg in ("--device", device)],
         "--result", str(result_file), "--name", module_name, "--sys-path", str(sys_path),
         "--outputs-dir", str(outputs_dir), "--models", models,
     ]
-    try:
-        proc = subprocess.run(
-            command, cwd=workdir, env=_env(devices[0]), capture_output=True, text=True,
-            errors="replace", timeout=timeout * len(devices), stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as exc:
-        return None, f"Timeout: no result after {timeout * len(devices):.0f} s\n" + _tail(exc.stdout or b"", exc.stderr or b""), outputs_dir
-    log = _tail(proc.stdout, proc.stderr)
-    if proc.returncode != 0 or not result_file.exists():
+    limit = timeout * len(devices)
+    env = _env(devices[0])
+    server = warm.server_for(env) if warm.usable(devices) else None
+    if server is not None:  # forked from an interpreter that has imported torch
+        out, err = workdir / f"{stem}.stdout", workdir / f"{stem}.stderr"
+        returncode = server.run(arguments, workdir, env, out, err, limit)
+        log = _tail(*(p.read_bytes() if p.exists() else b"" for p in (out, err)))
+        if returncode is None:
+            why = f"Timeout: no result after {limit:.0f} s" if server.alive else "HarnessError: the interpreter ended"
+            return None, f"{why}\n{log}", outputs_dir
+    else:
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "torchfix_device.verify.harness", *arguments], cwd=workdir, env=env,
+                capture_output=True, text=True, errors="replace", timeout=limit, stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as exc:
+            return None, f"Timeout: no result after {limit:.0f} s\n" + _tail(exc.stdout or b"", exc.stderr or b""), outputs_dir
+        returncode, log = proc.returncode, _tail(proc.stdout, proc.stderr)
+    if returncode != 0 or not result_file.exists():
         last = (log.strip().splitlines() or ["no output"])[-1]
-        return None, f"HarnessError: the harness exited with {proc.returncode}: {last}\n{log}", outputs_dir
+        return None, f"HarnessError: the harness exited with {returncode}: {last}\n{log}", outputs_dir
     return json.loads(result_file.read_text(encoding="utf-8"))["legs"], log, outputs_dir
 
 

@@ -1,0 +1,227 @@
+"""Interpreters that start with torch already imported: the harness's runs, forked from one.
+
+Each version of a model (original, rewrite) runs in an interpreter of its own, so that nothing
+one leaves behind (its module, the shims, torch's global state) reaches the other. Importing
+torch is most of what such an interpreter costs (about two CPU-seconds, against well under one
+for a small model's run), and `verify` of a project starts two per model file. Here one server
+process imports torch and the harness once; each run is a child forked from it, which takes its
+own working folder, environment, arguments, and files for its standard output and error,
+seeds Python's `random` afresh as a new interpreter would (the harness then seeds every
+generator with 0), runs the harness's ``main`` and exits with its status. The server has run no
+torch operation, so the children start as fresh interpreters that imported torch would (a
+`DataLoader`'s workers are forked the same way).
+
+Not used for CUDA (a CUDA context must not be inherited: such runs start cold, as
+``python -m torchfix_device.verify.harness``), where ``os.fork`` does not exist, or where
+``TORCHFIX_DEVICE_VERIFY_COLD=1`` asks for a new interpreter per run. Each run gets its own
+environment; a server serves only runs that agree with the one it started with on what is read
+when an interpreter starts or imports torch (:data:`SETTLED`: the hash seed, ``PYTHONPATH``, the
+locale, torch's, OpenMP's and the BLAS libraries' variables...); a run that does not gets a
+server of its own.
+
+The protocol, one JSON object per line: the client writes ``{"id", "argv", "cwd", "env",
+"stdout", "stderr"}`` to start a run, ``{"kill": id}`` to end one; the server answers
+``{"id", "status"}`` when the run's process has ended (the exit status; negative for a signal).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+COLD_ENV = "TORCHFIX_DEVICE_VERIFY_COLD"
+"""Set to 1: every run of the harness starts a new interpreter."""
+
+SETTLED = (
+    "PYTHON", "LC_", "LANG", "TZ", "HOME", "TMPDIR", "XDG_", "LD_", "MALLOC", "TORCH", "PYTORCH",
+    "CUDA", "NVIDIA", "OMP_", "KMP_", "MKL_", "OPENBLAS", "GOTO", "NPY_", "NUMPY", "SYMPY", "MPMATH",
+)
+"""Prefixes of the variables a server must share with a run: read when the interpreter starts, or
+when torch and what it imports are imported (the rest are the run's own)."""
+
+
+def usable(devices: list[str]) -> bool:
+    return hasattr(os, "fork") and os.environ.get(COLD_ENV) != "1" and not any(d.startswith("cuda") for d in devices)
+
+
+class Server:
+    """One server process and the runs it has under way (safe to use from several threads)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self._home = tempfile.mkdtemp(prefix="tfd-warm-")  # its working folder: nothing to import there
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "torchfix_device.verify.warm"], cwd=self._home, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, list] = {}  # id -> [event, status]
+        self.alive = self._proc.stdout.readline() == b"ready\n"
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self._proc.stdout:
+            answer = json.loads(line)
+            with self._lock:
+                slot = self._waiting.pop(answer["id"], None)
+            if slot is not None:
+                slot[1] = answer["status"]
+                slot[0].set()
+        with self._lock:  # the server is gone: no run under way will get an answer
+            self.alive = False
+            left, self._waiting = list(self._waiting.values()), {}
+        for slot in left:
+            slot[0].set()
+
+    def _send(self, message: dict) -> None:
+        self._proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self._proc.stdin.flush()
+
+    def run(self, argv: list[str], cwd: Path, env: dict[str, str], out: Path, err: Path, timeout: float) -> int | None:
+        """The run's exit status; None after ``timeout`` seconds (the run is killed) or when the
+        server ended (``alive`` is then False)."""
+        slot: list = [threading.Event(), None]
+        with self._lock:
+            if not self.alive:
+                return None
+            run_id = next(self._ids)
+            self._waiting[run_id] = slot
+            self._send({"id": run_id, "argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)})
+        if not slot[0].wait(timeout):
+            with self._lock:
+                if self.alive:
+                    self._send({"kill": run_id})
+            slot[0].wait(10)
+            return None
+        return slot[1]
+
+    def close(self) -> None:
+        try:
+            self._proc.stdin.close()  # the server ends once its runs have
+            self._proc.wait(30)
+        except (OSError, subprocess.TimeoutExpired):
+            self._proc.kill()
+        import shutil
+
+        shutil.rmtree(self._home, ignore_errors=True)
+
+
+_servers: dict[frozenset, Server] = {}
+_servers_lock = threading.Lock()
+
+
+def server_for(env: dict[str, str]) -> Server | None:
+    """This process's server for runs in ``env`` (started on first use; None if it cannot start)."""
+    key = frozenset((k, v) for k, v in env.items() if k.startswith(SETTLED))
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is None or not server.alive:
+            if not _servers:
+                import atexit
+
+                atexit.register(close_all)
+            server = _servers[key] = Server(env)
+        return server if server.alive else None
+
+
+def close_all() -> None:
+    with _servers_lock:
+        servers = list(_servers.values())
+        _servers.clear()
+    for server in servers:
+        server.close()
+
+
+# -- the server process -------------------------------------------------------------------------
+def _child(request: dict) -> None:
+    """In the forked child: become the harness run, exit with its status (never returns)."""
+    import random
+    import signal
+    import traceback
+
+    code = 1
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for target, name in ((1, "stdout"), (2, "stderr")):
+            fd = os.open(request[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(fd, target)
+            os.close(fd)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.chdir(request["cwd"])
+        sys.path[0] = request["cwd"]  # `python -m` puts the working folder first
+        random.seed()
+        from torchfix_device.verify import harness
+
+        sys.argv = [harness.__file__, *request["argv"]]
+        code = harness.main(request["argv"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - what a new interpreter would print, and its status
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def serve() -> None:
+    import select
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the server quietly, with the runs
+    import torch  # noqa: F401 - what every run would import first
+
+    from torchfix_device.verify import checker, harness, legacy, user_harness  # noqa: F401
+
+    with checker.DeviceChecker():  # torch's first meta operation imports ~800 modules (~2 s): here,
+        layer = torch.nn.Linear(3, 2, device="meta")  # once; on meta tensors only, so no
+        layer(torch.empty(4, 3, device="meta")).relu().sum()  # thread pool is started before a fork
+    out = sys.stdout.buffer
+    out.write(b"ready\n")
+    out.flush()
+    runs: dict[int, int] = {}  # pid -> id
+    pending = b""
+    open_input = True
+    while open_input or runs:
+        ready, _, _ = select.select([0] if open_input else [], [], [], 0.02 if runs else None)
+        if ready:
+            chunk = os.read(0, 65536)
+            open_input = bool(chunk)
+            if not open_input:  # the client has gone, and no one waits for these runs
+                for pid in runs:
+                    os.kill(pid, signal.SIGKILL)
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in filter(None, lines):
+                request = json.loads(line)
+                if "kill" in request:
+                    for pid, run_id in runs.items():
+                        if run_id == request["kill"]:
+                            os.kill(pid, signal.SIGKILL)
+                    continue
+                os.environ.clear()
+                os.environ.update(request["env"])
+                pid = os.fork()
+                if pid == 0:
+                    _child(request)
+                runs[pid] = request["id"]
+        while runs:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            out.write(json.dumps({"id": runs.pop(pid), "status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,183 @@
+"""`verify`'s runs forked from an interpreter that has imported torch (verify/warm.py): each run
+still starts as a new interpreter would, a run that overstays is killed, a server that dies is
+replaced, and a report is the one new interpreters give."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torchfix_device.verify import warm  # noqa: E402
+from torchfix_device.verify.contract import bundled_models, read_spec  # noqa: E402
+from torchfix_device.verify.user_verifier import verify_user_file  # noqa: E402
+from torchfix_device.verify.verifier import verify_model  # noqa: E402
+
+LEAVES_STATE = '''
+import os
+
+import torch
+import torch.nn as nn
+
+# What a run in another process would have left, were it forked from a parent it changed: each
+# must be absent (this process imports the file once per device: its own marks may be there).
+if getattr(torch, "_left_by_a_run", os.getpid()) != os.getpid():
+    raise AssertionError("torch's module state of an earlier run")
+if __import__("sys").modules.get("leftover_module", os.getpid()) != os.getpid():
+    raise AssertionError("a module an earlier run imported")
+if not hasattr(torch, "_left_by_a_run") and torch.get_default_dtype() != torch.float32:
+    raise AssertionError("the default dtype an earlier run set")
+torch._left_by_a_run = os.getpid()
+torch.set_default_dtype(torch.float64)
+__import__("sys").modules["leftover_module"] = os.getpid()
+with open(os.path.join(os.environ["TFD_TEST_FOLDER"], f"{os.getpid()}.json"), "w") as f:
+    f.write(__import__("json").dumps({"cwd": os.getcwd(), "argv": __import__("sys").argv}))
+
+
+class Small(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x.to(self.fc.weight.dtype))
+
+
+def make_model():
+    return Small()
+
+
+def example_inputs():
+    return (torch.ones(2, 3),)
+'''
+
+SLEEPS = '''
+import os
+import time
+
+import torch.nn as nn
+
+with open(os.path.join(os.environ["TFD_TEST_FOLDER"], f"{os.getpid()}.pid"), "w") as f:
+    f.write(str(os.getpid()))
+time.sleep(120)
+
+
+class Never(nn.Module):
+    def forward(self, x):
+        return x
+'''
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch) -> Path:
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    monkeypatch.setenv("TFD_TEST_FOLDER", str(seen))
+    monkeypatch.delenv(warm.COLD_ENV, raising=False)
+    return seen
+
+
+def _model(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return path
+
+
+def test_each_forked_run_starts_clean_of_what_the_runs_before_left(tmp_path: Path, folder: Path) -> None:
+    path = _model(tmp_path, "leaves_state", LEAVES_STATE)
+    reports = [verify_user_file(read_spec(path), "meta") for _ in range(2)]
+    for (report,) in reports:
+        assert report.ok, report.to_json()
+        assert all(run["status"] == "ran" for run in report.runs.values()), report.runs
+    seen = [json.loads(p.read_text()) for p in folder.glob("*.json")]
+    assert len(seen) == 4  # original and rewrite, twice: four processes, none of them the server
+    assert all(Path(s["cwd"]).name.startswith("tfd-verify-leaves_state-") for s in seen), seen
+    assert sorted(Path(*s["argv"]).name for s in seen) == [path.name] * 4, seen  # a script run without arguments
+    server = warm.server_for(_env_of_runs())
+    assert server is not None and server.alive and str(server._proc.pid) + ".json" not in {p.name for p in folder.glob("*")}
+
+
+def _env_of_runs() -> dict[str, str]:
+    from torchfix_device.verify.verifier import _env
+
+    return _env("meta")
+
+
+def test_a_run_over_its_time_is_killed_and_reported_as_a_timeout(tmp_path: Path, folder: Path) -> None:
+    path = _model(tmp_path, "sleeps", SLEEPS)
+    started = time.monotonic()
+    (report,) = verify_user_file(read_spec(path), "meta", timeout=2)
+    assert time.monotonic() - started < 60
+    assert report.problem is not None and "Timeout: no result after 4 s" in report.problem, report.to_json()
+    pids = [int(p.read_text()) for p in folder.glob("*.pid")]
+    assert pids, "the runs started"
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # killed and reaped: no process is left behind
+
+
+def test_a_server_that_dies_fails_its_runs_and_the_next_run_gets_a_new_one(tmp_path: Path, folder: Path) -> None:
+    path = _model(tmp_path, "sleeps", SLEEPS)
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(verify_user_file(read_spec(path), "meta", timeout=60)))
+    thread.start()
+    deadline = time.monotonic() + 60
+    while len(list(folder.glob("*.pid"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    server = warm.server_for(_env_of_runs())
+    server._proc.kill()
+    thread.join(60)
+    assert not thread.is_alive()
+    ((report,),) = result
+    assert report.problem is not None and "the interpreter ended" in report.problem, report.to_json()
+    for pid in (int(p.read_text()) for p in folder.glob("*.pid")):
+        os.kill(pid, 9)  # the runs of a killed server are orphans now: end them here
+    fresh = warm.server_for(_env_of_runs())
+    assert fresh is not server and fresh.alive
+    good = _model(tmp_path, "leaves_state", LEAVES_STATE)
+    (report,) = verify_user_file(read_spec(good), "meta")
+    assert report.ok, report.to_json()
+
+
+def _comparable(report) -> dict:
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("seconds", "log")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(report.to_json())
+
+
+def test_a_forked_run_reports_what_a_new_interpreter_reports(monkeypatch) -> None:
+    (path,) = [p for p in bundled_models() if p.stem == "host_transfer"]
+    monkeypatch.delenv(warm.COLD_ENV, raising=False)
+    forked = verify_model(path, "meta")
+    monkeypatch.setenv(warm.COLD_ENV, "1")
+    new = verify_model(path, "meta")
+    assert forked.ok and _comparable(forked) == _comparable(new)
+
+
+def test_cuda_and_the_cold_setting_start_new_interpreters(monkeypatch) -> None:
+    monkeypatch.delenv(warm.COLD_ENV, raising=False)
+    assert warm.usable(["meta", "cpu"]) and warm.usable(["cpu"])
+    assert not warm.usable(["cuda"]) and not warm.usable(["cuda:1"])
+    monkeypatch.setenv(warm.COLD_ENV, "1")
+    assert not warm.usable(["meta", "cpu"])
+
+
+def test_a_server_serves_runs_that_share_what_is_settled_at_start(folder: Path) -> None:
+    env = _env_of_runs()
+    server = warm.server_for(env)
+    assert warm.server_for({**env, "TFD_TEST_FOLDER": "elsewhere", "PYTEST_CURRENT_TEST": "x"}) is server
+    other = warm.server_for({**env, "PYTHONHASHSEED": "1"})
+    assert other is not None and other is not server and other.alive
+    assert warm.server_for(env) is server
