@@ -181,3 +181,19 @@ def test_a_server_serves_runs_that_share_what_is_settled_at_start(folder: Path) 
     other = warm.server_for({**env, "PYTHONHASHSEED": "1"})
     assert other is not None and other is not server and other.alive
     assert warm.server_for(env) is server
+
+
+def test_a_server_not_ready_in_time_leaves_the_runs_to_new_interpreters(tmp_path: Path, folder: Path, monkeypatch) -> None:
+    import subprocess
+
+    from torchfix_device.verify import verifier
+
+    monkeypatch.setattr(warm, "START_TIMEOUT_S", 0)
+    monkeypatch.setenv("PYTHONWARNINGS", "ignore::DeprecationWarning")  # a new server's environment
+    started = []
+    real_run = subprocess.run
+    monkeypatch.setattr(verifier.subprocess, "run", lambda command, *a, **k: started.append(command) or real_run(command, *a, **k))
+    path = _model(tmp_path, "leaves_state", LEAVES_STATE)
+    (report,) = verify_user_file(read_spec(path), "meta")
+    assert report.ok, report.to_json()
+    assert len(started) == 2 and all(c[1:3] == ["-m", "torchfix_device.verify.harness"] for c in started), started

@@ -29,11 +29,16 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
+
+START_TIMEOUT_S = 180
+"""A server not ready after this long (torch not importable, a hung import) is given up: the runs
+start new interpreters."""
 
 COLD_ENV = "TORCHFIX_DEVICE_VERIFY_COLD"
 """Set to 1: every run of the harness starts a new interpreter."""
@@ -62,7 +67,9 @@ class Server:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._waiting: dict[int, list] = {}  # id -> [event, status]
-        self.alive = self._proc.stdout.readline() == b"ready\n"
+        self.alive = select.select([self._proc.stdout], [], [], START_TIMEOUT_S)[0] != [] and self._proc.stdout.readline() == b"ready\n"
+        if not self.alive:  # runs then start new interpreters, whose output says what went wrong
+            self._proc.kill()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -175,7 +182,6 @@ def _child(request: dict) -> None:
 
 
 def serve() -> None:
-    import select
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the server quietly, with the runs

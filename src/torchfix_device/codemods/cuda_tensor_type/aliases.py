@@ -7,8 +7,9 @@ and read only after that statement, each read being one of:
 - ``Alias(...)``, a constructor whose arguments show what they are: no argument, or two and more
   (sizes: ``Alias(n, 1)``, ``Alias(imgs.shape[0], *patch)``) → ``torch.empty(..., dtype=, device=)``;
   one size (``Alias(3)``, ``Alias(x.size(0))``, a name bound to one) → the same; a list or
-  tuple literal → ``torch.tensor(...)``; a NumPy array of at least one dimension
-  (``np.random.normal(0, 1, (n, d))``, ``np.ones(shape)``, a name bound to one) →
+  tuple display, a list comprehension, or a name bound to one → ``torch.tensor(...)``; a NumPy
+  array of at least one dimension (``np.random.normal(0, 1, (n, d))``, ``np.ones(shape)``, a
+  name bound to one) →
   ``torch.as_tensor(...)``, which like the legacy constructor shares the array's memory on the
   CPU when the dtype matches and copies otherwise;
 - ``x.type(Alias)`` → ``x.to(device=..., dtype=...)``.
@@ -218,7 +219,7 @@ def constructor(call: cst.Call, torch_name: str, dtype: str, device: str, values
         return "it starts with `*`: sizes or data?"
     if len(args) == 1:
         value = args[0].value
-        if isinstance(value, (cst.List, cst.Tuple)):
+        if _is_list(value, values):
             factory = "tensor"
         elif _is_size(value, values):
             factory = "empty"
@@ -304,6 +305,16 @@ def _binding_part(node: cst.CSTNode) -> cst.CSTNode:
     if isinstance(node, cst.ExceptHandler):
         return node.name.name if node.name is not None else cst.Module(body=[])
     return node
+
+
+def _is_list(node: cst.BaseExpression, values: ValueOf, depth: int = 0) -> bool:
+    """Data: a list or tuple display, a list comprehension, or a name bound once to one."""
+    if isinstance(node, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(node, cst.Name) and depth < 3:
+        value = values(node)
+        return value is not None and _is_list(value, values, depth + 1)
+    return False
 
 
 def _is_size(node: cst.BaseExpression, values: ValueOf, depth: int = 0) -> bool:
