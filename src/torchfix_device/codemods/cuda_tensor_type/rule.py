@@ -73,8 +73,10 @@ class CudaTensorType(Codemod):
     ```
 
     ## Not rewritten
-    A constructor given a lone name (`torch.cuda.FloatTensor(n)`: a size or data?) or keyword
-    arguments, and the types used as values: reported for manual review. An alias any of whose
+    A constructor given a lone name that nothing binds to a size, a list or an array
+    (`torch.cuda.FloatTensor(n)`, `n` a parameter: a size or data?) or keyword arguments, and
+    the types used as values: reported for manual review (a list display or comprehension, or a
+    name bound once to one, is data: `torch.tensor`). An alias any of whose
     reads cannot be rewritten — an argument that shows neither a size nor data (`Tensor(x)`, a
     0-dimensional array, `Tensor(*shape)`), the alias passed as a value or to `isinstance`, a
     read before it is bound, a second binding of its name — is left whole, with its reads, and
