@@ -169,7 +169,7 @@ def test_a_forked_run_reports_what_a_new_interpreter_reports(monkeypatch) -> Non
 def test_cuda_and_the_cold_setting_start_new_interpreters(monkeypatch) -> None:
     monkeypatch.delenv(warm.COLD_ENV, raising=False)
     assert warm.usable(["meta", "cpu"]) and warm.usable(["cpu"])
-    assert not warm.usable(["cuda"]) and not warm.usable(["cuda:1"])
+    assert not any(warm.usable([d]) for d in ("cuda", "cuda:1", "mps", "xpu:0")) and not warm.usable(["meta", "cuda"])
     monkeypatch.setenv(warm.COLD_ENV, "1")
     assert not warm.usable(["meta", "cpu"])
 
@@ -197,3 +197,18 @@ def test_a_server_not_ready_in_time_leaves_the_runs_to_new_interpreters(tmp_path
     (report,) = verify_user_file(read_spec(path), "meta")
     assert report.ok, report.to_json()
     assert len(started) == 2 and all(c[1:3] == ["-m", "torchfix_device.verify.harness"] for c in started), started
+
+
+def test_a_run_sent_as_the_server_ends_fails_and_the_next_gets_a_new_server(tmp_path: Path, folder: Path, monkeypatch) -> None:
+    env = _env_of_runs()
+    server = warm.server_for(env)
+
+    def broken_pipe(message):
+        raise BrokenPipeError("the server has ended")
+
+    monkeypatch.setattr(server, "_send", broken_pipe)
+    assert server.run(["x.py"], tmp_path, env, tmp_path / "out", tmp_path / "err", 5) is None
+    assert not server.alive and not server._waiting
+    server.close()
+    fresh = warm.server_for(env)
+    assert fresh is not server and fresh.alive

@@ -11,9 +11,9 @@ generator with 0), runs the harness's ``main`` and exits with its status. The se
 torch operation, so the children start as fresh interpreters that imported torch would (a
 `DataLoader`'s workers are forked the same way).
 
-Not used for CUDA (a CUDA context must not be inherited: such runs start cold, as
-``python -m torchfix_device.verify.harness``), where ``os.fork`` does not exist, or where
-``TORCHFIX_DEVICE_VERIFY_COLD=1`` asks for a new interpreter per run. Each run gets its own
+Used on Linux for runs on the CPU and ``meta``; runs on CUDA, MPS or XPU (a device runtime must
+not be inherited), on other systems, or where ``TORCHFIX_DEVICE_VERIFY_COLD=1`` asks for it,
+start a new interpreter each (``python -m torchfix_device.verify.harness``). Each run gets its own
 environment; a server serves only runs that agree with the one it started with on what is read
 when an interpreter starts or imports torch (:data:`SETTLED`: the hash seed, ``PYTHONPATH``, the
 locale, torch's, OpenMP's and the BLAS libraries' variables...); a run that does not gets a
@@ -52,16 +52,19 @@ when torch and what it imports are imported (the rest are the run's own)."""
 
 
 def usable(devices: list[str]) -> bool:
-    return hasattr(os, "fork") and os.environ.get(COLD_ENV) != "1" and not any(d.startswith("cuda") for d in devices)
+    """Forked runs for these devices: on Linux, for the CPU and ``meta`` only (a CUDA, MPS or XPU
+    runtime must not be inherited, and macOS's frameworks are not safe to use after a fork)."""
+    return sys.platform.startswith("linux") and os.environ.get(COLD_ENV) != "1" \
+        and all(d.split(":")[0] in ("cpu", "meta") for d in devices)
 
 
 class Server:
     """One server process and the runs it has under way (safe to use from several threads)."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        self._home = tempfile.mkdtemp(prefix="tfd-warm-")  # its working folder: nothing to import there
+        home = tempfile.mkdtemp(prefix="tfd-warm-")  # its working folder: nothing to import there
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "torchfix_device.verify.warm"], cwd=self._home, env=env,
+            [sys.executable, "-m", "torchfix_device.verify.warm"], cwd=home, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )
         self._lock = threading.Lock()
@@ -70,15 +73,21 @@ class Server:
         self.alive = select.select([self._proc.stdout], [], [], START_TIMEOUT_S)[0] != [] and self._proc.stdout.readline() == b"ready\n"
         if not self.alive:  # runs then start new interpreters, whose output says what went wrong
             self._proc.kill()
+            self._proc.wait()
+        os.rmdir(home)  # the server has started there (`-m` put it first on sys.path): not needed now
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
         for line in self._proc.stdout:
-            answer = json.loads(line)
+            try:
+                answer = json.loads(line)
+                run_id, status = answer["id"], answer["status"]
+            except (ValueError, TypeError, KeyError):
+                continue  # not an answer (nothing else should write there)
             with self._lock:
-                slot = self._waiting.pop(answer["id"], None)
+                slot = self._waiting.pop(run_id, None)
             if slot is not None:
-                slot[1] = answer["status"]
+                slot[1] = status
                 slot[0].set()
         with self._lock:  # the server is gone: no run under way will get an answer
             self.alive = False
@@ -99,11 +108,19 @@ class Server:
                 return None
             run_id = next(self._ids)
             self._waiting[run_id] = slot
-            self._send({"id": run_id, "argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)})
+            try:
+                self._send({"id": run_id, "argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)})
+            except OSError:  # the server has ended, and the reader has not seen it yet
+                self.alive = False
+                self._waiting.pop(run_id, None)
+                return None
         if not slot[0].wait(timeout):
             with self._lock:
                 if self.alive:
-                    self._send({"kill": run_id})
+                    try:
+                        self._send({"kill": run_id})
+                    except OSError:
+                        self.alive = False
             slot[0].wait(10)
             return None
         return slot[1]
@@ -114,9 +131,6 @@ class Server:
             self._proc.wait(30)
         except (OSError, subprocess.TimeoutExpired):
             self._proc.kill()
-        import shutil
-
-        shutil.rmtree(self._home, ignore_errors=True)
 
 
 _servers: dict[frozenset, Server] = {}
