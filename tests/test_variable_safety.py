@@ -207,3 +207,20 @@ def test_no_statement_is_lost_when_a_dropped_line_s_id_is_taken_by_a_new_one() -
         out = transform("\n".join(lines), all_codemods(), filename="many.py").text
         assert [line for line in out.splitlines() if line.startswith("first_")] == [f"first_{i} = t + {i}" for i in range(n)]
         assert "Variable" not in out and out.count("    # wrap the batch\n    print(x.sum())") == n
+
+
+def test_a_node_set_knows_its_nodes_by_identity_and_keeps_them() -> None:
+    import gc
+
+    import libcst as cst
+    from torchfix_device.syntax.nodes import NodeSet
+
+    marks = NodeSet()
+    assert not marks
+    node = cst.Name("x")
+    marks.add(node)
+    ident = id(node)
+    del node
+    gc.collect()
+    made = [cst.Name("x") for _ in range(1000)]  # equal to the marked node, never it
+    assert marks and all(id(n) != ident for n in made) and not any(n in marks for n in made)

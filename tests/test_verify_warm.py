@@ -197,6 +197,9 @@ def test_a_server_not_ready_in_time_leaves_the_runs_to_new_interpreters(tmp_path
     (report,) = verify_user_file(read_spec(path), "meta")
     assert report.ok, report.to_json()
     assert len(started) == 2 and all(c[1:3] == ["-m", "torchfix_device.verify.harness"] for c in started), started
+    servers = dict(warm._servers)
+    assert warm.server_for(verifier._env("meta")) is None
+    assert warm._servers == servers  # not started again for every run, each waiting START_TIMEOUT_S
 
 
 def test_a_run_sent_as_the_server_ends_fails_and_the_next_gets_a_new_server(tmp_path: Path, folder: Path, monkeypatch) -> None:

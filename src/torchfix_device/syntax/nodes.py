@@ -80,3 +80,21 @@ def short_text(code: str, limit: int = 40) -> str:
     """``code`` on one line, cut to ``limit`` characters (with ``...``) for a message."""
     text = " ".join(code.split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class NodeSet:
+    """Nodes marked during a transform, by identity. The nodes are kept: a mark by ``id`` alone
+    outlives a node that is dropped (a line removed, a subtree rebuilt), and a node made later
+    may be given the same ``id`` and read as marked (TFD009 once dropped such a statement)."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[int, cst.CSTNode] = {}
+
+    def add(self, node: cst.CSTNode) -> None:
+        self._nodes[id(node)] = node
+
+    def __contains__(self, node: cst.CSTNode) -> bool:
+        return self._nodes.get(id(node)) is node
+
+    def __bool__(self) -> bool:
+        return bool(self._nodes)

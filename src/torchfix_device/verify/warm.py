@@ -71,6 +71,8 @@ class Server:
         self._ids = itertools.count(1)
         self._waiting: dict[int, list] = {}  # id -> [event, status]
         self.alive = select.select([self._proc.stdout], [], [], START_TIMEOUT_S)[0] != [] and self._proc.stdout.readline() == b"ready\n"
+        self.started = self.alive
+        """Whether it ever served: one that never did is not started again (each try would wait)."""
         if not self.alive:  # runs then start new interpreters, whose output says what went wrong
             self._proc.kill()
             self._proc.wait()
@@ -138,11 +140,12 @@ _servers_lock = threading.Lock()
 
 
 def server_for(env: dict[str, str]) -> Server | None:
-    """This process's server for runs in ``env`` (started on first use; None if it cannot start)."""
+    """This process's server for runs in ``env`` (started on first use, again after one ended;
+    None if it cannot start)."""
     key = frozenset((k, v) for k, v in env.items() if k.startswith(SETTLED))
     with _servers_lock:
         server = _servers.get(key)
-        if server is None or not server.alive:
+        if server is None or (server.started and not server.alive):
             if not _servers:
                 import atexit
 

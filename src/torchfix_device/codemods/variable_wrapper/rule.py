@@ -177,11 +177,10 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         self._grad_evidence: GradEvidence | None = None
         self._wrap: tuple[dict[int, cst.For | cst.While], dict[int, str]] | None = None
         self._volatile_spelt = False
-        self._carried: dict[int, cst.CSTNode] = {}
-        """``id`` → the ``x = x`` lines left by an unwrap that go once their comments moved (kept
-        here, so that a node made later cannot take the ``id`` of one dropped meanwhile)."""
-        self._no_ops: dict[int, cst.CSTNode] = {}
-        """The same for the ``x = x`` lines that are alone in their block."""
+        self._carried = nodes.NodeSet()
+        """The ``x = x`` lines left by an unwrap that go once their comments moved."""
+        self._no_ops = nodes.NodeSet()
+        """The ``x = x`` lines left alone in their block (an ``else:`` holding only them goes)."""
         self._refills: set[int] = set()
         """``id`` of the original ``self.a = Variable(self.a)`` lines whose ``self.a = self.a`` goes."""
         return None
@@ -359,10 +358,10 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
             return updated_node
         if self._only_statement(original_node):
             if not has_comment(updated_node):
-                self._no_ops[id(updated_node)] = updated_node  # an `else:` holding only it goes (leave_If)
+                self._no_ops.add(updated_node)  # an `else:` holding only it goes (leave_If)
             return updated_node
         if has_comment(updated_node):
-            self._carried[id(updated_node)] = updated_node
+            self._carried.add(updated_node)
             return updated_node
         return cst.RemoveFromParent()
 
@@ -373,7 +372,7 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
             return updated_node
         if orelse.body.header.comment is not None or any(line.comment for line in orelse.leading_lines):
             return updated_node
-        if all(self._no_ops.get(id(statement)) is statement for statement in orelse.body.body):
+        if all(statement in self._no_ops for statement in orelse.body.body):
             return updated_node.with_changes(orelse=None)  # also when every statement was removed
         return updated_node
 
@@ -387,8 +386,7 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         carried: list[cst.EmptyLine] = []
         for index, statement in enumerate(body):
             following = body[index + 1] if index + 1 < len(body) else None
-            carry = self._carried.get(id(statement)) is statement
-            if carry and following is not None and not imports.is_import_statement(following):
+            if statement in self._carried and following is not None and not imports.is_import_statement(following):
                 carried.extend(cst.ensure_type(statement, cst.SimpleStatementLine).leading_lines)
                 continue
             if carried:
