@@ -307,13 +307,18 @@ def _binding_part(node: cst.CSTNode) -> cst.CSTNode:
     return node
 
 
+def _bound_to(name: cst.Name, values: ValueOf, depth: int, test) -> bool:
+    """``name`` is bound once to a value ``test`` holds of (followed through three names at most)."""
+    value = values(name) if depth < 3 else None
+    return value is not None and test(value, values, depth + 1)
+
+
 def _is_list(node: cst.BaseExpression, values: ValueOf, depth: int = 0) -> bool:
     """Data: a list or tuple display, a list comprehension, or a name bound once to one."""
     if isinstance(node, (cst.List, cst.Tuple, cst.ListComp)):
         return True
-    if isinstance(node, cst.Name) and depth < 3:
-        value = values(node)
-        return value is not None and _is_list(value, values, depth + 1)
+    if isinstance(node, cst.Name):
+        return _bound_to(node, values, depth, _is_list)
     return False
 
 
@@ -330,18 +335,16 @@ def _is_size(node: cst.BaseExpression, values: ValueOf, depth: int = 0) -> bool:
         return m.matches(node.func, m.Attribute(attr=m.Name("size"))) and len(node.args) == 1 and node.args[0].keyword is None
     if isinstance(node, cst.Subscript) and m.matches(node.value, m.Attribute(attr=m.Name("shape"))):
         return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
-    if isinstance(node, cst.Name) and depth < 3:
-        value = values(node)
-        return value is not None and _is_size(value, values, depth + 1)
+    if isinstance(node, cst.Name):
+        return _bound_to(node, values, depth, _is_size)
     return False
 
 
 def _is_array(node: cst.BaseExpression, values: ValueOf, depth: int = 0) -> bool:
     """A NumPy array of at least one dimension (a scalar or 0-d array is a size to the legacy
     constructor), or a name bound once to one."""
-    if isinstance(node, cst.Name) and depth < 3:
-        value = values(node)
-        return value is not None and _is_array(value, values, depth + 1)
+    if isinstance(node, cst.Name):
+        return _bound_to(node, values, depth, _is_array)
     if not isinstance(node, cst.Call):
         return False
     qualified = values.codemod.qualified_names(node.func)
