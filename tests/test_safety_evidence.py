@@ -120,6 +120,10 @@ SETUP = textwrap.dedent(
 )
 
 SCALAR_PROGRAMS = {
+    "data_kept_in_a_name": (
+        "criterion = nn.CrossEntropyLoss()\nfval = criterion(out, labels).data\nresult = fval[0]\n",
+        "result = F.cross_entropy(out, labels).item()\n",
+    ),
     "local_criterion": (
         "criterion = nn.CrossEntropyLoss()\nresult = criterion(out, labels).data[0]\n",
         "result = F.cross_entropy(out, labels).item()\n",
@@ -179,6 +183,19 @@ def test_data_index_on_a_scalar_becomes_item_and_gives_the_meant_value(case: str
     meant_kind, meant_value = _observe(SETUP + meant)  # the value, computed the torch 2 way
     assert kind == meant_kind == "value" and isinstance(value, float)
     assert value == pytest.approx(meant_value)
+
+
+def test_a_store_into_the_data_of_a_scalar_kept_in_a_name_is_not_a_read() -> None:
+    """``fval[0] = 1`` / ``+=`` / ``del``: targets, which ``fval.item()`` cannot be; only the read
+    becomes ``.item()``, and the rewrite compiles."""
+    source = SETUP + (
+        "criterion = nn.MSELoss()\nfval = criterion(pred, target).data\n"
+        "fval[0] = 1.0\nfval[0] += 1\ndel fval[0]\nresult = fval[0]\n"
+    )
+    out = _rewrite(source, "TFD006")
+    compile(out.text, "program.py", "exec")
+    assert out.text.count("fval[0]") == 3 and "result = fval.item()" in out.text
+    assert [f.line for f in out.findings] == [source.count("\n")]
 
 
 def test_backward_on_a_one_element_tensor_gives_the_same_number() -> None:

@@ -14,7 +14,9 @@ from torchfix_device.codemods.loss_data_index.accumulated import NOT_SCALAR_ATTR
 from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.dims import dims
 from torchfix_device.facts.grad import GradEvidence
+from torchfix_device.facts.kinds import bound_values
 from torchfix_device.facts.sizes import Size, SizeEvidence, number_in_03, numpy_subject, zero_index
+from torchfix_device.facts.uses import store_of
 
 DATA = m.Attribute(attr=m.Name("data"))
 SAME_TEXT_CONVERSIONS = frozenset("eEfFgGdiu")
@@ -52,6 +54,12 @@ class LossDataIndex(Codemod):
     `x.squeeze()` of a tensor whose sizes are all shown to be 1 are 0-dim. Then `x[0]` itself
     (not only `x.data[0]`) becomes `x.item()` where `x` cannot require grad (`w.data.squeeze()[0]`);
     where it may, it is reported (in 0.3 it was a 1-element `Variable`, not a number).
+
+    The same in two steps: `fval = criterion(out, y).data`, then `fval[0]`, where every binding
+    of `fval` that may reach the read is the `.data` of a value shown to be a scalar (both
+    branches of an `if`, say), becomes `fval.item()`; a store (`fval[0] = v`) is left alone, and
+    a name bound to the `.data` of anything else (`out = net(x).data`, then `out[0]`, a row) is
+    real indexing and is not reported.
 
     Accumulated scalars are one fix over several statements: `total = 0`, then
     `total += loss.data` (or `+= n * criterion(...).data`, `total = total + loss.data`), then
@@ -164,6 +172,10 @@ class LossDataIndex(Codemod):
             return self._index(original_node, updated_node, ".data[0][0]", cst.ensure_type(value.value, cst.Attribute).value)
         if numpy_subject(original_node) is not None:
             return self._numpy_index(original_node, updated_node)
+        if isinstance(value, cst.Name) and store_of(self.evidence.values, original_node) is None:
+            data_of = self._data_of_scalar(value)
+            if data_of is not None:
+                return self._index_of_data(original_node, updated_node, data_of)
         if (_squeeze_or_function(value) or (isinstance(value, cst.Name) and value.value in self._items_and_parts())) \
                 and dims(self.evidence.values, value) == 0:
             return self._zero_dim_index(original_node, updated_node)
@@ -196,6 +208,28 @@ class LossDataIndex(Codemod):
         if self.report(original, f"{message}; it cannot require grad, so in 0.3 it was a number: use `{code}.item()`"):
             return _item(updated.value, updated)
         return updated
+
+    def _data_of_scalar(self, name: cst.Name) -> Size | None:
+        """The size shown for ``name`` when every binding of it that may reach this read is
+        ``<x>.data`` of an ``x`` shown to be a scalar (``fval = criterion(out, y).data``); None
+        otherwise (no report: a name bound to ``.data`` of anything else is real indexing)."""
+        bound = bound_values(self.evidence.values, name)
+        if not bound or not all(m.matches(v, DATA) for v in bound):
+            return None
+        sizes = [self.evidence.size(cst.ensure_type(v, cst.Attribute).value) for v in bound]
+        if any(size is None or size is Size.NUMBER for size in sizes):
+            return None
+        return max(sizes)  # type: ignore[type-var]  # the weakest
+
+    def _index_of_data(self, original: cst.Subscript, updated: cst.Subscript, size: Size) -> cst.BaseExpression:
+        """``fval[0]`` of ``fval = loss.data``: ``loss.data[0]`` in two steps, ``fval.item()``."""
+        code = cst.ensure_type(original.value, cst.Name).value
+        message = f"`{code}[0]` where `{code}` is the `.data` of a scalar: use `{code}.item()`"
+        if size is Size.LIKELY:
+            fixed = self.report(original, f"{message}; {PASSED_LOSS}", safe=False)
+        else:
+            fixed = self.report(original, message)
+        return _item(updated.value, updated) if fixed else updated
 
     def _grad(self) -> GradEvidence:
         if self._grad_evidence is None:
