@@ -188,3 +188,52 @@ def test_notebooks_are_skipped_with_a_message(tmp_path: Path) -> None:
     assert (tmp_path / "nb.ipynb").read_bytes() == before
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert "notebooks are skipped" in readme
+
+
+def _pipe_console():
+    import io
+
+    from rich.console import Console
+
+    shown = io.StringIO()
+    return Console(file=shown, force_terminal=False, no_color=True), shown
+
+
+def test_ask_line_reads_a_line_and_raises_eoferror_at_the_end_of_input() -> None:
+    from torchfix_device.cli.interactive import ask_line
+
+    console, shown = _pipe_console()
+    read, write = os.pipe()
+    with os.fdopen(read) as stdin, os.fdopen(write, "w") as feed:
+        feed.write("y\r\n")
+        feed.flush()
+        assert ask_line(console, "[y,n]? ", stdin) == "y"
+        feed.close()
+        with pytest.raises(EOFError):
+            ask_line(console, "[y,n]? ", stdin)
+    assert shown.getvalue() == "[y,n]? [y,n]? "
+
+
+def test_ctrl_c_while_ask_line_waits_raises_keyboardinterrupt_and_restores_the_wakeup_fd() -> None:
+    """The wait watches a pipe the signal writes to (``signal.set_wakeup_fd``): a Ctrl-C ends it
+    whenever it comes, also between the prompt and the read (where ``input()`` lost it), and the
+    process's own wakeup fd is put back."""
+    import signal
+    import threading
+
+    from torchfix_device.cli.interactive import ask_line
+
+    console, _ = _pipe_console()
+    before = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(before)
+    read, write = os.pipe()
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    with os.fdopen(read) as stdin:
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                ask_line(console, "? ", stdin)  # nothing is ever written: only the signal ends it
+        finally:
+            timer.cancel()
+            os.close(write)
+    assert signal.set_wakeup_fd(before) == before  # the one set before (none here) is back

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence, TextIO
 
 import libcst as cst
 from rich.console import Console
@@ -244,6 +244,49 @@ def review_run(results: list[FileResult], settings: "Settings", guard: "GitState
 
     asker = Console()
     return review(
-        results, settings.codemods, console=asker, ask=lambda text: asker.input(text, markup=False),
+        results, settings.codemods, console=asker, ask=lambda text: ask_line(asker, text),
         refuse=lambda result: gitsafety.refuse_if_dirty(result, guard), options=settings.options,
     )
+
+
+def ask_line(console: Console, prompt: str, stdin: "TextIO | None" = None) -> str:
+    """Show ``prompt`` and read one line of the terminal (without its newline); ``EOFError`` at
+    the end of input, ``KeyboardInterrupt`` on Ctrl-C.
+
+    ``input()`` loses a Ctrl-C that arrives after it has released the interpreter and before its
+    read has started (the signal's handler runs only once the read returns): the run then waits
+    for Enter after the user pressed Ctrl-C at the prompt. Here the signal also writes a byte to a
+    pipe (``signal.set_wakeup_fd``) that is watched together with the terminal, so it ends the
+    wait whenever it comes. Where that cannot be done (not the main thread, no ``select`` on the
+    terminal, as on Windows), ``Console.input``."""
+    import os
+    import select
+    import signal
+    import sys
+    import threading
+
+    stream = stdin if stdin is not None else sys.stdin
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None
+    if fd is None or os.name == "nt" or threading.current_thread() is not threading.main_thread():
+        return console.input(prompt, markup=False)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    previous = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    try:
+        console.print(prompt, markup=False, highlight=False, end="")
+        while True:
+            ready = select.select([fd, wake_r], [], [])[0]
+            if wake_r in ready:  # a signal came: its handler runs now (Ctrl-C raises here)
+                os.read(wake_r, 512)
+            if fd in ready:
+                line = stream.readline()
+                if not line:
+                    raise EOFError
+                return line.rstrip("\r\n")
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(wake_r)
+        os.close(wake_w)
