@@ -69,10 +69,9 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     import compileall
 
-    root = Path(__file__).resolve().parent.parent
-    compileall.compile_dir(root / "src", quiet=2)
-    compileall.compile_dir(root / "benchmarks" / "run_harness", quiet=2)
-    compileall.compile_dir(root / "tests", maxlevels=0, quiet=2, rx=re.compile(r"[/\\]test_[^/\\]*$"))
+    compileall.compile_dir(ROOT / "src", quiet=2)
+    compileall.compile_dir(ROOT / "benchmarks" / "run_harness", quiet=2)
+    compileall.compile_dir(ROOT / "tests", maxlevels=0, quiet=2, rx=re.compile(r"[/\\]test_[^/\\]*$"))
 
 
 @pytest.fixture(autouse=True, scope="session")

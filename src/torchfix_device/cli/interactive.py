@@ -13,6 +13,11 @@ positions are mapped back to the original file through a line diff (:class:`_Cho
 from __future__ import annotations
 
 import difflib
+import os
+import select
+import signal
+import sys
+import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Sequence, TextIO
 
@@ -249,7 +254,7 @@ def review_run(results: list[FileResult], settings: "Settings", guard: "GitState
     )
 
 
-def ask_line(console: Console, prompt: str, stdin: "TextIO | None" = None) -> str:
+def ask_line(console: Console, prompt: str, stdin: TextIO | None = None) -> str:
     """Show ``prompt`` and read one line of the terminal (without its newline); ``EOFError`` at
     the end of input, ``KeyboardInterrupt`` on Ctrl-C.
 
@@ -259,12 +264,6 @@ def ask_line(console: Console, prompt: str, stdin: "TextIO | None" = None) -> st
     pipe (``signal.set_wakeup_fd``) that is watched together with the terminal, so it ends the
     wait whenever it comes. Where that cannot be done (not the main thread, no ``select`` on the
     terminal, as on Windows), ``Console.input``."""
-    import os
-    import select
-    import signal
-    import sys
-    import threading
-
     stream = stdin if stdin is not None else sys.stdin
     try:
         fd = stream.fileno()

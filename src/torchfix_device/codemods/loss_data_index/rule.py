@@ -172,29 +172,35 @@ class LossDataIndex(Codemod):
             return self._index(original_node, updated_node, ".data[0][0]", cst.ensure_type(value.value, cst.Attribute).value)
         if numpy_subject(original_node) is not None:
             return self._numpy_index(original_node, updated_node)
-        if isinstance(value, cst.Name) and store_of(self.evidence.values, original_node) is None:
+        items_and_parts, data_names = self._indexed_names()
+        if isinstance(value, cst.Name) and value.value in data_names and store_of(self.evidence.values, original_node) is None:
             data_of = self._data_of_scalar(value)
             if data_of is not None:
                 return self._index_of_data(original_node, updated_node, data_of)
-        if (_squeeze_or_function(value) or (isinstance(value, cst.Name) and value.value in self._items_and_parts())) \
+        if (_squeeze_or_function(value) or (isinstance(value, cst.Name) and value.value in items_and_parts)) \
                 and dims(self.evidence.values, value) == 0:
             return self._zero_dim_index(original_node, updated_node)
         return updated_node
 
-    def _items_and_parts(self) -> frozenset[str]:
-        """Names a ``for`` binds whole or an unpacking binds (``for s in scores``, ``prec1, prec5 =
-        f(...)``): the names whose ``x[0]`` may be of a 0-dim tensor that is no full reduction
-        (those are TFD006's scalars already). A cheap test before resolving the name."""
-        def compute() -> frozenset[str]:
-            found: set[str] = set()
+    def _indexed_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Two cheap tests before resolving a name read as ``x[0]`` (one walk of the module):
+        names a ``for`` binds whole or an unpacking binds (``for s in scores``, ``prec1, prec5 =
+        f(...)``), whose ``x[0]`` may be of a 0-dim tensor that is no full reduction (those are
+        TFD006's scalars already); and names some assignment binds to a ``.data``
+        (``fval = f(x).data``)."""
+        def compute() -> tuple[frozenset[str], frozenset[str]]:
+            items: set[str] = set()
+            datas: set[str] = set()
             for node in traversal.walk(self.evidence.values.module):
                 if isinstance(node, (cst.For, cst.CompFor)) and isinstance(node.target, cst.Name):
-                    found.add(node.target.value)
+                    items.add(node.target.value)
                 elif isinstance(node, cst.AssignTarget) and isinstance(node.target, (cst.Tuple, cst.List)):
-                    found.update(e.value.value for e in node.target.elements if isinstance(e.value, cst.Name))
-            return frozenset(found)
+                    items.update(e.value.value for e in node.target.elements if isinstance(e.value, cst.Name))
+                elif isinstance(node, cst.Assign) and m.matches(node.value, DATA):
+                    datas.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+            return frozenset(items), frozenset(datas)
 
-        return self.evidence.values.facet("items and parts", compute)
+        return self.evidence.values.facet("names read as x[0]", compute)
 
     def _zero_dim_index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
         """``x[0]`` of a tensor shown to be 0-dim: in 0.3 a 1-element vector, whose element was a
@@ -216,8 +222,8 @@ class LossDataIndex(Codemod):
         bound = bound_values(self.evidence.values, name)
         if not bound or not all(m.matches(v, DATA) for v in bound):
             return None
-        sizes = [self.evidence.size(cst.ensure_type(v, cst.Attribute).value) for v in bound]
-        if any(size is None or size is Size.NUMBER for size in sizes):
+        sizes = [self._verdict(cst.ensure_type(v, cst.Attribute).value)[0] for v in bound]  # as for `x.data[0]`
+        if None in sizes:
             return None
         return max(sizes)  # type: ignore[type-var]  # the weakest
 
