@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -64,7 +65,14 @@ def pytest_configure(config: pytest.Config) -> None:
     without bytecode, 0.75 with). Before the workers start, the controlling process writes the
     bytecode of ``src/`` and of the helpers the suite's interpreters import, in Python's own
     ``__pycache__`` folders (ignored by git, checked against each source's size and time), as
-    Python without that setting would have. Nothing under ``tests/fixtures`` or ``examples``."""
+    Python without that setting would have. Nothing under ``tests/fixtures`` or ``examples``.
+
+    A suite started where SIGINT is ignored (in the background of a shell without job control:
+    ``nohup pytest &``) would pass that on to every program it starts, and the tests that press
+    Ctrl-C would wait for an interrupt that never comes: Python's own handler is set instead
+    (a handled signal goes back to its default in a program started with exec)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if not sys.dont_write_bytecode or hasattr(config, "workerinput"):
         return
     import compileall

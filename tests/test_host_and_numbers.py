@@ -231,9 +231,49 @@ COUNTER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("program", ["VOTES", "COUNTER"])
+RETURNED = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(2)
+
+
+    def performance(crit, pred, gold):
+        loss = crit(pred, gold)
+        hits = pred.max(1)[1].data.eq(gold.data)
+        n_correct = hits.masked_select(gold.ne(0).data).sum()
+        return loss, n_correct
+
+
+    def epoch(model, batches, crit):
+        n_words = 0
+        n_correct_total = 0
+        for x, y in batches:
+            loss, n_correct = performance(crit, model(x), y)
+            n_correct_total += n_correct
+            n_words += y.data.ne(0).sum()
+        return loss.item(), n_correct_total / n_words
+
+
+    model = nn.Linear(6, 4)
+    batches = [(torch.randn(10, 6), torch.randint(0, 4, (10,))) for _ in range(3)]
+    accuracies = []
+    history = []
+    for step in range(3):
+        loss, accuracy = epoch(model, batches, nn.CrossEntropyLoss())
+        accuracies += [accuracy]
+        history.append(100 * accuracy)
+        if accuracy >= max(accuracies):
+            print("best so far", max(history), "loss {:.4f}".format(loss))
+    result = history
+    """
+)
+
+
+@pytest.mark.parametrize("program", ["VOTES", "COUNTER", "RETURNED"])
 def test_zero_dim_numbers_show_what_03_showed(program: str) -> None:
-    source = {"VOTES": VOTES, "COUNTER": COUNTER}[program]
+    source = {"VOTES": VOTES, "COUNTER": COUNTER, "RETURNED": RETURNED}[program]
     out = _rewrite(source, TFD019)
     fixed = [f for f in out.findings if f.fixed]
     assert fixed and len(fixed) == len(out.findings) and ".item()" in out.text, out.text
@@ -244,9 +284,12 @@ def test_zero_dim_numbers_show_what_03_showed(program: str) -> None:
     if program == "VOTES":  # 2.x: tensors hash by identity, so the first lookup misses
         assert today == {"raised": "KeyError", "message": today["message"]} and today["message"].startswith("tensor(")
         assert {int(k): v for k, v in json.loads(after["printed"].splitlines()[-1])["votes"].items()} == after["result"]
-    else:  # 2.x runs, but the counter is a tensor: printed as one
+    elif program == "COUNTER":  # 2.x runs, but the counter is a tensor: printed as one
         assert "raised" not in today and "correct tensor(" in today["printed"] and "correct tensor(" not in after["printed"]
         assert isinstance(today["result"], torch.Tensor) and type(after["result"]) is int
+    else:  # the counts reach the counters through returned tuples, the ratios a list that is compared
+        assert len(fixed) == 2 and "raised" not in today and "so far tensor(" in today["printed"]
+        assert all(isinstance(r, torch.Tensor) for r in today["result"]) and all(type(r) is float for r in after["result"])
 
 
 def test_json_of_a_reduction_raises_before_and_is_written_after() -> None:

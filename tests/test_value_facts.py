@@ -13,7 +13,7 @@ import pytest
 from libcst.codemod import CodemodContext
 
 from torchfix_device.codemods.base import Codemod
-from torchfix_device.facts import devices, dims, kinds, sizes, uses
+from torchfix_device.facts import devices, dims, kinds, sizes, stores, uses
 from torchfix_device.facts import values as facts_values
 from torchfix_device.syntax import nodes, traversal
 
@@ -159,7 +159,7 @@ def test_written_in_place() -> None:
         print(d[0], np.mean(d))
     """)
     def written(values, expr):  # noqa: ANN001
-        return uses.written_in_place(values, values.parent(values.parent(expr))) is not None
+        return stores.written_in_place(values, values.parent(values.parent(expr))) is not None
 
     assert ask(source, written) == [True, True, True, True, False]
 
@@ -176,6 +176,22 @@ def test_is_tensor_through_pairs_comparisons_layers_and_data() -> None:
         probe(x if out else pred); probe(x if out else out)
     """)
     assert ask(source, kinds.is_tensor) == [True, True, True, True, True, False, False, False, True, False]
+
+
+def test_a_method_only_tensors_have_gives_a_tensor_of_any_receiver() -> None:
+    """``out.eq(y)`` succeeds only on a tensor: a tensor, even of a parameter, and what tensor
+    methods make of it; not where another array library (pandas has ``.eq``) or a class of the
+    file has the method (the others still show it), nor a method NumPy arrays have too (``.view``,
+    ``.sum``) or modules have too (``.cuda()``)."""
+    body = textwrap.dedent("""
+    def f(out, y):
+        probe(out.eq(y)); probe(out.data.ne(0).masked_select(y).long()); probe(out.view(-1)); probe(out.sum())
+        probe(out.cuda())
+    """)
+    assert ask(HEADER + body, kinds.is_tensor) == [True, True, False, False, False]
+    assert ask("import pandas as pd\n" + HEADER + body, kinds.is_tensor) == [False] * 5
+    own = "class Frame:\n    def eq(self, other):\n        return self\n"
+    assert ask(HEADER + own + body, kinds.is_tensor) == [False, True, False, False, False]
 
 
 @pytest.mark.parametrize(

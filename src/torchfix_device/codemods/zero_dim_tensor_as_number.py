@@ -21,8 +21,9 @@ class ZeroDimTensorAsNumber(Codemod):
     which becomes `t[i].item()`). Since 0.4 these are 0-dim tensors.
 
     It acts where the code shows that a number was meant: the value (directly, through
-    arithmetic, a name bound to it, the elements of a literal, or the `return` of a function of
-    the file to its calls) is a key of a dict (`d[v]`, `d[v] += 1`, `d.get(v)`, `v in d`), is
+    arithmetic, a name bound to it, the elements of a literal, the `return` of a function of
+    the file to its calls, a returned tuple unpacked by every call: `loss, n = f()`, or a list
+    that starts empty and grows by it: `accs += [acc]`) is a key of a dict (`d[v]`, `d[v] += 1`, `d.get(v)`, `v in d`), is
     written with `json.dump`/`json.dumps`, is the action of a `gym` environment's `step`, or is
     added to a counter that starts from a number literal (`correct = 0`, then
     `correct += pred.eq(y).sum()` becomes `correct += pred.eq(y).sum().item()`); or it is read

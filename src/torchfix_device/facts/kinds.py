@@ -13,8 +13,9 @@ this evidence, from this file alone:
   ``type(h) is Variable``, ``torch.is_tensor(h)``, where the branch does not bind ``h`` again;
 - a value made by torch: ``Variable(...)``, ``nn.Parameter(...)``, a torch function that
   returns one tensor (a factory, ``torch.from_numpy``, ``torch.cat``, ...), a tensor method
-  that returns one tensor called on such a value, arithmetic with such a value, an index into
-  one;
+  that returns one tensor called on such a value, or such a method only tensors have
+  (:func:`tensor_by_method`, not one modules have too: ``x.eq(y)`` succeeds only on a tensor),
+  arithmetic with such a value, an index into one;
 - a name every binding of which that may reach the read is such a value;
 - an element of what a torch function returns as a pair of tensors (``torch.max(x, 1)[1]``,
   ``_, pred = torch.max(out, 1)``, ``x.sort(0)[0]`` of a tensor ``x``), a comparison of a
@@ -59,7 +60,7 @@ import libcst as cst
 from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.project_classes import TEXT_MARKERS, classes_in
 from torchfix_device.facts.tensor_clues import (  # noqa: F401 - part of this fact's interface
-    ONE_TENSOR_LAYERS, TORCH_ONLY_METHODS, layer_class, method_doubt, numpy_doubt, tensor_by_method,
+    MOVES_OF_MODULES, ONE_TENSOR_LAYERS, TORCH_ONLY_METHODS, layer_class, method_doubt, numpy_doubt, tensor_by_method,
 )
 from torchfix_device.facts.values import PART, VALUE, ModuleValues
 from torchfix_device.syntax import nodes
@@ -137,7 +138,9 @@ def is_tensor(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
     if torch_names:
         return {q.rpartition(".")[2] for q in torch_names} <= TORCH_FUNCTIONS and not names - torch_names
     if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in TENSOR_METHODS and not values.module_path(expr.func):
-        return is_tensor(values, expr.func.value, depth + 1)
+        # a method only tensors have (`x.eq(y)`; not `.cuda()`, which modules have) gives a tensor
+        tensor_only = expr.func.attr.value not in MOVES_OF_MODULES and tensor_by_method(values, expr)
+        return tensor_only or is_tensor(values, expr.func.value, depth + 1)
     if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in PAIR_FUNCTIONS | {"max", "min"} and not expr.args:
         return is_tensor(values, expr.func.value, depth + 1)  # `x.max()`: a full reduction
     return False

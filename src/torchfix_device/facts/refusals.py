@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 from torchfix_device.syntax import traversal
-from torchfix_device.facts.uses import Place, Use, calls_of, container_kind, gym_environment_ids, store_of
+from torchfix_device.facts.stores import store_of
+from torchfix_device.facts.uses import Place, Use, calls_of, container_kind, gym_environment_ids
 
 if TYPE_CHECKING:
     from torchfix_device.facts.values import ModuleValues

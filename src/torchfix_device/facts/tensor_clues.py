@@ -50,7 +50,7 @@ OTHER_ARRAY_LIBRARIES = frozenset({
 TORCH_ONLY_METHODS = frozenset({
     "numpy", "cpu", "cuda", "detach", "eq", "ne", "lt", "le", "gt", "ge", "view_as", "type_as", "expand_as",
     "long", "float", "double", "half", "byte", "unsqueeze", "masked_fill", "masked_fill_", "contiguous", "item",
-    "data_ptr", "requires_grad_", "zero_", "numel",
+    "data_ptr", "requires_grad_", "zero_", "numel", "masked_select", "index_select",
 })
 """Methods torch tensors have and NumPy arrays (and Python's own types) do not."""
 

@@ -1,14 +1,16 @@
 """How a value is used: as a Python number, or as a tensor? One of the facts about values
 (:mod:`torchfix_device.facts`), asked where a PyTorch 0.3 number that is now a 0-dim tensor
 (:func:`torchfix_device.facts.sizes.number_in_03`) may become a number again with ``.item()``
-(TFD019), and whether an array taken from a tensor is written to (TFD018).
+(TFD019); where it is written to is :mod:`.stores`.
 
 :func:`uses_of` follows a value from where it is made to every place that takes it: through
 arithmetic (``100. * correct / total``), a binding (``best = ...``, then each read that binding
 may reach), a counter (``correct += ...`` where every binding that may reach is a number
 literal or such an addition, then the counter's reads), the elements of a literal list, tuple
-or dict, and the ``return`` of a function of this file to the calls of it in this file. Each
-place is a :class:`Use`:
+or dict (an element unpacked by position, ``a, b = x, v`` or ``return x, v`` where every call
+is unpacked so, ``loss, n = f()``: the name it is bound to), a list that starts empty and grows
+by it (``xs += [v]``, ``xs.append(v)``: the list's reads, holding it), and the ``return`` of a
+function of this file to the calls of it in this file. Each place is a :class:`Use`:
 
 - where a 0-dim tensor breaks what a number did (the number was meant): ``KEY`` (a key of a
   dict shown to be one: ``d[v]``, ``d[v] += 1``, ``d.get(v)``, ``v in d``: tensors hash by
@@ -82,6 +84,8 @@ PLAIN_DICT_MAKERS = frozenset({"builtins.dict", "collections.OrderedDict"})
 DICT_MAKERS = PLAIN_DICT_MAKERS | {"collections.defaultdict", "collections.Counter"}
 SEQUENCE_MAKERS = frozenset({"builtins.list", "builtins.tuple", "builtins.range", "builtins.str"})
 KEY_METHODS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
+GROWING = frozenset({"append", "extend", "insert"})
+"""List methods that add to a list: what it already holds is not used."""
 
 
 def uses_of(values: "ModuleValues", expr: cst.BaseExpression) -> list[Place]:
@@ -117,6 +121,9 @@ def _context(values: "ModuleValues", expr: cst.CSTNode, found: list[Place], dept
     if isinstance(parent, cst.IfExp):
         return add(Use.NUMBER) if parent.test is expr else _context(values, parent, found, depth + 1, seen, held)
     if isinstance(parent, cst.Attribute):
+        call = values.parent(parent)
+        if held and parent.attr.value in GROWING and isinstance(call, cst.Call) and call.func is parent:
+            return add(Use.NUMBER)  # `xs.append(w)`: the list grows, what it holds is not used
         return add(Use.TENSOR)
     if isinstance(parent, cst.Subscript):
         return add(Use.TENSOR)  # `v[0]`: only the tensor has elements (the index itself is an Index)
@@ -131,7 +138,7 @@ def _context(values: "ModuleValues", expr: cst.CSTNode, found: list[Place], dept
     if isinstance(parent, cst.FormattedStringExpression):
         return add(Use.NUMBER)
     if isinstance(parent, (cst.Element, cst.StarredElement)):
-        return _element(values, parent, found, depth, seen, add)
+        return _element(values, parent, found, depth, seen, held, add)
     if isinstance(parent, cst.DictElement):
         if parent.key is expr:
             return add(Use.KEY)
@@ -139,7 +146,7 @@ def _context(values: "ModuleValues", expr: cst.CSTNode, found: list[Place], dept
     if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
         return _assigned(values, parent, found, depth, seen, held, add)
     if isinstance(parent, cst.AugAssign) and parent.value is expr:
-        return _counter(values, parent, found, depth, seen, add)
+        return _counter(values, parent, found, depth, seen, held, add)
     if isinstance(parent, cst.Return):
         return _returned(values, parent, found, depth, seen, held, add)
     if isinstance(parent, (cst.If, cst.While, cst.Assert)) and parent.test is expr:
@@ -196,10 +203,12 @@ def _argument(values, arg: cst.Arg, expr, found, depth, seen, held, add) -> None
             return add(Use.ACTION, call)
         if method in NUMBER_ARGUMENT_METHODS and kinds.is_tensor(values, receiver):
             return add(Use.NUMBER, call)
+        if method == "append" and first and len(call.args) == 1 and isinstance(receiver, cst.Name):
+            return _grown(values, receiver, found, depth, seen, add, call)
     add(Use.UNKNOWN, call)
 
 
-def _element(values, element, found, depth, seen, add) -> None:  # noqa: ANN001
+def _element(values, element, found, depth, seen, held, add) -> None:  # noqa: ANN001
     holder = values.parent(element)
     operation = values.parent(holder) if holder is not None else None
     if isinstance(holder, cst.Tuple) and isinstance(operation, cst.BinaryOperation) and operation.right is holder \
@@ -207,9 +216,58 @@ def _element(values, element, found, depth, seen, add) -> None:  # noqa: ANN001
         return add(Use.NUMBER)  # "%d %d" % (a, v)
     if isinstance(holder, cst.Tuple) and isinstance(operation, cst.Index):
         return _index(values, operation, add)  # `d[(a, v)]`: part of a key
+    unpacked = _unpacked(values, holder, element, seen)
+    if unpacked is not None:
+        names, seen = unpacked
+        for name in names:
+            _follow(values, name, found, depth + 1, seen, held)
+        return
     if isinstance(holder, cst.BaseExpression):
         return _context(values, holder, found, depth + 1, seen, True)
     add(Use.UNKNOWN)
+
+
+def _unpacked(values, holder, element, seen) -> tuple[list[cst.Name], frozenset[int]] | None:  # noqa: ANN001
+    """The names an element of a tuple or list literal is bound to by position: ``a, b = x, v``,
+    or ``return x, v`` of a function of this file whose every call is unpacked alike
+    (``loss, n = f()``); None where any of them is not so (starred, another length, a call
+    kept whole)."""
+    if not isinstance(holder, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in holder.elements):
+        return None
+    position = next(i for i, e in enumerate(holder.elements) if e is element)
+    parent = values.parent(holder)
+    sources: list[cst.BaseExpression] = [holder]
+    if isinstance(parent, cst.Return):
+        function = values.enclosing(parent, (cst.FunctionDef, cst.Lambda))
+        if not isinstance(function, cst.FunctionDef) or function.decorators or id(function) in seen:
+            return None
+        sources, seen = list(calls_of(values, function)), seen | {id(function)}
+    names = []
+    for source in sources:
+        statement = values.parent(source)
+        if not (isinstance(statement, cst.Assign) and statement.value is source and len(statement.targets) == 1):
+            return None
+        target = statement.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(holder.elements):
+            return None
+        bound = target.elements[position]
+        if isinstance(bound, cst.StarredElement) or not isinstance(bound.value, cst.Name):
+            return None
+        names.append(bound.value)
+    return (names, seen) if names else None
+
+
+def _grown(values, name: cst.Name, found, depth, seen, add, node) -> None:  # noqa: ANN001
+    """``xs += [v]`` or ``xs.append(v)``: where every binding of ``xs`` that may reach is ``[]``
+    or such an addition, the uses of the list's reads, holding the value; otherwise unknown."""
+    reach = values.reach(name)
+    if reach.why is not None or not reach.bindings:
+        return add(Use.UNKNOWN, node)
+    for binding in reach.bindings:
+        bound = values.bound(binding)
+        if not (bound.kind == AUGMENTED or bound.kind == VALUE and isinstance(bound.value, cst.List) and not bound.value.elements):
+            return add(Use.UNKNOWN, node)
+    _follow(values, name, found, depth + 1, seen, True)
 
 
 def _assigned(values, statement, found, depth, seen, held, add) -> None:  # noqa: ANN001
@@ -231,12 +289,14 @@ def _follow(values, binding: cst.Name, found, depth, seen, held) -> None:  # noq
         _context(values, read, found, depth + 1, seen, held)
 
 
-def _counter(values, statement: cst.AugAssign, found, depth, seen, add) -> None:  # noqa: ANN001
+def _counter(values, statement: cst.AugAssign, found, depth, seen, held, add) -> None:  # noqa: ANN001
     """``c += v``: a counter that starts from a number (every binding of ``c`` that may reach is
     a number literal or such an addition), then its reads; a tensor counter wants a tensor."""
     target = statement.target
     if not isinstance(target, cst.Name) or not isinstance(statement.operator, (cst.AddAssign, cst.SubtractAssign)):
         return add(Use.UNKNOWN, statement)
+    if held and isinstance(statement.value, cst.List) and isinstance(statement.operator, cst.AddAssign):
+        return _grown(values, target, found, depth, seen, add, statement)  # `xs += [v]`
     reach = values.reach(target)
     if reach.why is not None or not reach.bindings:
         return add(Use.UNKNOWN, statement)
@@ -401,51 +461,3 @@ def _literal_string(values: "ModuleValues", expr: cst.BaseExpression, depth: int
         found = {_literal_string(values, v, depth + 1) if v is not None and v is not expr else None for v in values.values_of(expr)}
         return found.pop() if len(found) == 1 else None
     return None
-
-
-def written_in_place(values: "ModuleValues", expr: cst.BaseExpression) -> cst.CSTNode | None:
-    """Where the array ``expr`` gives (``x.numpy()``) is written to, directly (``x.numpy()[0] =
-    1``) or through a name bound to it (``a = x.numpy()`` then ``a[0] = 1``, ``a += 1``,
-    ``a.fill(0)``, ``out=a``); None where this file shows no such write."""
-    parent = values.parent(expr)
-    if isinstance(parent, cst.Subscript) and _stored(values, parent):
-        return parent
-    if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
-        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-        if len(targets) == 1 and isinstance(targets[0], cst.Name):
-            for read in values.reads_of(targets[0]):
-                above = values.parent(read)
-                if isinstance(above, cst.AugAssign) and above.target is read:
-                    return above
-                if isinstance(above, cst.Subscript) and above.value is read and _stored(values, above):
-                    return above
-                if isinstance(above, cst.Attribute) and above.value is read and above.attr.value in ARRAY_WRITES:
-                    return above
-                if isinstance(above, cst.Arg) and above.keyword is not None and above.keyword.value == "out":
-                    return above
-    return None
-
-
-ARRAY_WRITES = frozenset({"fill", "sort", "put", "itemset", "resize", "setfield", "partition", "byteswap"})
-"""NumPy array methods that change the array in place."""
-
-
-def _stored(values: "ModuleValues", subscript: cst.Subscript) -> bool:
-    """``subscript`` is assigned to (``a[0] = 1``, ``a[0] += 1``, ``a[0], b = ...``)."""
-    return store_of(values, subscript) in ("assigned", "augmented")
-
-
-def store_of(values: "ModuleValues", subscript: cst.Subscript) -> str | None:
-    """How ``subscript`` is a target: ``"assigned"`` (``a[0] = 1``, ``a[0], b = ...``, a ``for``
-    or ``with`` target), ``"augmented"`` (``a[0] += 1``: read first), ``"deleted"``; None where
-    it is read."""
-    child: cst.CSTNode = subscript
-    above = values.parent(subscript)
-    while isinstance(above, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
-        child, above = above, values.parent(above)
-    if isinstance(above, cst.AugAssign) and above.target is child:
-        return "augmented"
-    if isinstance(above, (cst.AssignTarget, cst.AnnAssign, cst.WithItem)) or (isinstance(above, (cst.For, cst.CompFor)) and above.target is child):
-        return "assigned"
-    return "deleted" if isinstance(above, cst.Del) else None
-

@@ -30,6 +30,11 @@ def cuda_only_calls(module: cst.Module) -> dict[int, str]:
     return found
 
 
+def cuda_only_library(module: cst.Module) -> str | None:
+    """The first CUDA-only library any block of ``module`` imports; None where none does."""
+    return next((lib for statements in _blocks(module) for s in statements if (lib := _cuda_only_import(s)) is not None), None)
+
+
 def _blocks(module: cst.Module):
     yield module.body
     for node in traversal.walk(module):

@@ -14,6 +14,7 @@ from torchfix_device.codemods.cuda_call.guards import (
     contains_move, guard_kind, header_comment, moved_value, moves_onto, rebinds, small_statements,
 )
 from torchfix_device.codemods.cuda_call.flag_guards import FlagGuards
+from torchfix_device.codemods.cuda_call import cuda_assert
 from torchfix_device.codemods.cuda_call.cuda_only import cuda_only_calls
 from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.devices import module_device_test
@@ -61,6 +62,9 @@ class CudaCall(Codemod):
     method whose whole body returns where its tensors are (`self.is_cuda()` returning
     `'cuda' in str(type(self.lstm.bias_hh_l0.data))`, which is always false on torch 2.x, whose
     tensors all have the type `torch.Tensor`), its moves taking the device the method computes on.
+
+    `assert torch.cuda.is_available()` standing on its own line, which stops the program without
+    a GPU before its device-agnostic code can run on the CPU, goes with `--unsafe-fixes`.
 
     ## Why is this bad?
     `.cuda()` hard-codes one kind of hardware: the code crashes on a CPU-only machine, an Apple
@@ -112,6 +116,8 @@ class CudaCall(Codemod):
     - Guards on `torch.cuda.is_available()` with an `else` or doing more than move: only the
       calls inside are rewritten; when one such guard stays, every guard on the same condition
       stays.
+    - `assert torch.cuda.is_available()` in a file that imports a CUDA-only library, one that
+      removing would take a comment with it or leave its block empty: reported.
     - `.cuda()` among the statements of a block that imports a CUDA-only library (cupy, pycuda,
       pynvrtc, numba's `cuda`): it sets CUDA up for that library (a kernel compiled with NVRTC
       runs in the context it creates), and no other device can run the block. Reported for
@@ -131,6 +137,9 @@ class CudaCall(Codemod):
     `torch.device`, would now run. With an index only named like one the fix is unsafe: a string
     or a device there makes it raise `TypeError`; so is it inside a `try` whose handler catches `RuntimeError` (and
     not `AssertionError`): without CUDA the handler ran before, the rewrite's error escapes it.
+    Taking `assert torch.cuda.is_available()` away is unsafe: it says the program needs a GPU,
+    which only its author can take back; with a GPU nothing changes, without one the program runs
+    on the CPU where it stopped.
     """
 
     code = "TFD001"
@@ -141,15 +150,19 @@ class CudaCall(Codemod):
 
     @classmethod
     def may_match(cls, facts: FileFacts) -> bool:
-        return "cuda" in facts.call_attrs
+        return "cuda" in facts.call_attrs or next(cls.sites(facts), None) is not None
 
     @classmethod
     def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
-        """``x.cuda(...)`` (a guard or conditional it rewrites holds one)."""
-        if "cuda" not in facts.call_attrs:
+        """``x.cuda(...)`` (a guard or conditional it rewrites holds one), and ``assert
+        <...>.is_available()``."""
+        cuda, asserts = "cuda" in facts.call_attrs, "is_available" in facts.call_attrs
+        if not (cuda or asserts):
             return
         for node, _, _ in facts.contexts:
-            if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "cuda":
+            if cuda and type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "cuda":
+                yield node
+            elif asserts and type(node) is ast.Assert and _asks_is_available(node.test):
                 yield node
 
     def visit_Module(self, node: cst.Module) -> bool | None:
@@ -315,6 +328,11 @@ class CudaCall(Codemod):
         calls = [n for n in traversal.walk(node.body) if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda")))]
         return not any(a.keyword is None or a.keyword.value == "device" for c in calls for a in c.args)
 
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        return cuda_assert.leave_line(self, original_node, updated_node)
+
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement | cst.FlattenSentinel:
         if self._flag_guards.flag_of(original_node) is not None:
             if not self._flag_guard_goes(original_node, original_node.body):
@@ -444,3 +462,9 @@ def _short(node: cst.CSTNode, limit: int = 40) -> str:
     """The code of ``node`` on one line, cut to ``limit`` characters (``...`` in the middle)."""
     text = " ".join(nodes.code_of(node).split())
     return text if len(text) <= limit else text[: limit // 2 - 2] + "..." + text[-(limit // 2 - 1):]
+
+
+def _asks_is_available(test: ast.expr) -> bool:
+    """``<...>.is_available()`` with no argument: stage 1's form of ``torch.cuda.is_available()``."""
+    return type(test) is ast.Call and type(test.func) is ast.Attribute and test.func.attr == "is_available" \
+        and not test.args and not test.keywords

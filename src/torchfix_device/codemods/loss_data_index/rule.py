@@ -16,7 +16,7 @@ from torchfix_device.facts.dims import dims
 from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts.kinds import bound_values
 from torchfix_device.facts.sizes import Size, SizeEvidence, number_in_03, numpy_subject, zero_index
-from torchfix_device.facts.uses import store_of
+from torchfix_device.facts.stores import store_of
 
 DATA = m.Attribute(attr=m.Name("data"))
 SAME_TEXT_CONVERSIONS = frozenset("eEfFgGdiu")

@@ -1,0 +1,62 @@
+"""TFD001's ``assert torch.cuda.is_available()``: a program that asks for a GPU in so many words.
+
+Once the program's moves take a device that may be the CPU, that line is what still stops it on
+a machine without CUDA, before anything has run. It goes as an unsafe fix: it states that the
+program needs a GPU, which only its author can take back (a program may need one for reasons
+the moves do not show: its speed, a CUDA kernel of another file). It stays, reported, where the
+file imports a CUDA-only library (cupy, pycuda, pynvrtc, numba's ``cuda``: the program does need
+a GPU), and where removing the line would take a comment with it or empty its block.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from torchfix_device.codemods.cuda_call.cuda_only import cuda_only_library
+from torchfix_device.facts import values as facts_values
+
+if TYPE_CHECKING:
+    from torchfix_device.codemods.base import Codemod
+
+IS_AVAILABLE = frozenset({"is_available"})
+
+
+def asserted_line(codemod: "Codemod", line: cst.SimpleStatementLine) -> cst.Assert | None:
+    """The ``assert torch.cuda.is_available()`` (with a message or not) that is ``line``'s one
+    statement, however ``torch`` was imported; None otherwise."""
+    if len(line.body) != 1 or not isinstance(line.body[0], cst.Assert):
+        return None
+    test = line.body[0].test
+    if not (isinstance(test, cst.Call) and not test.args and isinstance(test.func, cst.Attribute)):
+        return None
+    if "torch.cuda.is_available" not in codemod.qualified_names(test.func, ending_in=IS_AVAILABLE):
+        return None
+    return line.body[0]
+
+
+def leave_line(
+    codemod: "Codemod", original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
+) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+    if asserted_line(codemod, original) is None:
+        return updated
+    values = facts_values.of(codemod)
+    library = cuda_only_library(values.module)
+    if library is not None:
+        why = f"the file imports `{library}`, a CUDA-only library: the program needs a GPU (left as it is)"
+        codemod.report(original, f"`assert torch.cuda.is_available()`: {why}", fixable=False)
+        return updated
+    message = (
+        "`assert torch.cuda.is_available()` stops the program on a machine without CUDA, where"
+        " device-agnostic code runs on the CPU"
+    )
+    block = values.parent(original)
+    commented = original.trailing_whitespace.comment is not None or any(e.comment for e in original.leading_lines)
+    if commented or (isinstance(block, cst.IndentedBlock) and len(block.body) == 1):
+        where = "a comment goes with it" if commented else "it is the only statement of its block"
+        codemod.report(original, f"{message}: remove it by hand ({where})", fixable=False)
+        return updated
+    unsafe = "unsafe: it says the program needs a GPU, which only its author can take back"
+    if codemod.report(original, f"{message}: remove it ({unsafe})", safe=False):
+        return cst.RemoveFromParent()
+    return updated
