@@ -409,7 +409,7 @@ def _may_be_tensor(value: ast.expr, init: ast.AST, scan: ast_scan.AstScan, seen:
         if scan.opaque or any(q in TENSOR_FACTORIES or is_factory_name(q) for q in scan.qualified(value.func)):
             return True
         if isinstance(value.func, ast.Attribute) and value.func.attr in TENSOR_METHODS:
-            if value.func.attr in kinds.TORCH_ONLY_METHODS - kinds.MOVES_OF_MODULES:
+            if value.func.attr in kinds.TENSOR_ONLY_METHODS:
                 return True  # a method only tensors have (`t.detach()`): a tensor of any receiver
             return _may_be_tensor(value.func.value, init, scan, seen)
         return False

@@ -60,7 +60,7 @@ import libcst as cst
 from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.project_classes import TEXT_MARKERS, classes_in
 from torchfix_device.facts.tensor_clues import (  # noqa: F401 - part of this fact's interface
-    MOVES_OF_MODULES, ONE_TENSOR_LAYERS, TORCH_ONLY_METHODS, layer_class, method_doubt, numpy_doubt, tensor_by_method,
+    ONE_TENSOR_LAYERS, TENSOR_ONLY_METHODS, TORCH_ONLY_METHODS, layer_class, method_doubt, numpy_doubt, tensor_by_method,
 )
 from torchfix_device.facts.values import PART, VALUE, ModuleValues
 from torchfix_device.syntax import nodes
@@ -139,7 +139,7 @@ def is_tensor(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
         return {q.rpartition(".")[2] for q in torch_names} <= TORCH_FUNCTIONS and not names - torch_names
     if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in TENSOR_METHODS and not values.module_path(expr.func):
         # a method only tensors have (`x.eq(y)`; not `.cuda()`, which modules have) gives a tensor
-        tensor_only = expr.func.attr.value not in MOVES_OF_MODULES and tensor_by_method(values, expr)
+        tensor_only = expr.func.attr.value in TENSOR_ONLY_METHODS and tensor_by_method(values, expr)
         return tensor_only or is_tensor(values, expr.func.value, depth + 1)
     if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in PAIR_FUNCTIONS | {"max", "min"} and not expr.args:
         return is_tensor(values, expr.func.value, depth + 1)  # `x.max()`: a full reduction

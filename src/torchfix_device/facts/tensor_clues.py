@@ -53,6 +53,8 @@ TORCH_ONLY_METHODS = frozenset({
     "data_ptr", "requires_grad_", "zero_", "numel", "masked_select", "index_select",
 })
 """Methods torch tensors have and NumPy arrays (and Python's own types) do not."""
+TENSOR_ONLY_METHODS = TORCH_ONLY_METHODS - MOVES_OF_MODULES
+"""Of those, the ones ``torch.nn`` modules do not have: only a tensor answers them."""
 
 
 def layer_class(values: "ModuleValues", func: cst.BaseExpression, depth: int = 0, seen: frozenset[int] = frozenset()) -> str | None:

@@ -98,3 +98,11 @@ class NodeSet:
 
     def __bool__(self) -> bool:
         return bool(self._nodes)
+
+
+def has_comment(line: cst.SimpleStatementLine) -> bool:
+    """A comment on ``line`` itself or on the lines above it that belong to it: removing the
+    line would take the comment with it."""
+    return line.trailing_whitespace.comment is not None or any(
+        empty.comment is not None for empty in line.leading_lines
+    )

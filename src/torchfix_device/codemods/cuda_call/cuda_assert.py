@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from torchfix_device.codemods.cuda_call.cuda_only import cuda_only_library
 from torchfix_device.facts import values as facts_values
+from torchfix_device.syntax import nodes
 
 if TYPE_CHECKING:
     from torchfix_device.codemods.base import Codemod
@@ -22,17 +23,21 @@ if TYPE_CHECKING:
 IS_AVAILABLE = frozenset({"is_available"})
 
 
+def asks_cuda_available(codemod: "Codemod", expr: cst.BaseExpression) -> bool:
+    """``expr`` is ``torch.cuda.is_available()``, however it was imported (``from torch.cuda
+    import is_available`` too)."""
+    if not (isinstance(expr, cst.Call) and not expr.args):
+        return False
+    name = (nodes.dotted_name(expr.func) or "").rpartition(".")[2]
+    return name == "is_available" and "torch.cuda.is_available" in codemod.qualified_names(expr.func, ending_in=IS_AVAILABLE)
+
+
 def asserted_line(codemod: "Codemod", line: cst.SimpleStatementLine) -> cst.Assert | None:
     """The ``assert torch.cuda.is_available()`` (with a message or not) that is ``line``'s one
-    statement, however ``torch`` was imported; None otherwise."""
+    statement; None otherwise."""
     if len(line.body) != 1 or not isinstance(line.body[0], cst.Assert):
         return None
-    test = line.body[0].test
-    if not (isinstance(test, cst.Call) and not test.args and isinstance(test.func, cst.Attribute)):
-        return None
-    if "torch.cuda.is_available" not in codemod.qualified_names(test.func, ending_in=IS_AVAILABLE):
-        return None
-    return line.body[0]
+    return line.body[0] if asks_cuda_available(codemod, line.body[0].test) else None
 
 
 def leave_line(
@@ -51,7 +56,7 @@ def leave_line(
         " device-agnostic code runs on the CPU"
     )
     block = values.parent(original)
-    commented = original.trailing_whitespace.comment is not None or any(e.comment for e in original.leading_lines)
+    commented = nodes.has_comment(original)
     if commented or (isinstance(block, cst.IndentedBlock) and len(block.body) == 1):
         where = "a comment goes with it" if commented else "it is the only statement of its block"
         codemod.report(original, f"{message}: remove it by hand ({where})", fixable=False)

@@ -24,7 +24,6 @@ from torchfix_device.devices.source import DeviceExpr, NoDevice
 
 NOT_TORCH_PREFIXES = ("numba", "cupy", "pycuda", "jax", "tensorflow", "cudf", "mxnet", "chainer")
 MOVE_METHODS = {"cuda", "to"}
-IS_AVAILABLE = frozenset({"is_available"})
 
 
 class CudaCall(Codemod):
@@ -156,13 +155,11 @@ class CudaCall(Codemod):
     def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
         """``x.cuda(...)`` (a guard or conditional it rewrites holds one), and ``assert
         <...>.is_available()``."""
-        cuda, asserts = "cuda" in facts.call_attrs, "is_available" in facts.call_attrs
-        if not (cuda or asserts):
-            return
+        cuda = "cuda" in facts.call_attrs
         for node, _, _ in facts.contexts:
             if cuda and type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "cuda":
                 yield node
-            elif asserts and type(node) is ast.Assert and _asks_is_available(node.test):
+            elif type(node) is ast.Assert and _asks_is_available(node.test):
                 yield node
 
     def visit_Module(self, node: cst.Module) -> bool | None:
@@ -401,8 +398,7 @@ class CudaCall(Codemod):
         ``t.device``). A user's flag (``args.cuda``, ``use_gpu``) is never one: dropping it would
         make ``--no-cuda`` train on the GPU."""
         if isinstance(test, cst.Call):
-            name = nodes.dotted_name(test.func) or ""
-            return name.endswith("is_available") and "torch.cuda.is_available" in self.qualified_names(test.func, ending_in=IS_AVAILABLE)
+            return cuda_assert.asks_cuda_available(self, test)
         return guard_kind(test) == "tensor"
 
     def _is_move(self, stmt: cst.BaseSmallStatement) -> bool:
@@ -465,6 +461,9 @@ def _short(node: cst.CSTNode, limit: int = 40) -> str:
 
 
 def _asks_is_available(test: ast.expr) -> bool:
-    """``<...>.is_available()`` with no argument: stage 1's form of ``torch.cuda.is_available()``."""
-    return type(test) is ast.Call and type(test.func) is ast.Attribute and test.func.attr == "is_available" \
-        and not test.args and not test.keywords
+    """``<...>.is_available()`` or ``is_available()`` with no argument: stage 1's form of
+    ``torch.cuda.is_available()``."""
+    if type(test) is not ast.Call or test.args or test.keywords:
+        return False
+    func = test.func
+    return (func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None) == "is_available"

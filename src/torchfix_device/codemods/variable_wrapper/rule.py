@@ -18,7 +18,7 @@ from torchfix_device.facts.kinds import is_tensor
 from torchfix_device.codemods.variable_wrapper.import_removal import VariableImportTracking
 from torchfix_device.codemods.variable_wrapper.star_doubts import StarImportReview, spelt_variable
 from torchfix_device.codemods.variable_wrapper.shapes import (
-    atom, attribute_self_assignment, data_receiver, has_comment, is_self_assignment, is_true, literal_data,
+    atom, attribute_self_assignment, data_receiver, is_self_assignment, is_true, literal_data,
     method_call, unsupported,
 )
 
@@ -357,10 +357,10 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         if updated_node.trailing_whitespace.comment is not None:
             return updated_node
         if self._only_statement(original_node):
-            if not has_comment(updated_node):
+            if not nodes.has_comment(updated_node):
                 self._no_ops.add(updated_node)  # an `else:` holding only it goes (leave_If)
             return updated_node
-        if has_comment(updated_node):
+        if nodes.has_comment(updated_node):
             self._carried.add(updated_node)
             return updated_node
         return cst.RemoveFromParent()

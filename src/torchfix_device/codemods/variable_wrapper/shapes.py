@@ -99,12 +99,6 @@ def _names(expr: cst.BaseExpression) -> list[str] | None:
     return None
 
 
-def has_comment(line: cst.SimpleStatementLine) -> bool:
-    return line.trailing_whitespace.comment is not None or any(
-        empty.comment is not None for empty in line.leading_lines
-    )
-
-
 def data_receiver(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """``h`` for ``h.data``."""
     if isinstance(expr, cst.Attribute) and expr.attr.value == "data" and not expr.lpar:
