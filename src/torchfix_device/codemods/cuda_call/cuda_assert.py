@@ -10,6 +10,7 @@ a GPU), and where removing the line would take a comment with it or empty its bl
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -32,6 +33,15 @@ def asks_cuda_available(codemod: "Codemod", expr: cst.BaseExpression) -> bool:
     return name == "is_available" and "torch.cuda.is_available" in codemod.qualified_names(expr.func, ending_in=IS_AVAILABLE)
 
 
+def may_ask_cuda_available(test: ast.expr) -> bool:
+    """Stage 1's form of :func:`asks_cuda_available` on the stdlib ``ast``: ``<...>.is_available()``
+    or ``is_available()`` with no argument."""
+    if type(test) is not ast.Call or test.args or test.keywords:
+        return False
+    func = test.func
+    return (func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None) == "is_available"
+
+
 def asserted_line(codemod: "Codemod", line: cst.SimpleStatementLine) -> cst.Assert | None:
     """The ``assert torch.cuda.is_available()`` (with a message or not) that is ``line``'s one
     statement; None otherwise."""
@@ -46,7 +56,9 @@ def leave_line(
     if asserted_line(codemod, original) is None:
         return updated
     values = facts_values.of(codemod)
-    library = cuda_only_library(values.module)
+    if "cuda-only library" not in values.facets:  # one walk of the file for all its asserts
+        values.facets["cuda-only library"] = cuda_only_library(values.module)
+    library = values.facets["cuda-only library"]
     if library is not None:
         why = f"the file imports `{library}`, a CUDA-only library: the program needs a GPU (left as it is)"
         codemod.report(original, f"`assert torch.cuda.is_available()`: {why}", fixable=False)

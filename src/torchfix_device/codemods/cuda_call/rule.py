@@ -155,11 +155,13 @@ class CudaCall(Codemod):
     def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
         """``x.cuda(...)`` (a guard or conditional it rewrites holds one), and ``assert
         <...>.is_available()``."""
-        cuda = "cuda" in facts.call_attrs
+        cuda, asserts = "cuda" in facts.call_attrs, "is_available" in facts.names
+        if not (cuda or asserts):
+            return
         for node, _, _ in facts.contexts:
             if cuda and type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "cuda":
                 yield node
-            elif type(node) is ast.Assert and _asks_is_available(node.test):
+            elif asserts and type(node) is ast.Assert and cuda_assert.may_ask_cuda_available(node.test):
                 yield node
 
     def visit_Module(self, node: cst.Module) -> bool | None:
@@ -458,12 +460,3 @@ def _short(node: cst.CSTNode, limit: int = 40) -> str:
     """The code of ``node`` on one line, cut to ``limit`` characters (``...`` in the middle)."""
     text = " ".join(nodes.code_of(node).split())
     return text if len(text) <= limit else text[: limit // 2 - 2] + "..." + text[-(limit // 2 - 1):]
-
-
-def _asks_is_available(test: ast.expr) -> bool:
-    """``<...>.is_available()`` or ``is_available()`` with no argument: stage 1's form of
-    ``torch.cuda.is_available()``."""
-    if type(test) is not ast.Call or test.args or test.keywords:
-        return False
-    func = test.func
-    return (func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None) == "is_available"
