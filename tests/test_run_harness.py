@@ -41,7 +41,7 @@ class KnownFailure(Exception):
 
 
 def _run_subset(work: Path) -> dict:
-    options = harness.Options(python=sys.executable, device="cpu", jobs=2, tool_python=sys.executable,
+    options = harness.Options(python=sys.executable, device="cpu", jobs=2, warm=True, tool_python=sys.executable,
                               tool_pythonpath=str(ROOT / "src"))
     result = harness.run_all(ENTRIES, work, options)
     return {"sources": result["sources"], "results": [dataclasses.asdict(r) for r in result["results"]]}

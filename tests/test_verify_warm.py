@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+import sys
 import threading
 import time
 from pathlib import Path
@@ -215,3 +216,94 @@ def test_a_run_sent_as_the_server_ends_fails_and_the_next_gets_a_new_server(tmp_
     server.close()
     fresh = warm.server_for(env)
     assert fresh is not server and fresh.alive
+
+
+# -- scripts (the run harness's CPU runs, benchmarks/run_harness) --------------------------------
+SCRIPT = '''
+import atexit, json, os, subprocess, sys, threading, time
+
+atexit.register(lambda: print("atexit ran", flush=True))
+print(json.dumps({"name": __name__, "argv": sys.argv[1:], "file": os.path.basename(__file__),
+                  "path0": sys.path[0], "site": os.environ.get("SEEN_BY_SITE"), "cwd": os.getcwd()}))
+mode = sys.argv[1]
+if mode == "thread":  # the interpreter waits for a thread that is not a daemon
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done", flush=True))).start()
+elif mode == "exit":
+    sys.exit(3)
+elif mode == "message":
+    sys.exit("bad input")
+elif mode == "raise":
+    raise KeyError("tensor(12)")
+elif mode == "sleep":  # a process it started must end with it
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    with open(os.path.join(os.environ["TFD_TEST_FOLDER"], "child.pid"), "w") as f:
+        f.write(str(child.pid))
+    time.sleep(120)
+'''
+
+SITECUSTOMIZE = '''
+import os
+if os.environ.get("MARK"):  # what a new interpreter runs first, under the run's environment
+    os.environ["SEEN_BY_SITE"] = os.environ["MARK"]
+'''
+
+
+@pytest.fixture(scope="module")
+def script_setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    """A script in a sub-folder, a ``sitecustomize`` on ``PYTHONPATH``, and the environment both
+    the server and the runs share (one server serves this module's runs)."""
+    root = tmp_path_factory.mktemp("scripts")
+    site = root / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+    (root / "work" / "sub").mkdir(parents=True)
+    script = root / "work" / "sub" / "train.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "MARK", "TFD_TEST"))}
+    env.update(PYTHONPATH=str(site), PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    return script, root / "work", env
+
+
+@pytest.mark.parametrize("mode", ["plain", "thread", "exit", "message", "raise"])
+def test_a_forked_script_runs_as_python_script_py_would(tmp_path: Path, script_setup, mode: str) -> None:
+    """A script forked from the server (``script=True``) gives the exit status, standard output and
+    last line of standard error that ``python script.py`` gives: ``__main__``, its arguments, its
+    folder first on ``sys.path``, ``sitecustomize`` run under the run's own environment, threads
+    waited for, ``atexit`` functions run, ``sys.exit`` with a number or a message, an uncaught
+    exception."""
+    import subprocess
+
+    script, work, env = script_setup
+    run_env = {**env, "MARK": mode}
+    cold = subprocess.run([sys.executable, str(script), mode], cwd=work, env=run_env, capture_output=True, text=True, timeout=60)
+    server = warm.server_for(env)  # started without MARK: its own sitecustomize saw nothing
+    assert server is not None
+    out, err = tmp_path / "out", tmp_path / "err"
+    status = server.run([str(script), mode], work, run_env, out, err, 60, script=True)
+    assert (status, out.read_text()) == (cold.returncode, cold.stdout)
+    assert err.read_text().strip().splitlines()[-1:] == cold.stderr.strip().splitlines()[-1:]
+    shown = json.loads(cold.stdout.splitlines()[0])
+    assert shown["name"] == "__main__" and shown["argv"] == [mode] and shown["file"] == "train.py"
+    assert shown["site"] == mode and shown["path0"] == str(script.parent) and shown["cwd"] == str(work)
+    assert cold.stdout.rstrip().endswith("atexit ran")
+    assert ("thread done" in cold.stdout) == (mode == "thread")
+    assert cold.returncode == {"exit": 3, "message": 1, "raise": 1}.get(mode, 0)
+
+
+def test_a_forked_script_over_its_time_is_killed_with_what_it_started(tmp_path: Path, script_setup) -> None:
+    script, work, env = script_setup
+    server = warm.server_for(env)
+    started = time.monotonic()
+    run_env = {**env, "TFD_TEST_FOLDER": str(tmp_path)}
+    status = server.run([str(script), "sleep"], work, run_env, tmp_path / "out", tmp_path / "err", 1.5, script=True)
+    assert status is None and time.monotonic() - started < 30 and server.alive
+    child = int((tmp_path / "child.pid").read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the process the script started outlived it")

@@ -367,10 +367,37 @@ def _run(command: list[str], cwd: Path, env: dict, timeout: float) -> tuple[int 
     return (None if timed_out else proc.returncode), out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), timed_out
 
 
+def _run_forked(script: list[str], cwd: Path, env: dict, timeout: float, python: str,
+                record_dir: Path) -> tuple[int | None, str, str, bool] | None:
+    """``python script...`` forked from an interpreter that has imported torch (``--warm``; the
+    tool's ``verify.warm``, whose text says what such a run shares with a new interpreter):
+    what :func:`_run` returns, or None where no such interpreter can start (then run cold)."""
+    from torchfix_device.verify import warm
+
+    if not warm.usable(["cpu"]):
+        return None
+    # the server starts without the harness's own variables: its sitecustomize installs nothing,
+    # each run's child runs it again under the run's environment
+    server_env = {k: v for k, v in env.items() if k != "RUN_HARNESS" and not k.startswith("HARNESS_")}
+    server = warm.server_for(server_env, python)
+    if server is None:
+        return None
+    out, err = record_dir / "forked.stdout", record_dir / "forked.stderr"
+    status = server.run(script, cwd, env, out, err, timeout, script=True)
+    if status is None and not server.alive:
+        return None
+    read = lambda path: path.read_bytes().decode("utf-8", "replace") if path.exists() else ""  # noqa: E731
+    texts = read(out), read(err)
+    out.unlink(missing_ok=True)
+    err.unlink(missing_ok=True)
+    return status, texts[0], texts[1], status is None
+
+
 def run_entry(entry: Entry, tree: Path, variant: str, workdir: Path, python: str, device: str = "cpu",
-              standins: Path = STANDINS) -> Result:
+              standins: Path = STANDINS, warm: bool = False) -> Result:
     """Copy ``tree`` (one variant of the repository) to ``workdir``, prepare the stand-in data,
-    and execute the entry there. ``workdir`` must not exist yet."""
+    and execute the entry there. ``workdir`` must not exist yet. ``warm``: on the CPU, the run is
+    forked from an interpreter that has imported torch (:func:`_run_forked`) instead of a new one."""
     started = time.monotonic()
     shutil.copytree(tree, workdir, symlinks=True)
     record_dir = workdir.parent / f"{workdir.name}.records"
@@ -391,7 +418,9 @@ def run_entry(entry: Entry, tree: Path, variant: str, workdir: Path, python: str
         runnable.write_text(notebook_script(script), encoding="utf-8")
         script = runnable
     argv = [*entry.argv, *(entry.cpu_argv if device == "cpu" else [])]
-    rc, out, err, timed_out = _run([python, str(script), *argv], cwd, env, entry.timeout)
+    forked = _run_forked([str(script), *argv], cwd, env, entry.timeout, python, record_dir) \
+        if warm and device == "cpu" else None
+    rc, out, err, timed_out = forked or _run([python, str(script), *argv], cwd, env, entry.timeout)
     (record_dir / "stdout.txt").write_text(out, encoding="utf-8")
     (record_dir / "stderr.txt").write_text(err, encoding="utf-8")
     seconds = round(time.monotonic() - started, 2)
@@ -441,6 +470,7 @@ class Options:
     python: str
     device: str = "cpu"
     jobs: int = 1
+    warm: bool = False
     tool_python: str = sys.executable
     tool_pythonpath: str | None = str(ROOT / "src")
     mirror_root: Path = DEFAULT_MIRROR_ROOT
@@ -495,7 +525,8 @@ def run_all(entries: list[Entry], work: Path, options: Options) -> dict:
         else:
             workdir = work / "runs" / entry.id / variant
             workdir.parent.mkdir(parents=True, exist_ok=True)
-            result = run_entry(entry, info["trees"][variant], variant, workdir, options.python, options.device, standins)
+            result = run_entry(entry, info["trees"][variant], variant, workdir, options.python, options.device, standins,
+                               options.warm)
         with lock:
             results.append(result)
             log(f"{entry.id:<34} {variant:<8} {cell(result)}  ({result.seconds:.0f} s)")
@@ -575,6 +606,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--only", action="append", default=[], metavar="ID", help="run only these entries (repeatable, or comma separated)")
     parser.add_argument("--jobs", "-j", type=int, default=1)
+    parser.add_argument("--warm", action="store_true",
+                        help="on the CPU, fork each run from an interpreter that has imported torch (--python must "
+                             "import this package too; the CI subset runs so): faster, a run still starts clean")
     parser.add_argument("--tool-pythonpath", default=str(ROOT / "src"), metavar="SRC",
                         help="PYTHONPATH of the tool under test (default: this checkout's src)")
     parser.add_argument("--tool-python", default=sys.executable, help="interpreter that runs the tool (libcst...)")
@@ -601,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     if set(variants) - set(VARIANTS):
         print(f"--variants: choose among {VARIANTS}", file=sys.stderr)
         return 2
-    options = Options(python=args.python or sys.executable, device=args.device, jobs=args.jobs,
+    options = Options(python=args.python or sys.executable, device=args.device, jobs=args.jobs, warm=args.warm,
                       tool_python=args.tool_python, tool_pythonpath=args.tool_pythonpath or None,
                       mirror_root=args.mirror_root, variants=variants,
                       log=lambda message: print(message, file=sys.stderr, flush=True))

@@ -15,7 +15,9 @@ P = ParamSpec("P")
 
 R = TypeVar("R")
 
-_CHILDREN: dict[cst.CSTNode, Sequence[cst.CSTNode]] = {}
+_CHILDREN: dict[int, tuple[cst.CSTNode, Sequence[cst.CSTNode]]] = {}
+"""id(node) -> (node, its children): keyed by id, as hashing a node is a Python-level call of
+libcst's; the node is held, so its id is not reused while remembered."""
 
 def children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
     """``node.children``, remembered until :func:`forget_children` (the codemods walk the same
@@ -23,23 +25,23 @@ def children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
     libcst computes ``children`` by rebuilding the node through a visitor, validation included;
     here they are read from the node's fields, in the order libcst's visit goes through them
     (:func:`~torchfix_device.syntax.visits.fields_of`)."""
-    try:
-        return _CHILDREN[node]
-    except KeyError:
-        fields = visits.fields_of(node.__class__)
-        if fields is None:
-            found: Sequence[cst.CSTNode] = node.children
-        else:
-            found = []
-            for name, _, _ in fields:
-                value = getattr(node, name)
-                kind = value.__class__
-                if kind is tuple or kind is list:
-                    found.extend(value)
-                elif value is not None and kind is not cst.MaybeSentinel:
-                    found.append(value)
-        _CHILDREN[node] = found
-        return found
+    known = _CHILDREN.get(id(node))
+    if known is not None:  # the node is held there: no other node has its id meanwhile
+        return known[1]
+    fields = visits.fields_of(node.__class__)
+    if fields is None:
+        found: Sequence[cst.CSTNode] = node.children
+    else:
+        found = []
+        for name, _, _ in fields:
+            value = getattr(node, name)
+            kind = value.__class__
+            if kind is tuple or kind is list:
+                found.extend(value)
+            elif value is not None and kind is not cst.MaybeSentinel:
+                found.append(value)
+    _CHILDREN[id(node)] = (node, found)
+    return found
 
 def forget_children() -> None:
     """Drop what :func:`children` remembers."""

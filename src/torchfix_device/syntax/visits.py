@@ -46,6 +46,8 @@ from libcst._nodes.base import CSTNode, CSTValidationError
 from libcst._removal_sentinel import RemovalSentinel
 from libcst._visitors import CSTVisitor
 
+from torchfix_device.syntax import node_classes  # noqa: F401  (isinstance as plain classes answer it)
+
 _LIBCST_VISIT = CSTNode.visit
 _HELPERS = frozenset({
     "visit_required", "visit_optional", "visit_sentinel", "visit_sequence", "visit_iterable",

@@ -19,9 +19,17 @@ when an interpreter starts or imports torch (:data:`SETTLED`: the hash seed, ``P
 locale, torch's, OpenMP's and the BLAS libraries' variables...); a run that does not gets a
 server of its own.
 
+A run may instead be a script, as ``python script.py args`` would run it (``script``: the run
+harness's CPU runs of legacy scripts, ``benchmarks/run_harness``): the child becomes the leader
+of a process group of its own (a timeout ends what it started too), runs ``sitecustomize`` again
+under the run's environment (a new interpreter runs it at start; the server ran it under its own),
+then the script as ``__main__`` with ``sys.argv`` and ``sys.path[0]`` set as Python sets them,
+an uncaught exception going through ``sys.excepthook``, and the ``atexit`` functions at the end.
+
 The protocol, one JSON object per line: the client writes ``{"id", "argv", "cwd", "env",
-"stdout", "stderr"}`` to start a run, ``{"kill": id}`` to end one; the server answers
-``{"id", "status"}`` when the run's process has ended (the exit status; negative for a signal).
+"stdout", "stderr"}`` (and ``"script": true`` for a script) to start a run, ``{"kill": id}`` to
+end one; the server answers ``{"id", "status"}`` when the run's process has ended (the exit
+status; negative for a signal).
 """
 
 from __future__ import annotations
@@ -61,10 +69,10 @@ def usable(devices: list[str]) -> bool:
 class Server:
     """One server process and the runs it has under way (safe to use from several threads)."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], python: str | None = None) -> None:
         home = tempfile.mkdtemp(prefix="tfd-warm-")  # its working folder: nothing to import there
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "torchfix_device.verify.warm"], cwd=home, env=env,
+            [python or sys.executable, "-m", "torchfix_device.verify.warm"], cwd=home, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )
         self._lock = threading.Lock()
@@ -101,9 +109,11 @@ class Server:
         self._proc.stdin.write(json.dumps(message).encode() + b"\n")
         self._proc.stdin.flush()
 
-    def run(self, argv: list[str], cwd: Path, env: dict[str, str], out: Path, err: Path, timeout: float) -> int | None:
+    def run(self, argv: list[str], cwd: Path, env: dict[str, str], out: Path, err: Path, timeout: float,
+            script: bool = False) -> int | None:
         """The run's exit status; None after ``timeout`` seconds (the run is killed) or when the
-        server ended (``alive`` is then False)."""
+        server ended (``alive`` is then False). ``script``: ``argv`` is ``[script, *arguments]``
+        of a ``python script.py ...`` run (see the module's text)."""
         slot: list = [threading.Event(), None]
         with self._lock:
             if not self.alive:
@@ -111,7 +121,8 @@ class Server:
             run_id = next(self._ids)
             self._waiting[run_id] = slot
             try:
-                self._send({"id": run_id, "argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)})
+                self._send({"id": run_id, "argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out),
+                            "stderr": str(err), "script": script})
             except OSError:  # the server has ended, and the reader has not seen it yet
                 self.alive = False
                 self._waiting.pop(run_id, None)
@@ -139,10 +150,11 @@ _servers: dict[frozenset, Server] = {}
 _servers_lock = threading.Lock()
 
 
-def server_for(env: dict[str, str]) -> Server | None:
-    """This process's server for runs in ``env`` (started on first use, again after one ended;
-    None if it cannot start)."""
-    key = frozenset((k, v) for k, v in env.items() if k.startswith(SETTLED))
+def server_for(env: dict[str, str], python: str | None = None) -> Server | None:
+    """This process's server for runs in ``env`` under the interpreter ``python`` (this one by
+    default; it must be able to import torch and this package), started on first use, again after
+    one ended; None if it cannot start."""
+    key = frozenset([("", python or sys.executable), *((k, v) for k, v in env.items() if k.startswith(SETTLED))])
     with _servers_lock:
         server = _servers.get(key)
         if server is None or (server.started and not server.alive):
@@ -150,7 +162,7 @@ def server_for(env: dict[str, str]) -> Server | None:
                 import atexit
 
                 atexit.register(close_all)
-            server = _servers[key] = Server(env)
+            server = _servers[key] = Server(env, python)
         return server if server.alive else None
 
 
@@ -180,8 +192,12 @@ def _child(request: dict) -> None:
         os.dup2(devnull, 0)
         os.close(devnull)
         os.chdir(request["cwd"])
-        sys.path[0] = request["cwd"]  # `python -m` puts the working folder first
         random.seed()
+        if request.get("script"):
+            os.setsid()
+            code = _script(request["argv"])
+            return
+        sys.path[0] = request["cwd"]  # `python -m` puts the working folder first
         from torchfix_device.verify import harness
 
         sys.argv = [harness.__file__, *request["argv"]]
@@ -196,6 +212,44 @@ def _child(request: dict) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _script(argv: list[str]) -> int:
+    """``python argv[0] argv[1:]`` in this (forked) process: its exit status."""
+    import atexit
+    import importlib
+    import runpy
+    import threading
+
+    script = os.path.abspath(argv[0])
+    sys.argv = list(argv)
+    sys.path[0] = os.path.dirname(script)
+    try:
+        if "sitecustomize" in sys.modules:
+            importlib.reload(sys.modules["sitecustomize"])
+        runpy.run_path(script, run_name="__main__")
+        code = 0
+    except SystemExit as exc:
+        code = _exit_status(exc)
+    except BaseException:  # noqa: BLE001 - as the interpreter does with an uncaught exception
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]  # the interpreter waits for its threads
+    except Exception:  # noqa: BLE001
+        pass
+    atexit._run_exitfuncs()
+    return code
+
+
+def _exit_status(exc: SystemExit) -> int:
+    """The status ``raise SystemExit(code)`` gives an interpreter (a message is printed, status 1)."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    print(exc.code, file=sys.stderr)
+    return 1
 
 
 def serve() -> None:
@@ -213,6 +267,7 @@ def serve() -> None:
     out.write(b"ready\n")
     out.flush()
     runs: dict[int, int] = {}  # pid -> id
+    groups: set[int] = set()  # the runs that lead a process group of their own (scripts)
     pending = b""
     open_input = True
     while open_input or runs:
@@ -222,7 +277,7 @@ def serve() -> None:
             open_input = bool(chunk)
             if not open_input:  # the client has gone, and no one waits for these runs
                 for pid in runs:
-                    os.kill(pid, signal.SIGKILL)
+                    _kill(pid, pid in groups)
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for line in filter(None, lines):
@@ -230,7 +285,7 @@ def serve() -> None:
                 if "kill" in request:
                     for pid, run_id in runs.items():
                         if run_id == request["kill"]:
-                            os.kill(pid, signal.SIGKILL)
+                            _kill(pid, pid in groups)
                     continue
                 os.environ.clear()
                 os.environ.update(request["env"])
@@ -238,12 +293,31 @@ def serve() -> None:
                 if pid == 0:
                     _child(request)
                 runs[pid] = request["id"]
+                if request.get("script"):
+                    groups.add(pid)
         while runs:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 break
+            if pid in groups:  # what the script started (DataLoader workers) ends with it
+                groups.discard(pid)
+                _kill(pid, True)
             out.write(json.dumps({"id": runs.pop(pid), "status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
             out.flush()
+
+
+def _kill(pid: int, group: bool) -> None:
+    import signal
+
+    if group:  # the run's group; the run itself too, in case it has not made its group yet
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 if __name__ == "__main__":
