@@ -301,23 +301,26 @@ def serve() -> None:
                 break
             if pid in groups:  # what the script started (DataLoader workers) ends with it
                 groups.discard(pid)
-                _kill(pid, True)
+                _kill(pid, True, reaped=True)
             out.write(json.dumps({"id": runs.pop(pid), "status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
             out.flush()
 
 
-def _kill(pid: int, group: bool) -> None:
+def _kill(pid: int, group: bool, reaped: bool = False) -> None:
+    """Kill run ``pid``; ``group``: its process group too (the run itself as well, in case it has
+    not made its group yet, unless it has been ``reaped``: its number may be another's by now)."""
     import signal
 
-    if group:  # the run's group; the run itself too, in case it has not made its group yet
+    if group:
         try:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    if not reaped:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 if __name__ == "__main__":
