@@ -386,10 +386,9 @@ def _run_forked(script: list[str], cwd: Path, env: dict, timeout: float, python:
     status = server.run(script, cwd, env, out, err, timeout, script=True)
     if status is None and not server.alive:
         return None
-    read = lambda path: path.read_bytes().decode("utf-8", "replace") if path.exists() else ""  # noqa: E731
-    texts = read(out), read(err)
-    out.unlink(missing_ok=True)
-    err.unlink(missing_ok=True)
+    texts = [path.read_bytes().decode("utf-8", "replace") if path.exists() else "" for path in (out, err)]
+    for path in (out, err):
+        path.unlink(missing_ok=True)
     return status, texts[0], texts[1], status is None
 
 

@@ -38,6 +38,7 @@ import itertools
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -178,7 +179,6 @@ def close_all() -> None:
 def _child(request: dict) -> None:
     """In the forked child: become the harness run, exit with its status (never returns)."""
     import random
-    import signal
     import traceback
 
     code = 1
@@ -203,7 +203,7 @@ def _child(request: dict) -> None:
         sys.argv = [harness.__file__, *request["argv"]]
         code = harness.main(request["argv"])
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        code = _exit_status(exc)
     except BaseException:  # noqa: BLE001 - what a new interpreter would print, and its status
         traceback.print_exc()
     finally:
@@ -253,8 +253,6 @@ def _exit_status(exc: SystemExit) -> int:
 
 
 def serve() -> None:
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the server quietly, with the runs
     import torch  # noqa: F401 - what every run would import first
 
@@ -309,8 +307,6 @@ def serve() -> None:
 def _kill(pid: int, group: bool, reaped: bool = False) -> None:
     """Kill run ``pid``; ``group``: its process group too (the run itself as well, in case it has
     not made its group yet, unless it has been ``reaped``: its number may be another's by now)."""
-    import signal
-
     if group:
         try:
             os.killpg(pid, signal.SIGKILL)
