@@ -16,6 +16,46 @@ from cli_zygote import Zygote
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+# The exhaustive sweeps (`@pytest.mark.sweep`: a shortcut of the engine against libcst's own
+# answer, or stage 1 against the unfiltered engine, on every node of every fixture) take a
+# quarter of the suite's CPU for questions a sample answers in CI: each runs on `sweep_sample`.
+# `TFD_SWEEP=all` gives them every file, as `benchmarks/sweeps.py` runs them (and, with
+# `--corpus`, the Python files of a corpus too, through `TFD_SWEEP_EXTRA`).
+SWEEP_ALL = os.environ.get("TFD_SWEEP", "") == "all"
+
+
+def sweep_sample(paths, every: int = 4) -> list[Path]:
+    """One case in ``every`` of each folder of ``paths`` (a case: the files of one name before
+    its first dot, a fixture's ``.in.py`` with its ``.out.py``), at least one case per folder
+    and, where the folder has one, a case with an input (``.in.py``): a folder of fixtures is
+    one codemod's. Cases are chosen by a hash of their path under the repository: the same files
+    on every machine and in every run, and a new fixture moves at most itself in or out. Under
+    ``TFD_SWEEP=all`` every one of ``paths``, then every ``*.py`` under the folders listed in
+    ``TFD_SWEEP_EXTRA`` (``os.pathsep``-separated)."""
+    import zlib
+
+    paths = sorted(set(paths))
+    if SWEEP_ALL:
+        extra = [Path(p) for p in os.environ.get("TFD_SWEEP_EXTRA", "").split(os.pathsep) if p]
+        return paths + sorted(f for folder in extra for f in folder.rglob("*.py"))
+    folders: dict[Path, dict[str, list[Path]]] = {}
+    for path in paths:
+        folders.setdefault(path.parent, {}).setdefault(path.name.split(".")[0], []).append(path)
+    chosen: list[Path] = []
+    for folder, cases in folders.items():
+        ranked = [cases[c] for c in sorted(cases, key=lambda case: zlib.crc32(sweep_id(folder / case).encode()))]
+        taken = ranked[: -(-len(ranked) // every)]
+        with_input = [files for files in ranked if any(f.name.endswith(".in.py") for f in files)]
+        if with_input and not any(files in with_input for files in taken):
+            taken.append(with_input[0])
+        chosen += [f for files in taken for f in files]
+    return sorted(chosen)
+
+
+def sweep_id(path: Path) -> str:
+    """A sweep's test id for ``path``: its path under the repository, or as given outside it."""
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
+
 
 def console_script() -> list[str]:
     """The installed console script (the real entry point users run)."""
@@ -80,6 +120,23 @@ def pytest_configure(config: pytest.Config) -> None:
     compileall.compile_dir(ROOT / "src", quiet=2)
     compileall.compile_dir(ROOT / "benchmarks" / "run_harness", quiet=2)
     compileall.compile_dir(ROOT / "tests", maxlevels=0, quiet=2, rx=re.compile(r"[/\\]test_[^/\\]*$"))
+
+
+# The test modules that take longest (`--durations=0` summed by file, 2026-11-29: each 20-45 s
+# of one worker's time), sent to the workers first. With `--dist loadfile` a worker takes the
+# next module in collection order when it is done, and alphabetical order left the three
+# `test_verify*` modules for last: one worker ran them for a minute and a half while the other
+# had nothing left. Every other module keeps its place after these.
+SLOWEST_FIRST = (
+    "test_verify.py", "test_verify_warm.py", "test_differential.py", "test_verify_run.py",
+    "test_candidates.py", "test_findings_stable.py", "test_safety_rewrites.py",
+    "test_generated_scripts.py", "test_cli.py", "test_cli_ruff.py", "test_precommit.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
 @pytest.fixture(autouse=True, scope="session")

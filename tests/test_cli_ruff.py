@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, console_script, run_cli
+from conftest import FIXTURES, ROOT, console_script, run_cli, sweep_sample
 
 LEGACY = """\
 import torch
@@ -301,22 +301,26 @@ def main():
 """
 
 
+def _check_with_hash_seed(seed: str, *paths: str, cwd: Path) -> bytes:
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONHASHSEED": seed}
+    out = subprocess.run([*console_script(), "check", "--no-cache", "--unsafe-fixes", *paths], capture_output=True, env=env, cwd=cwd)
+    assert out.returncode == 1 and b"TFD015" in out.stdout
+    return out.stdout
+
+
 def test_the_same_input_prints_the_same_text_in_every_run_and_hash_seed(tmp_path: Path) -> None:
     """TFD015 named the first use of the loaded model it met in a set (``it is called`` in one
-    run, ``.train`` in another): that file under many seeds, and every fixture and example
-    under two."""
+    run, ``.train`` in another): that file under many seeds."""
     (tmp_path / "loaded.py").write_text(LOADED_MODEL)
-
-    def check(seed: str, *paths: str) -> bytes:
-        env = {**os.environ, "NO_COLOR": "1", "PYTHONHASHSEED": seed}
-        out = subprocess.run([*console_script(), "check", "--no-cache", "--unsafe-fixes", *paths], capture_output=True, env=env, cwd=tmp_path)
-        assert out.returncode == 1 and b"TFD015" in out.stdout
-        return out.stdout
-
-    loaded = {check(seed, "loaded.py") for seed in ("0", "1", "2", "3", "5", "8", "13", "21")}
+    loaded = {_check_with_hash_seed(seed, "loaded.py", cwd=tmp_path) for seed in ("0", "1", "2", "3", "5", "8", "13", "21")}
     assert len(loaded) == 1 and b"used as a model (it is called)" in loaded.pop()  # the first use in the source
-    everything = (str(ROOT / "tests" / "fixtures"), str(ROOT / "examples"))
-    assert check("0", *everything) == check("4", *everything)
+
+
+@pytest.mark.sweep
+def test_the_fixtures_print_the_same_text_under_two_hash_seeds(tmp_path: Path) -> None:
+    """The fixtures and examples (CI: a sample with every codemod's folder) under two seeds."""
+    everything = [str(p) for p in sweep_sample([*FIXTURES.rglob("*.py"), *(ROOT / "examples").rglob("*.py")])]
+    assert _check_with_hash_seed("0", *everything, cwd=tmp_path) == _check_with_hash_seed("4", *everything, cwd=tmp_path)
 
 
 def test_check_fix_on_stdin_writes_the_fixed_source_and_lists_what_remains_on_stderr(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import sweep_sample
 from torchfix_device.options import RunOptions
 from torchfix_device.syntax import traversal
 from torchfix_device.codemods.catalog import all_codemods, lookup, select_codemods
@@ -306,6 +307,7 @@ def test_an_unsafe_codemod_cannot_mark_a_finding_safe() -> None:
             transform_unfiltered("spam = 1\n", [sneaky])
 
 
+@pytest.mark.sweep
 def test_children_read_from_fields_equal_libcsts_children() -> None:
     """``traversal.children`` reads a node's children from the fields libcst visits (read per node
     class from libcst's source, ``syntax.visits.fields_of``); it must equal libcst's own
@@ -315,7 +317,7 @@ def test_children_read_from_fields_equal_libcsts_children() -> None:
     from torchfix_device.syntax import visits
 
     root = Path(__file__).parent.parent
-    files = sorted([*root.joinpath("tests", "fixtures").rglob("*.py"), *root.joinpath("src").rglob("*.py")])
+    files = sweep_sample([*root.joinpath("tests", "fixtures").rglob("*.py"), *root.joinpath("src").rglob("*.py")])
     extra = 'x = f"{a}{b!r:>{w}}{c=}{d:{e}.{g}}"\n'
     modules = [cst.parse_module(extra)]  # parsed once, walked in both orders
     for source in (p.read_text(encoding="utf-8") for p in files):
@@ -439,6 +441,7 @@ def test_batched_visitors_found_once_per_class_equal_libcsts_search() -> None:
     assert describe(fast) == describe(slow)
 
 
+@pytest.mark.sweep
 def test_visits_calls_libcst_hooks_in_libcst_order_on_every_fixture() -> None:
     """``syntax.visits``: a plain visitor walked without rebuilding the tree gets exactly
     the calls libcst's own ``visit`` makes (``on_visit``, ``on_visit_attribute``,
@@ -481,7 +484,7 @@ def test_visits_calls_libcst_hooks_in_libcst_order_on_every_fixture() -> None:
             self.calls.append(("leave", id(original_node), ""))
 
     root = Path(__file__).parent
-    paths = sorted(root.glob("fixtures/**/*.py")) + sorted((root.parent / "examples").glob("**/*.py"))
+    paths = sweep_sample([*root.glob("fixtures/**/*.py"), *(root.parent / "examples").glob("**/*.py")])
     classes: set[type] = set()
     compared = 0
     for path in paths:
@@ -496,7 +499,7 @@ def test_visits_calls_libcst_hooks_in_libcst_order_on_every_fixture() -> None:
             assert fast.calls == slow.calls, path
         classes.update(type(n) for n in _walk_all(module))
         compared += 1
-    assert compared > 300
+    assert compared > len(paths) * 9 // 10  # all but the token pass's inputs (not Python 3)
     assert all(visits.fields_of(cls) is not None for cls in classes), [
         c.__name__ for c in classes if visits.fields_of(c) is None
     ]
@@ -549,7 +552,7 @@ def test_visits_calls_libcst_hooks_in_libcst_order_on_every_fixture() -> None:
         assert fast.calls == slow.calls, path
         assert mine.code == theirs.code and mine.deep_equals(theirs), path
         rewritten += mine.code != module.code
-    assert rewritten > 300
+    assert rewritten > compared * 3 // 4
     with pytest.raises(TypeError):  # a required field refuses a removal, as in libcst
         cst.parse_module("x = 1\n").visit(type("Drop", (cst.CSTTransformer,), {
             "leave_Integer": lambda self, o, u: cst.RemoveFromParent()})())

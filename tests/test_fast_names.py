@@ -16,7 +16,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, sweep_id, sweep_sample
 from torchfix_device.syntax import qualified_names as fast_names
 from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.syntax.qualified_names import FastNames
@@ -75,6 +75,8 @@ SNIPPETS = [
     # match statements (libcst does not see their captures: those names go to libcst) and walrus
     "import torch\nif (n := torch.ones(1)) is not None:\n    n.cuda()\nys = [(m := y) for y in n]\nm.cuda()\n",
     "import torch\nmatch torch.cuda:\n    case [a, *rest]:\n        a.cuda()\n    case {'k': b, **kw}:\n        b.to(1)\n",
+    # libcst names an attribute of a builtin by the builtin (`builtins.dict`), as in InferSent
+    "class dotdict(dict):\n    __getattr__ = dict.get\n    __setattr__ = dict.__setitem__\nx = torch.zeros.__doc__\n",
 ]
 
 
@@ -145,7 +147,8 @@ def test_fast_answers_agree_with_libcst(code: str) -> None:
     assert asked
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.py")), ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.sweep
+@pytest.mark.parametrize("path", sweep_sample(FIXTURES.rglob("*.py")), ids=sweep_id)
 def test_fast_answers_agree_with_libcst_on_fixtures(path) -> None:
     code = path.read_text(encoding="utf-8")
     _skip_unless_python3(code)
@@ -153,6 +156,8 @@ def test_fast_answers_agree_with_libcst_on_fixtures(path) -> None:
         answered, _ = _check_agreement(code)
     except SyntaxError:
         pytest.skip("symtable cannot read it: the fast path is off for this file")
+    if not answered and not path.is_relative_to(ROOT):
+        pytest.skip("a corpus file (benchmarks/sweeps.py --corpus) with no name the fast path answers")
     assert answered > 0  # compared at least one fast answer with libcst's
 
 
@@ -182,7 +187,7 @@ def test_unclear_names_are_left_to_libcst() -> None:
 def test_names_captured_by_match_patterns_are_left_to_libcst() -> None:
     """libcst records no binding for a ``match`` capture: questions about captured names go to
     libcst, the file's other names are still answered."""
-    code = SNIPPETS[-1]
+    code = next(c for c in SNIPPETS if c.startswith("import torch\nmatch torch.cuda:"))
     module = cst.parse_module(code)
     fast = FastNames(module, code)
     spelt = {cst.Module([]).code_for_node(n): n for n in _expressions(module)}
@@ -326,13 +331,16 @@ def test_names_ruled_out_by_their_last_part_have_no_such_libcst_name(code: str) 
     assert _check_endings(code) > 0  # compared at least one ruled-out name with libcst's
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.py")), ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.sweep
+@pytest.mark.parametrize("path", sweep_sample(FIXTURES.rglob("*.py")), ids=sweep_id)
 def test_names_ruled_out_by_their_last_part_agree_on_fixtures(path) -> None:
     _skip_unless_python3(path.read_text(encoding="utf-8"))
     try:
         ruled_out = _check_endings(path.read_text(encoding="utf-8"))
     except SyntaxError:
         pytest.skip("symtable cannot read it: the fast path is off for this file")
+    if not ruled_out and not path.is_relative_to(ROOT):
+        pytest.skip("a corpus file (benchmarks/sweeps.py --corpus) with no name ruled out")
     assert ruled_out > 0  # compared at least one ruled-out name with libcst's
 
 

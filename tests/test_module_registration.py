@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import sweep_sample
 from torchfix_device.options import RunOptions
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
@@ -257,6 +258,7 @@ def test_explain_renders(cli, code) -> None:
         assert heading in text
 
 
+@pytest.mark.sweep
 def test_names_bound_by_agrees_with_binding_of() -> None:
     """``names_bound_by(node)`` lists exactly the names for which ``binding_of(node, name)`` is
     not None, on every node of every fixture (plus binding forms the fixtures may lack)."""
@@ -271,7 +273,7 @@ def test_names_bound_by_agrees_with_binding_of() -> None:
         "from x import *\nif (t := 3): pass\nu = [v for v in range(3)]\nasync def f():\n    async with a as b: pass\n"
     )
     modules = [cst.parse_module(extra)]
-    for path in sorted(Path(__file__).parent.joinpath("fixtures").rglob("*.py")):
+    for path in sweep_sample(Path(__file__).parent.joinpath("fixtures").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         try:
             compile(text, str(path), "exec")

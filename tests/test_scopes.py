@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, ScopeProvider
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, sweep_sample
 from torchfix_device.syntax import traversal
 from torchfix_device.syntax import scopes
 from torchfix_device.prefilter.candidates import parse_facts, statements_with_sites
@@ -28,7 +28,7 @@ SNIPPETS = [
 
 def _sources() -> list[str]:
     texts = list(SNIPPETS)
-    for path in sorted([*FIXTURES.rglob("*.py"), *(ROOT / "examples").rglob("*.py")]):
+    for path in sweep_sample([*FIXTURES.rglob("*.py"), *(ROOT / "examples").rglob("*.py")]):
         text = path.read_text(encoding="utf-8")
         try:
             compile(text, str(path), "exec")
@@ -46,6 +46,7 @@ def _key(assignments) -> set[tuple[type, int]]:
     return {(type(a), id(a.node)) for a in assignments}
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("text", SOURCES, ids=SOURCE_IDS)
 def test_skeleton_bindings_are_libcsts_module_level_ones(text: str) -> None:
     module = cst.parse_module(text)
@@ -88,6 +89,7 @@ def _reads_a_local_or_free_name(function: ast.FunctionDef | ast.AsyncFunctionDef
 WITH_FUNCTIONS = _with_top_functions(SOURCES)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("text", [t for _, t in WITH_FUNCTIONS], ids=[i for i, _ in WITH_FUNCTIONS])
 def test_resolution_in_function_agrees_with_the_whole_analysis(text: str) -> None:
     module = cst.parse_module(text)

@@ -285,10 +285,15 @@ class FastNames:
     def may_end_in(self, node: cst.CSTNode, last_parts: frozenset[str]) -> bool:
         """False when no qualified name of ``node`` can end in one of ``last_parts``. A dotted
         expression's names all end in the part it is spelt with (``T.nn.Linear``:
-        ``torch.nn.Linear``, ``f.<locals>.x.Linear``, ``builtins.x.Linear``); so do a plain
-        name's, unless an import renames it (``from torch import zeros as z``)."""
+        ``torch.nn.Linear``, ``f.<locals>.x.Linear``), except where it starts with a builtin's
+        name: libcst names ``dict.get`` ``builtins.dict`` (seen in real code, InferSent's
+        ``__getattr__ = dict.get``); a plain name's end in it too, unless an import renames it
+        (``from torch import zeros as z``)."""
         if isinstance(node, cst.Attribute) and _is_dotted_name(node):
-            return node.attr.value in last_parts
+            root = node.value
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            return node.attr.value in last_parts or (root.value in BUILTIN_NAMES and root.value in last_parts)
         if isinstance(node, cst.Name):
             return node.value in last_parts or node.value in self._renamed
         return True  # ``f().x``, ``''.join``: libcst's names for these follow other rules
