@@ -301,3 +301,31 @@ def test_an_instance_of_a_project_class_without_its_own_cuda_is_moved_safely(tmp
     text = (root / "train.py").read_text(encoding="utf-8")
     assert "    net = net.to(device)\n" in text or "    net.to(device)\n" in text
     assert "    rollouts.cuda()\n" in text
+
+
+def test_statements_are_the_statements_ast_walk_gives_in_its_order() -> None:
+    """The run-level facts look for imports and classes among ``statements(tree)`` only: they are
+    exactly the statements, except handlers and match cases of ``ast.walk``, in its order, on
+    every fixture and source file and on nestings the fixtures may lack."""
+    import ast
+
+    from conftest import FIXTURES, ROOT
+    from torchfix_device.facts.project_classes import statements
+
+    nested = (
+        "import a\nclass C:\n    import b\n    def f(self):\n        from . import c\n        class D: pass\n"
+        "try:\n    import d\nexcept ImportError as e:\n    import e\nelse:\n    pass\nfinally:\n    import f\n"
+        "match x:\n    case 1:\n        import g\n    case _:\n        pass\n"
+        "async def h():\n    async with a as b:\n        import i\n    async for j in k:\n        pass\n    else:\n        import l\n"
+        "while x:\n    if y:\n        import m\n    elif z:\n        import n\nwith o:\n    import p\nf = lambda: (yield)\n"
+    )
+    trees = [ast.parse(nested)]
+    for path in sorted([*FIXTURES.rglob("*.py"), *(ROOT / "src").rglob("*.py")]):
+        try:
+            trees.append(ast.parse(path.read_bytes()))
+        except SyntaxError:
+            continue  # a token-pass input: not Python 3
+    kinds = (ast.stmt, ast.excepthandler, ast.match_case)
+    for tree in trees:
+        assert list(statements(tree)) == [n for n in ast.walk(tree) if isinstance(n, kinds)]
+    assert sum(isinstance(n, (ast.Import, ast.ImportFrom)) for n in statements(trees[0])) == 12

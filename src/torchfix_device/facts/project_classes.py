@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections import deque
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
@@ -41,6 +42,27 @@ def parsed(source: str | bytes) -> ast.Module | None:
             return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+_STATEMENT_LIKE = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+@lru_cache(maxsize=64)
+def statements(tree: ast.Module) -> tuple[ast.AST, ...]:
+    """Every statement of ``tree`` (except handlers and match cases too), in the order
+    ``ast.walk`` gives them. Imports and class definitions are statements, and a statement is
+    held only by a statement's list of them (a body, ``orelse``, ``handlers``...): the facts that
+    look for them walk these, not the expressions that make most of a file's nodes."""
+    found: list[ast.AST] = []
+    queue: deque[ast.AST] = deque(tree.body)
+    while queue:
+        node = queue.popleft()
+        found.append(node)
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list and value and isinstance(value[0], _STATEMENT_LIKE):
+                queue.extend(value)
+    return tuple(found)
 
 
 def classes_with_own_moves(paths: Iterable[Path]) -> frozenset[str]:
@@ -125,7 +147,7 @@ def _parsed_classes(text: str) -> frozenset[str]:
         return frozenset()
     return frozenset(
         node.name
-        for node in ast.walk(tree)
+        for node in statements(tree)
         if isinstance(node, ast.ClassDef)
         and any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in MOVE_METHODS for s in node.body)
     )
@@ -151,7 +173,7 @@ def imported_modules(data: bytes) -> list[tuple[str, int]] | None:
     if tree is None:
         return _scanned_imports(data)  # legacy syntax (``async=True``, Python 2): its import lines
     found: list[tuple[str, int]] = []
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.Import):
             found.extend((alias.name, 0) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -228,7 +250,7 @@ def class_bases(data: bytes) -> dict[str, frozenset[str]]:
     if tree is None:
         return {}
     found: dict[str, frozenset[str]] = {}
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.ClassDef):
             names = set()
             for base in node.bases:
