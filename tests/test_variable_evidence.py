@@ -11,7 +11,10 @@ import io
 import json
 import sys
 import types
+from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
 
 import libcst as cst
 import pytest
@@ -119,13 +122,15 @@ def _before_after(stem: str, unsafe: bool = False) -> tuple[tuple[dict, str], tu
     return _run(before, f"{stem}_before"), _run(after, f"{stem}_after")
 
 
-def _messages(stem: str, unsafe: bool = False) -> dict[int, str]:
-    """Line → the messages of the findings on it (joined)."""
+@lru_cache(maxsize=None)
+def _messages(stem: str, unsafe: bool = False) -> Mapping[int, str]:
+    """Line → the messages of the findings on it (joined): one run per fixture and tier, read by
+    each of its parametrised cases."""
     source = (FIXTURES / f"{stem}.in.py").read_text(encoding="utf-8")
     found: dict[int, str] = {}
     for finding in transform_source(source, [VariableWrapper], options=RunOptions(unsafe_fixes=unsafe)).findings:
         found[finding.line] = f"{found[finding.line]}\n{finding.message}" if finding.line in found else finding.message
-    return found
+    return MappingProxyType(found)
 
 
 # -- the safe rewrites keep what a user observes ------------------------------------------------
