@@ -7,6 +7,7 @@ import signal
 import stat
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,6 @@ def sweep_sample(paths, every: int = 4) -> list[Path]:
     on every machine and in every run, and a new fixture moves at most itself in or out. Under
     ``TFD_SWEEP=all`` every one of ``paths``, then every ``*.py`` under the folders listed in
     ``TFD_SWEEP_EXTRA`` (``os.pathsep``-separated)."""
-    import zlib
-
     paths = sorted(set(paths))
     if SWEEP_ALL:
         extra = [Path(p) for p in os.environ.get("TFD_SWEEP_EXTRA", "").split(os.pathsep) if p]

@@ -290,10 +290,8 @@ class FastNames:
         ``__getattr__ = dict.get``); a plain name's end in it too, unless an import renames it
         (``from torch import zeros as z``)."""
         if isinstance(node, cst.Attribute) and _is_dotted_name(node):
-            root = node.value
-            while isinstance(root, cst.Attribute):
-                root = root.value
-            return node.attr.value in last_parts or (root.value in BUILTIN_NAMES and root.value in last_parts)
+            root = _innermost(node).value
+            return node.attr.value in last_parts or (root in BUILTIN_NAMES and root in last_parts)
         if isinstance(node, cst.Name):
             return node.value in last_parts or node.value in self._renamed
         return True  # ``f().x``, ``''.join``: libcst's names for these follow other rules
@@ -357,11 +355,16 @@ def _ids(node: cst.CSTNode) -> Iterator[int]:
             stack.extend((current.value, current.attr))
 
 
-def _is_dotted_name(node: cst.BaseExpression) -> bool:
-    """``a.b.c``: names joined by dots, nothing else."""
+def _innermost(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``a`` of ``a.b.c``: the value at the bottom of a chain of attributes."""
     while isinstance(node, cst.Attribute):
         node = node.value
-    return isinstance(node, cst.Name)
+    return node
+
+
+def _is_dotted_name(node: cst.BaseExpression) -> bool:
+    """``a.b.c``: names joined by dots, nothing else."""
+    return isinstance(_innermost(node), cst.Name)
 
 
 def _binds(symbol: symtable.Symbol) -> bool:
