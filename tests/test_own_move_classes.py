@@ -305,8 +305,8 @@ def test_an_instance_of_a_project_class_without_its_own_cuda_is_moved_safely(tmp
 
 def test_statements_are_the_statements_ast_walk_gives_in_its_order() -> None:
     """The run-level facts look for imports and classes among ``statements(tree)`` only: they are
-    exactly the statements, except handlers and match cases of ``ast.walk``, in its order, on
-    every fixture and source file and on nestings the fixtures may lack."""
+    exactly the statements, ``except`` clauses and ``case`` blocks ``ast.walk`` gives, in its
+    order, on every fixture and source file and on nestings the fixtures may lack."""
     import ast
 
     from conftest import FIXTURES, ROOT

@@ -49,8 +49,8 @@ _STATEMENT_LIKE = (ast.stmt, ast.excepthandler, ast.match_case)
 
 @lru_cache(maxsize=64)
 def statements(tree: ast.Module) -> tuple[ast.AST, ...]:
-    """Every statement of ``tree`` (except handlers and match cases too), in the order
-    ``ast.walk`` gives them. Imports and class definitions are statements, and a statement is
+    """Every statement of ``tree``, with the ``except`` clauses and ``case`` blocks that hold
+    statements, in the order ``ast.walk`` gives them. Imports and class definitions are statements, and a statement is
     held only by a statement's list of them (a body, ``orelse``, ``handlers``...): the facts that
     look for them walk these, not the expressions that make most of a file's nodes."""
     found: list[ast.AST] = []
