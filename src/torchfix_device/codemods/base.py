@@ -104,6 +104,9 @@ class Codemod(VisitorBasedCodemodCommand):
     """The value of an inserted device binding (None for the default)."""
     keeps_findings: bool = True
     """False for a run whose findings are thrown away (a run on a rewritten tree)."""
+    keeps_fixes: bool = False
+    """With ``keeps_findings`` False: the fixes it applies are still recorded (a run on a tree
+    an earlier fix rewrote, where a fix the original did not allow may become possible)."""
     own_move_classes: frozenset[str] = frozenset()
     """Classes the file reaches by import (its own too) that define their own ``cuda()``/``to()``."""
     known_classes: frozenset[str] = frozenset()
@@ -244,13 +247,13 @@ class Codemod(VisitorBasedCodemodCommand):
         tier_safe = self.safe if safe is None else safe
         apply = fixable and self.options.applies(tier_safe)
         chosen = FIX_FILTER.get()
-        if not (self.keeps_findings or self._has_noqa() or (apply and chosen is not None)):
+        if not (self.keeps_findings or self._has_noqa() or (apply and (chosen is not None or self.keeps_fixes))):
             return apply  # nothing to record, nothing that depends on where the node is
         position = self.get_metadata(PositionProvider, node).start
         suppressed = self._has_noqa() and self.suppressions.suppresses(position.line, self.code)  # type: ignore[union-attr]
         if apply and not suppressed and chosen is not None and not chosen(self.code, position.line, position.column + 1, self.visited_module):
             return False  # declined in interactive review: recorded as nothing, changes nothing
-        if self.keeps_findings:
+        if self.keeps_findings or (self.keeps_fixes and apply and not suppressed):
             found = Finding(line=position.line, column=position.column + 1, code=self.code, message=message, fixed=apply,
                             held_back=fixable and not apply, unsafe=fixable and not tier_safe)
             (self.suppressed_findings if suppressed else self.findings).append(found)
@@ -261,7 +264,7 @@ class Codemod(VisitorBasedCodemodCommand):
     def resolves(self, node: cst.CSTNode, code: str) -> None:
         """A fix of this codemod that will be applied removes ``node``, where codemod ``code``
         leaves an item for manual review: the run does not list that item."""
-        if self.keeps_findings:
+        if self.keeps_findings or self.keeps_fixes:
             position = self.get_metadata(PositionProvider, node).start
             self.resolved.append((code, position.line, position.column + 1))
 

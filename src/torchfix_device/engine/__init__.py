@@ -39,7 +39,7 @@ from torchfix_device.codemods.catalog import CodemodRef, load_codemods
 from torchfix_device.engine.shared import SharedWrapper
 from torchfix_device.engine.token_pass import Repair, token_repair
 from torchfix_device.engine.foreign import ForeignReturns
-from torchfix_device.engine.lines import keep_untouched_lines
+from torchfix_device.engine.lines import LateFixes, keep_untouched_lines
 from torchfix_device.engine.visiting import engine_class
 from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 from torchfix_device.syntax.file_tail import split_tail
@@ -323,6 +323,8 @@ def transform_unfiltered(
         notes.extend(codemod.checkpoint_notes)
         resolved.update(codemod.resolved)
 
+    late = LateFixes(text)  # fixes made on a rewritten tree
+
     for pass_number in range(MAX_PASSES):
         changed_in_pass = False
         for codemod_class in active:
@@ -341,7 +343,8 @@ def transform_unfiltered(
                     if not on_original.changed_tree:
                         continue
                 codemod = engine_class(codemod_class)(CodemodContext(filename=filename), options, shared=shared)
-                configure(codemod, current_code, keeps_findings=pass_number == 0 and current is original)
+                on_rewrite = current is not original
+                configure(codemod, current_code, keeps_findings=pass_number == 0 and not on_rewrite, keeps_fixes=on_rewrite)
                 result = codemod.transform_module(current)
                 if pass_number == 0 and current is original:
                     keep(codemod)
@@ -357,6 +360,8 @@ def transform_unfiltered(
             if CHECK_FAST_NAMES and (reports_only or not codemod.changed_tree):
                 assert result_code == before, f"{codemod_class.code} changed the code without a fix it may apply"
             if result_code != before:
+                if on_rewrite:
+                    late.keep(codemod.findings, codemod.resolved, before)
                 current, current_code = result, result_code
                 changed_in_pass = True
                 if rewrites is not None:  # every tree a later codemod sees (for stage 1's check)
@@ -377,6 +382,8 @@ def transform_unfiltered(
                 f"rewrite by {', '.join(c.code for c in active)} does not compile "
                 f"(line {exc.lineno}: {exc.msg}); file left unchanged — please report this bug"
             ) from None
+    findings = late.merged(findings)
+    resolved.update(late.resolved)
     if resolved:  # review items whose code a fix of another codemod removed
         findings = {f for f in findings if f.fixed or (f.code, f.line, f.column) not in resolved}
     return TransformOutput(current_code, sorted(findings), notes, tuple(sorted(suppressed)))
@@ -413,7 +420,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
     attributes = options.project_attributes.of(filename) if options.project_attributes else None
     foreign = ForeignReturns(attributes.functions) if attributes is not None and attributes.functions else None
 
-    def configure(codemod: Codemod, code: str, *, keeps_findings: bool = True) -> None:
+    def configure(codemod: Codemod, code: str, *, keeps_findings: bool = True, keeps_fixes: bool = False) -> None:
         if has_directives:
             if code not in cache:
                 cache[code] = parse_suppressions(code)
@@ -432,6 +439,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             imported_by_none=filename is not None and filename in options.unimported,
             foreign_returns=foreign,
             keeps_findings=keeps_findings,
+            keeps_fixes=keeps_fixes,
             sites=settled.sites[codemod.code] if settled is not None else None,
             classes=settled.classes if settled is not None else None,
         )

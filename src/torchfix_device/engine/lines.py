@@ -1,9 +1,12 @@
-"""The lines of a rewrite that the codemods did not touch, taken from the file byte for byte."""
+"""The lines of a rewrite that the codemods did not touch: taken from the file byte for byte,
+and the places of the fixes made on them after an earlier fix rewrote the tree."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 
+from torchfix_device.finding import Finding
 from torchfix_device.results import InternalError
 
 
@@ -32,3 +35,52 @@ def keep_untouched_lines(text: str, rendered: str, new: str) -> str:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         out.extend(text_lines[i1:i2] if tag == "equal" else new_lines[j1:j2])
     return "".join(out)
+
+
+def unchanged_lines(text: str, new: str) -> dict[int, int]:
+    """For each line of ``new`` that is a line of ``text`` left as it was (a rewrite's untouched
+    line): its number in ``new`` → its number in ``text`` (both from 1)."""
+    matcher = difflib.SequenceMatcher(None, _lines(text), _lines(new), autojunk=False)
+    return {
+        j + 1 + k: i + 1 + k
+        for tag, i, _, j, j2 in matcher.get_opcodes() if tag == "equal"
+        for k in range(j2 - j)
+    }
+
+
+class LateFixes:
+    """Fixes a codemod made on a tree that earlier fixes had rewritten, at their places in the
+    original ``text``: a fix the original did not allow may become possible there (a tensor
+    attribute registered as a buffer gives a factory of another method its device). The run on
+    the original listed such a place for review, or not at all; the output has the fix, so the
+    finding says so. A fix on a line an earlier fix changed or inserted has no place in ``text``
+    and is not listed (nor was it before)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.fixes: dict[tuple[str, int, int], Finding] = {}
+        self.resolved: set[tuple[str, int, int]] = set()
+
+    def keep(self, fixes: list[Finding], resolved: list[tuple[str, int, int]], code: str) -> None:
+        """The ``fixes`` (and review items ``resolved``) of one transform of ``code``."""
+        if not (fixes or resolved):
+            return
+        where = unchanged_lines(self.text, code)
+        for fix in fixes:
+            if fix.line in where:
+                self.fixes.setdefault((fix.code, where[fix.line], fix.column), dataclasses.replace(fix, line=where[fix.line]))
+        self.resolved.update((code_, where[line], column) for code_, line, column in resolved if line in where)
+
+    def merged(self, findings: set[Finding]) -> set[Finding]:
+        """``findings`` of the run on the original with each late fix in place of what that run
+        listed at the fix's place (a review item, a held-back fix), unless it listed a fix."""
+        if not self.fixes:
+            return findings
+        listed = {(f.code, f.line, f.column): f for f in findings}
+        out = set(findings)
+        for key, fix in self.fixes.items():
+            known = listed.get(key)
+            if known is None or not known.fixed:
+                out.discard(known)  # type: ignore[arg-type]
+                out.add(fix)
+        return out

@@ -82,6 +82,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         suppressions: "Suppressions",
         device_expression: str | None,
         keeps_findings: bool,
+        keeps_fixes: bool = False,
         sites: "StatementSites | None" = None,
         classes: "dict[int, ClassOutline] | None" = None,
         own_move_classes: frozenset[str] = frozenset(),
@@ -99,6 +100,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         self.suppressions = suppressions
         self.device_expression = device_expression
         self.keeps_findings = keeps_findings
+        self.keeps_fixes = keeps_fixes
         self.own_move_classes = own_move_classes
         self.known_classes = known_classes
         self.star_imports = star_imports
