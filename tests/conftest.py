@@ -7,6 +7,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -72,6 +73,29 @@ def run_cli(*args: str, cwd: Path | None = None, input: bytes | None = None,
     ``env``: variables to set on top of this process's environment, ``NO_COLOR`` and a width."""
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     return _ZYGOTE.run([_script_path(), *args], cwd=cwd, input=input, env=env, timeout=300)
+
+
+def run_script(script: str, *args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python script args`` in ``cwd`` (a user's script, before or after a migration), in this
+    process's environment, with text output. The run is a child forked from a server that has
+    imported torch (``verify.warm``'s script runs, which the run harness uses for the same purpose:
+    ``tests/test_verify_warm.py`` holds them to what a new interpreter does), which saves each
+    run the ~2 s of importing torch; a new interpreter where no server can start."""
+    from torchfix_device.verify import warm
+
+    env = dict(os.environ)
+    server = warm.server_for(env) if warm.usable(["cpu"]) else None
+    if server is None:
+        return subprocess.run([sys.executable, script, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix="tfd-script-") as scratch:
+        out, err = Path(scratch, "stdout"), Path(scratch, "stderr")
+        status = server.run([script, *args], Path(cwd), env, out, err, timeout, script=True)
+        if status is None:
+            raise subprocess.TimeoutExpired([script, *args], timeout) if server.alive else RuntimeError(f"the script server ended during {script}")
+        return subprocess.CompletedProcess(
+            [sys.executable, script, *args], status,
+            out.read_text(encoding="utf-8", errors="replace"), err.read_text(encoding="utf-8", errors="replace"),
+        )
 
 
 def _script_path() -> str:

@@ -8,12 +8,11 @@ file's code; a function whose result may require grad, or whose list escapes, sh
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_script
 from torchfix_device.facts.project_functions import imported_functions, module_functions
 
 EVAL = '''__all__ = ['accuracy']
@@ -55,7 +54,7 @@ def _project(root: Path, eval_code: str = EVAL) -> Path:
 
 
 def _run(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True, text=True, timeout=120)
+    return run_script("train.py", cwd=root)
 
 
 def _lines(root: Path, *args: str) -> list[str]:

@@ -11,13 +11,12 @@ file, called in two others, is migrated with all its calls, or, when one use can
 from __future__ import annotations
 
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_script
 
 torch = pytest.importorskip("torch")
 
@@ -160,7 +159,7 @@ def _project(tmp_path: Path, extra: str = "") -> Path:
 
 
 def _run(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True, text=True, timeout=120)
+    return run_script("train.py", cwd=root)
 
 
 def test_a_class_and_its_calls_in_other_files_are_migrated_together(tmp_path: Path) -> None:

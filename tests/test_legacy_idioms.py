@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_script
+
 from torchfix_device.options import RunOptions
 from torchfix_device.codemods.legacy_loss_reduction_args import LegacyLossReductionArgs, legacy_reduction
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
@@ -166,7 +168,7 @@ def test_whole_model_load_fails_before_and_runs_after_the_unsafe_fix(tmp_path) -
 
     def run(text: str) -> subprocess.CompletedProcess:
         (tmp_path / "load.py").write_text(text, encoding="utf-8")
-        return subprocess.run([sys.executable, "load.py"], cwd=tmp_path, capture_output=True, text=True)
+        return run_script("load.py", cwd=tmp_path)
 
     before, after = run(WHOLE_MODEL_LOADER), run(rewritten)
     assert before.returncode != 0 and "Weights only load failed" in before.stderr

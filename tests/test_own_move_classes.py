@@ -5,12 +5,11 @@ of a run, and through the cache. The programs are executed before and after the 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_script
 from torchfix_device.options import RunOptions
 from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.engine import transform_source
@@ -61,7 +60,9 @@ def _project(root: Path) -> Path:
 
 
 def _observe(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", PRELUDE], cwd=root, capture_output=True, text=True, timeout=300)
+    observer = root.parent / f"observe_{root.name}.py"  # outside the project the tool rewrites
+    observer.write_text(PRELUDE, encoding="utf-8")
+    return run_script(str(observer), cwd=root, timeout=300)
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -7,14 +7,12 @@ halves of a fix (``print(`` and the closing parenthesis) are made together or no
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, run_cli, run_script
 from torchfix_device.cli.interactive import rewrite_with
 from torchfix_device.codemods.catalog import all_codemods, lookup
 from torchfix_device.codemods.print_statement import PrintStatement
@@ -42,7 +40,7 @@ for it in range(2):
 def _run(text: str, tmp_path: Path, name: str) -> str:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    done = run_script(str(path), cwd=Path.cwd())
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -7,12 +7,11 @@ and the program runs after ``apply``; the traps keep it unsafe. Executed before 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_script
 from torchfix_device.facts.project_attributes import (
     EVERY_ATTRIBUTE, MAPPING, PLAIN_DICT, SEQUENCE, class_attributes, stored_from_outside,
 )
@@ -71,7 +70,7 @@ def _check(root: Path) -> str:
 
 
 def _run(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "main.py"], cwd=root, capture_output=True, text=True, timeout=120)
+    return run_script("main.py", cwd=root)
 
 
 def test_a_class_s_attributes_get_the_kind_every_assignment_gives() -> None:

@@ -7,12 +7,11 @@ shown 1-dim (another file may pass anything): its ``.data[0]`` is left for revie
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_script
 
 pytest.importorskip("torch")
 
@@ -59,7 +58,7 @@ print("loaded", type(net2).__name__)
 
 
 def _run(folder: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "tour.py"], cwd=folder, capture_output=True, text=True, timeout=120)
+    return run_script("tour.py", cwd=folder)
 
 
 def test_the_tour_fails_before_and_runs_after_with_0_3s_numbers(tmp_path: Path) -> None:

@@ -6,13 +6,11 @@ script is executed before and after."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_script
 from torchfix_device.facts.star_imports import Resolver
 from torchfix_device.run.runner import unimported_files
 from torchfix_device.facts.project_classes import imported_modules
@@ -65,12 +63,12 @@ def test_a_loss_passed_by_every_call_of_a_script_no_file_imports_is_a_safe_fix_a
     """Every call of ``evaluate`` passes a loss module: built there, or a parameter of ``report``
     every call of which passes what ``get_criterion()`` builds."""
     root = _project(tmp_path / "p")
-    before = subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True, text=True, timeout=120)
+    before = run_script("train.py", cwd=root)
     assert before.returncode != 0 and "invalid index of a 0-dim tensor" in before.stderr, before.stderr
     assert "[*]" in _verdict(root, ".")
     assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
     assert "        total += loss.item()\n" in (root / "train.py").read_text(encoding="utf-8")
-    after = subprocess.run([sys.executable, "train.py"], cwd=root, capture_output=True, text=True, timeout=120)
+    after = run_script("train.py", cwd=root)
     assert after.returncode == 0, after.stderr
     direct, passed_on = after.stdout.split()  # the loss reaches `evaluate` directly and through `report`
     assert 0 < float(direct) < 5 and passed_on == direct
