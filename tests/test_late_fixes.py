@@ -76,7 +76,7 @@ def _finding(line: int, code: str = "TFD003", fixed: bool = True, message: str =
 
 def test_a_late_fix_replaces_a_review_item_and_never_a_fix_and_one_on_a_new_line_is_dropped() -> None:
     text = "a\nb\nc\nd\n"
-    late = LateFixes(text)
+    late = LateFixes(text, set(), set())
     late.keep([_finding(3), _finding(1, code="TFD001")], [("TFD012", 5, 1)], "x\na\nb\nc\nd\n")  # one line inserted
     assert set(late.fixes) == {("TFD003", 2, 5)}  # the fix on the inserted line has no place in text
     assert late.resolved == {("TFD012", 4, 1)}
@@ -84,4 +84,18 @@ def test_a_late_fix_replaces_a_review_item_and_never_a_fix_and_one_on_a_new_line
     assert late.merged({review, fix_elsewhere}) == {_finding(2), fix_elsewhere}
     listed_fix = _finding(2, message="the original's own fix")
     assert late.merged({listed_fix}) == {listed_fix}
-    assert LateFixes(text).merged({review}) == {review}
+    assert LateFixes(text, set(), set()).merged({review}) == {review}
+
+
+def test_a_fix_the_run_on_the_original_listed_already_needs_no_comparison_of_lines(monkeypatch) -> None:
+    from torchfix_device.engine import lines
+
+    text = "a\nb\nc\nd\n"
+    listed = {_finding(2, message="the original's own fix")}
+    compared = []
+    monkeypatch.setattr(lines, "unchanged_lines", lambda *args: compared.append(args) or {})
+    late = LateFixes(text, listed, {("TFD012", 3, 5)})
+    late.keep([_finding(3)], [("TFD012", 4, 5)], "x\na\nb\nc\nd\n")  # the same places, a line lower
+    assert compared == [] and late.fixes == {} and late.resolved == set()
+    late.keep([_finding(4)], [], "x\na\nb\nc\nd\n")  # `c`: listed nowhere
+    assert len(compared) == 1

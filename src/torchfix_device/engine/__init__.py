@@ -323,7 +323,7 @@ def transform_unfiltered(
         notes.extend(codemod.checkpoint_notes)
         resolved.update(codemod.resolved)
 
-    late = LateFixes(text)  # fixes made on a rewritten tree
+    late = LateFixes(text, findings, resolved)  # fixes made on a rewritten tree
 
     for pass_number in range(MAX_PASSES):
         changed_in_pass = False

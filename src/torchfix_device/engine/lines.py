@@ -54,10 +54,18 @@ class LateFixes:
     attribute registered as a buffer gives a factory of another method its device). The run on
     the original listed such a place for review, or not at all; the output has the fix, so the
     finding says so. A fix on a line an earlier fix changed or inserted has no place in ``text``
-    and is not listed (nor was it before)."""
+    and is not listed (nor was it before).
 
-    def __init__(self, text: str) -> None:
+    Most such fixes are ones the run on the original listed already (every codemod after the
+    first that changes a file runs on a rewrite): a fix whose codemod, column and line text are
+    those of a listed fix (``listed``, the run's findings so far; ``gone``, its resolved items)
+    needs no place, and the lines are compared (a diff: seconds on a 20,000-line file) only for
+    the others."""
+
+    def __init__(self, text: str, listed: set[Finding], gone: set[tuple[str, int, int]]) -> None:
         self.text = text
+        self._text_lines = _lines(text)
+        self._listed, self._gone = listed, gone
         self.fixes: dict[tuple[str, int, int], Finding] = {}
         self.resolved: set[tuple[str, int, int]] = set()
 
@@ -65,11 +73,22 @@ class LateFixes:
         """The ``fixes`` (and review items ``resolved``) of one transform of ``code``."""
         if not (fixes or resolved):
             return
+        lines = _lines(code)
+        fixed = {self._place(f.code, f.line, f.column, self._text_lines) for f in self._listed if f.fixed}
+        gone = {self._place(*item, self._text_lines) for item in self._gone}
+        fixes = [f for f in fixes if self._place(f.code, f.line, f.column, lines) not in fixed]
+        resolved = [item for item in resolved if self._place(*item, lines) not in gone]
+        if not (fixes or resolved):
+            return
         where = unchanged_lines(self.text, code)
         for fix in fixes:
             if fix.line in where:
                 self.fixes.setdefault((fix.code, where[fix.line], fix.column), dataclasses.replace(fix, line=where[fix.line]))
         self.resolved.update((code_, where[line], column) for code_, line, column in resolved if line in where)
+
+    @staticmethod
+    def _place(code: str, line: int, column: int, lines: list[str]) -> tuple[str, int, str | None]:
+        return code, column, lines[line - 1] if 0 < line <= len(lines) else None
 
     def merged(self, findings: set[Finding]) -> set[Finding]:
         """``findings`` of the run on the original with each late fix in place of what that run
