@@ -7,7 +7,6 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import zlib
 from pathlib import Path
 
@@ -84,18 +83,13 @@ def run_script(script: str, *args: str, cwd: Path, timeout: float = 120) -> subp
     from torchfix_device.verify import warm
 
     env = dict(os.environ)
-    server = warm.server_for(env) if warm.usable(["cpu"]) else None
-    if server is None:
+    found = warm.run_script([script, *args], Path(cwd), env, timeout)
+    if found is None:
         return subprocess.run([sys.executable, script, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    with tempfile.TemporaryDirectory(prefix="tfd-script-") as scratch:
-        out, err = Path(scratch, "stdout"), Path(scratch, "stderr")
-        status = server.run([script, *args], Path(cwd), env, out, err, timeout, script=True)
-        if status is None:
-            raise subprocess.TimeoutExpired([script, *args], timeout) if server.alive else RuntimeError(f"the script server ended during {script}")
-        return subprocess.CompletedProcess(
-            [sys.executable, script, *args], status,
-            out.read_text(encoding="utf-8", errors="replace"), err.read_text(encoding="utf-8", errors="replace"),
-        )
+    status, out, err = found
+    if status is None:
+        raise subprocess.TimeoutExpired([script, *args], timeout)
+    return subprocess.CompletedProcess([sys.executable, script, *args], status, out, err)
 
 
 def _script_path() -> str:

@@ -374,22 +374,14 @@ def _run_forked(script: list[str], cwd: Path, env: dict, timeout: float, python:
     what :func:`_run` returns, or None where no such interpreter can start (then run cold)."""
     from torchfix_device.verify import warm
 
-    if not warm.usable(["cpu"]):
-        return None
     # the server starts without the harness's own variables: its sitecustomize installs nothing,
     # each run's child runs it again under the run's environment
     server_env = {k: v for k, v in env.items() if k != "RUN_HARNESS" and not k.startswith("HARNESS_")}
-    server = warm.server_for(server_env, python)
-    if server is None:
+    found = warm.run_script(script, cwd, env, timeout, python=python, server_env=server_env, scratch=record_dir)
+    if found is None:
         return None
-    out, err = record_dir / "forked.stdout", record_dir / "forked.stderr"
-    status = server.run(script, cwd, env, out, err, timeout, script=True)
-    if status is None and not server.alive:
-        return None
-    texts = [path.read_bytes().decode("utf-8", "replace") if path.exists() else "" for path in (out, err)]
-    for path in (out, err):
-        path.unlink(missing_ok=True)
-    return status, texts[0], texts[1], status is None
+    status, out, err = found
+    return status, out, err, status is None
 
 
 def run_entry(entry: Entry, tree: Path, variant: str, workdir: Path, python: str, device: str = "cpu",

@@ -25,6 +25,8 @@ of a process group of its own (a timeout ends what it started too), runs ``sitec
 under the run's environment (a new interpreter runs it at start; the server ran it under its own),
 then the script as ``__main__`` with ``sys.argv`` and ``sys.path[0]`` set as Python sets them,
 an uncaught exception going through ``sys.excepthook``, and the ``atexit`` functions at the end.
+:func:`run_script` runs one and gives back its status and output (the run harness's warm runs,
+and the tests' runs of a user's script before and after a migration).
 
 The protocol, one JSON object per line: the client writes ``{"id", "argv", "cwd", "env",
 "stdout", "stderr"}`` (and ``"script": true`` for a script) to start a run, ``{"kill": id}`` to
@@ -165,6 +167,28 @@ def server_for(env: dict[str, str], python: str | None = None) -> Server | None:
                 atexit.register(close_all)
             server = _servers[key] = Server(env, python)
         return server if server.alive else None
+
+
+def run_script(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, *, python: str | None = None,
+               server_env: dict[str, str] | None = None, scratch: Path | None = None) -> tuple[int | None, str, str] | None:
+    """``python argv[0] argv[1:]`` in ``cwd`` and ``env``, forked from this process's server for
+    ``server_env`` (``env`` by default) under ``python``: its exit status (None after ``timeout``
+    seconds: killed, with what it started) and its standard output and error as text. None where
+    no server can serve it (not Linux, ``TORCHFIX_DEVICE_VERIFY_COLD``, a server that cannot start
+    or ended during the run): the caller starts a new interpreter instead. The output goes
+    through files in a temporary folder under ``scratch`` (the system's by default)."""
+    if not usable(["cpu"]):
+        return None
+    server = server_for(env if server_env is None else server_env, python)
+    if server is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="tfd-script-", dir=scratch) as folder:
+        out, err = Path(folder, "stdout"), Path(folder, "stderr")
+        status = server.run(argv, cwd, env, out, err, timeout, script=True)
+        if status is None and not server.alive:
+            return None
+        texts = [path.read_bytes().decode("utf-8", "replace") if path.exists() else "" for path in (out, err)]
+    return status, texts[0], texts[1]
 
 
 def close_all() -> None:
