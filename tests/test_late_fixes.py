@@ -93,7 +93,7 @@ def test_a_fix_the_run_on_the_original_listed_already_needs_no_comparison_of_lin
     text = "a\nb\nc\nd\n"
     listed = {_finding(2, message="the original's own fix")}
     compared = []
-    monkeypatch.setattr(lines, "unchanged_lines", lambda *args: compared.append(args) or {})
+    monkeypatch.setattr(lines, "_unchanged", lambda *args: compared.append(args) or {})
     late = LateFixes(text, listed, {("TFD012", 3, 5)})
     late.keep([_finding(3)], [("TFD012", 4, 5)], "x\na\nb\nc\nd\n")  # the same places, a line lower
     assert compared == [] and late.fixes == {} and late.resolved == set()

@@ -40,7 +40,11 @@ def keep_untouched_lines(text: str, rendered: str, new: str) -> str:
 def unchanged_lines(text: str, new: str) -> dict[int, int]:
     """For each line of ``new`` that is a line of ``text`` left as it was (a rewrite's untouched
     line): its number in ``new`` → its number in ``text`` (both from 1)."""
-    matcher = difflib.SequenceMatcher(None, _lines(text), _lines(new), autojunk=False)
+    return _unchanged(_lines(text), _lines(new))
+
+
+def _unchanged(text_lines: list[str], new_lines: list[str]) -> dict[int, int]:
+    matcher = difflib.SequenceMatcher(None, text_lines, new_lines, autojunk=False)
     return {
         j + 1 + k: i + 1 + k
         for tag, i, _, j, j2 in matcher.get_opcodes() if tag == "equal"
@@ -63,7 +67,6 @@ class LateFixes:
     the others."""
 
     def __init__(self, text: str, listed: set[Finding], gone: set[tuple[str, int, int]]) -> None:
-        self.text = text
         self._text_lines = _lines(text)
         self._listed, self._gone = listed, gone
         self.fixes: dict[tuple[str, int, int], Finding] = {}
@@ -80,7 +83,7 @@ class LateFixes:
         resolved = [item for item in resolved if self._place(*item, lines) not in gone]
         if not (fixes or resolved):
             return
-        where = unchanged_lines(self.text, code)
+        where = _unchanged(self._text_lines, lines)  # the file is split into lines once
         for fix in fixes:
             if fix.line in where:
                 self.fixes.setdefault((fix.code, where[fix.line], fix.column), dataclasses.replace(fix, line=where[fix.line]))
