@@ -6,9 +6,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import libcst as cst
 import libcst.matchers as m
 from torchfix_device.codemods.common import legacy_constructors
-from torchfix_device.syntax import imports
-from torchfix_device.syntax import nodes
-from torchfix_device.syntax import traversal
+from torchfix_device.syntax import imports, nodes, traversal
 from torchfix_device import torch_api
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
@@ -45,8 +43,8 @@ class CudaTensorType(Codemod):
     `torch.as_tensor(..., dtype=torch.float32, device=device)`; `x.type(Tensor)` →
     `x.to(device=device, dtype=torch.float32)`. The device is the alias's own condition: the
     user's flag device (`device = torch.device("cuda" if cuda else "cpu")`, see TFD001) where the
-    condition is that flag, else the alias line becomes `device = torch.device("cuda" if cond
-    else "cpu")` with a free name. Module aliases, `tt = torch.cuda if cuda else torch` (and
+    condition is that flag (its comments go to the next line), else the alias line becomes
+    `device = torch.device("cuda" if cond else "cpu")` with a free name. Module aliases, `tt = torch.cuda if cuda else torch` (and
     `self.tt = ...` in `__init__`, read as `self.tt.LongTensor(...)` by the class's methods), go
     the same way, each read taking its own type's dtype: the alias line binds the device
     (`self.device = torch.device("cuda" if cuda else "cpu")`, a free attribute name).
@@ -140,6 +138,9 @@ class CudaTensorType(Codemod):
         wanted = {id(r): a for a in aliases for r in a.reads}
         seen: dict[int, _Read] = {}
         _walk_reads(module, wanted, seen)
+        self._read_in: dict[int, list[Alias]] = {}  # function → the aliases read in it
+        for function, alias in ((f, wanted[key]) for key, read in seen.items() for f in read.chain):
+            self._read_in.setdefault(id(function), []).append(alias)
         for alias in aliases:
             self._alias_of[id(alias.statement)] = alias
             self._handled.update(id(n) for n in (alias.choice.body, alias.choice.orelse))
@@ -203,19 +204,15 @@ class CudaTensorType(Codemod):
         if flag is not None and flag.usable and id(alias.choice) not in flag.before:
             placed = isinstance(alias.scope, cst.FunctionDef) or any(s is alias.statement for s in flag.statements()[flag.after + 1:])
             name = flags.binding_name(flag)
-            hidden = any(name in traversal.all_names(f) for chain in chains for f in chain if f is not flag.scope)
-            if placed and not hidden and self._ends_no_block(alias) and not _comments(alias.statement):
+            hidden = any(name in traversal.all_names(f) for chain in chains for f in chain if f is not flag.scope) or any(
+                other.scope is not flag.scope for other in self._read_in.get(id(flag.scope), ()))  # their device may be `name`
+            if placed and not hidden and statements_of(alias.scope)[-1] is not alias.statement:  # a block keeps a statement
                 alias.device, alias.removed = flags.name_for(flag), True
                 return
         taken = traversal.all_names(self.visited_module) | self.device_source.flags.reserved() | self.device_source.reserved_names
         alias.device = next((n for n in ("device", "torch_device", "default_device", "device_") if n not in taken), None) or \
             next(f"device{i}" for i in range(2, 1000) if f"device{i}" not in taken)
         self.device_source.reserved_names.add(alias.device)
-
-    @staticmethod
-    def _ends_no_block(alias: Alias) -> bool:
-        statements = statements_of(alias.scope)
-        return bool(statements) and statements[-1] is not alias.statement
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
         if not self._removed:
@@ -442,24 +439,27 @@ class _Read(NamedTuple):
 
 
 def _without(body: "Sequence[cst.BaseStatement]", removed: list[cst.CSTNode]) -> list[cst.BaseStatement]:
-    """``body`` less the statements in ``removed``, whose blank lines go to the next statement."""
+    """``body`` less the statements in ``removed``, whose comments go to the next statement (a
+    comment after one on a line of its own), and their blank lines less as many as it has."""
     kept: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] = []
     for statement in body:
         if any(statement is r for r in removed):
-            carried.extend(statement.leading_lines)
+            after = cst.ensure_type(statement, cst.SimpleStatementLine).trailing_whitespace.comment
+            carried += [*statement.leading_lines, *([cst.EmptyLine(comment=after)] if after else [])]
             continue
         if carried:
             own = list(statement.leading_lines)
-            statement = statement.with_changes(leading_lines=carried + own if not own else carried[: max(0, len(carried) - len(own))] + own)
+            spare, lines = len(own), []
+            for line in reversed(carried):
+                if spare and line.comment is None:
+                    spare -= 1
+                    continue
+                lines.append(line)
+            statement = statement.with_changes(leading_lines=lines[::-1] + own)
             carried = []
         kept.append(statement)
     return kept
-
-
-def _comments(statement: cst.SimpleStatementLine) -> bool:
-    """Comment lines above ``statement``, or one after it (they would go with it)."""
-    return any(line.comment is not None for line in statement.leading_lines) or statement.trailing_whitespace.comment is not None
 
 
 def _walk_reads(module: cst.Module, wanted: dict[int, Alias], seen: dict) -> None:
