@@ -43,11 +43,12 @@ class CudaTensorType(Codemod):
     `torch.as_tensor(..., dtype=torch.float32, device=device)`; `x.type(Tensor)` →
     `x.to(device=device, dtype=torch.float32)`. The device is the alias's own condition: the
     user's flag device (`device = torch.device("cuda" if cuda else "cpu")`, see TFD001) where the
-    condition is that flag (its comments go to the next line), else the alias line becomes
-    `device = torch.device("cuda" if cond else "cpu")` with a free name. Module aliases, `tt = torch.cuda if cuda else torch` (and
-    `self.tt = ...` in `__init__`, read as `self.tt.LongTensor(...)` by the class's methods), go
-    the same way, each read taking its own type's dtype: the alias line binds the device
-    (`self.device = torch.device("cuda" if cuda else "cpu")`, a free attribute name).
+    condition is that flag (the line goes, its comments go to the next), else the alias line
+    becomes `device = torch.device("cuda" if cond else "cpu")` with a free name. Module aliases,
+    `tt = torch.cuda if cuda else torch` (and `self.tt = ...` in `__init__`, read as
+    `self.tt.LongTensor(...)` by the class's methods), go the same way, each read taking its own
+    type's dtype: the alias line binds the device (`self.device = torch.device("cuda" if cuda
+    else "cpu")`, a free attribute name).
 
     ## Why is this bad?
     `torch.cuda.FloatTensor` exists only with CUDA: the code fails on a CPU-only machine
@@ -439,8 +440,8 @@ class _Read(NamedTuple):
 
 
 def _without(body: "Sequence[cst.BaseStatement]", removed: list[cst.CSTNode]) -> list[cst.BaseStatement]:
-    """``body`` less the statements in ``removed``, whose comments go to the next statement (a
-    comment after one on a line of its own), and their blank lines less as many as it has."""
+    """``body`` less the statements in ``removed``, whose lines above (and a comment after one, on
+    a line of its own) go to the next statement, less blank lines it has of its own."""
     kept: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] = []
     for statement in body:
@@ -449,14 +450,10 @@ def _without(body: "Sequence[cst.BaseStatement]", removed: list[cst.CSTNode]) ->
             carried += [*statement.leading_lines, *([cst.EmptyLine(comment=after)] if after else [])]
             continue
         if carried:
-            own = list(statement.leading_lines)
-            spare, lines = len(own), []
-            for line in reversed(carried):
-                if spare and line.comment is None:
-                    spare -= 1
-                    continue
-                lines.append(line)
-            statement = statement.with_changes(leading_lines=lines[::-1] + own)
+            own, spare = list(statement.leading_lines), len(statement.leading_lines)
+            while spare and carried and carried[-1].comment is None:  # blank lines do not double up
+                carried, spare = carried[:-1], spare - 1
+            statement = statement.with_changes(leading_lines=carried + own)
             carried = []
         kept.append(statement)
     return kept
