@@ -7,12 +7,14 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import RemoveImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from torchfix_device.options import RunOptions
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
 from torchfix_device.engine import transform_source, transform_unfiltered
+from torchfix_device.engine.visiting import import_block_end
 from torchfix_device.syntax.imports import _AliasRemover, remove_import_aliases
+from conftest import FIXTURES, sweep_sample
 
 
 class _LibcstRemoval(VariableWrapper):
@@ -113,3 +115,51 @@ def test_remover_visits_no_expression(monkeypatch: pytest.MonkeyPatch) -> None:
     out = remove_import_aliases(CodemodContext(), module, [("a", "b", None)], {statement.names[0]: statement})
     assert out.code == "from a import c\nx = f(g(h))\nif y:\n    from a import b\n"
     assert cst.Call not in seen and cst.Arg not in seen and cst.If in seen
+
+
+# -- libcst's AddImportsVisitor on a module's first statements (engine/visiting.py) ----------------
+_ADDED_IMPORTS = (("torch", None, None), ("torch.nn", "ModuleList", None), ("torch", "nn", None), ("numpy", None, "np"), ("__future__", "annotations", None))
+_HEADS = {
+    "docstring first": '"""Doc."""\nimport os\nx = 1\nimport sys\n\ndef f():\n    from torch import nn\n    return nn\n',
+    "strict flag": "__strict__ = True\nfrom torch import optim\ny = 2\n",
+    "code first": "x = 1\nimport torch\nprint(x)\n",
+    "comment above the first code": "import os\n# a comment\nx = 1\n",
+    "only imports": "import os\nimport sys\n",
+    "one statement": "x = 1\n",
+    "future then imports": "from __future__ import print_function\nimport torch.nn as nn\nfrom torch import nn as tnn\n\n\nclass A:\n    pass\n",
+    "imports on one line": "import os; import sys\nfrom torch import *\nx = 1\n",
+    "an import inside a block": "import os\nif True:\n    import torch\nfrom torch import nn\nx = 1\n",
+}
+
+
+def _add_imports(tree: cst.Module, requests, head_only: bool) -> str:
+    context = CodemodContext(filename="m.py", full_module_name="pkg.m", full_package_name="pkg")
+    for module, obj, asname in requests:
+        AddImportsVisitor.add_needed_import(context, module, obj, asname)
+    if not head_only:
+        return AddImportsVisitor(context).transform_module(tree).code
+    end = import_block_end(tree)
+    head = AddImportsVisitor(context).transform_module(tree.with_changes(body=tree.body[:end]))
+    return head.with_changes(body=(*head.body, *tree.body[end:])).code
+
+
+def _import_cases():
+    sources = dict(_HEADS)
+    fixtures = sweep_sample(FIXTURES.glob("*/*.in.py"), every=8)  # every file under TFD_SWEEP=all
+    sources.update((p.relative_to(FIXTURES).as_posix(), p.read_text(encoding="utf-8")) for p in fixtures)
+    for name, source in sources.items():
+        try:
+            tree = cst.parse_module(source)
+        except cst.ParserSyntaxError:
+            continue  # a token-pass input
+        yield pytest.param(tree, id=name)
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("tree", list(_import_cases()))
+def test_add_imports_on_the_first_statements_gives_what_it_gives_on_the_whole_module(tree: cst.Module) -> None:
+    """The premise of the engine's shortcut, on libcst's own code as installed: the request the
+    codemods make (``import torch``) and several kinds together, on the shapes above and on
+    fixture inputs."""
+    for requests in (_ADDED_IMPORTS[:1], _ADDED_IMPORTS):
+        assert _add_imports(tree, requests, head_only=True) == _add_imports(tree, requests, head_only=False), requests
