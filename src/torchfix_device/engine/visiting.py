@@ -52,8 +52,8 @@ after a codemod's own transform."""
 
 def import_block_end(module: cst.Module) -> int:
     """How many of ``module``'s first statements ``AddImportsVisitor`` may read or change: the
-    first statement (a docstring, or ``__strict__``, it never goes before), the import lines
-    after it, and the statement after those (given a blank line above it)."""
+    first one (where it is a docstring or ``__strict__``, the imports go after it), the import
+    lines that follow, and the statement after those (it may get a blank line above)."""
     end = 1
     while end < len(module.body) and _import_line(module.body[end]):
         end += 1
@@ -154,7 +154,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         docstring) and the statement after them; it copies and walks the whole tree all the
         same (a sixth of the engine's time on a 5,000-line file). It runs on those statements
         alone, and the rest of the module follows as it was (``tests/test_import_edits.py``
-        compares both ways on every fixture)."""
+        compares both ways: on the shapes that matter, and on fixture inputs)."""
         end = import_block_end(tree) if transform is AddImportsVisitor else len(tree.body)
         if end >= len(tree.body):
             return super()._instantiate_and_run(transform, tree)  # type: ignore[misc]
