@@ -12,7 +12,7 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from torchfix_device.options import RunOptions
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
 from torchfix_device.engine import transform_source, transform_unfiltered
-from torchfix_device.engine.visiting import import_block_end
+from torchfix_device.engine.visiting import on_first_statements
 from torchfix_device.syntax.imports import _AliasRemover, remove_import_aliases
 from conftest import FIXTURES, sweep_sample
 
@@ -136,11 +136,8 @@ def _add_imports(tree: cst.Module, requests, head_only: bool) -> str:
     context = CodemodContext(filename="m.py", full_module_name="pkg.m", full_package_name="pkg")
     for module, obj, asname in requests:
         AddImportsVisitor.add_needed_import(context, module, obj, asname)
-    if not head_only:
-        return AddImportsVisitor(context).transform_module(tree).code
-    end = import_block_end(tree)
-    head = AddImportsVisitor(context).transform_module(tree.with_changes(body=tree.body[:end]))
-    return head.with_changes(body=(*head.body, *tree.body[end:])).code
+    run = AddImportsVisitor(context).transform_module
+    return (on_first_statements(run, tree) if head_only else run(tree)).code
 
 
 def _import_cases():

@@ -139,9 +139,7 @@ class CudaTensorType(Codemod):
         wanted = {id(r): a for a in aliases for r in a.reads}
         seen: dict[int, _Read] = {}
         _walk_reads(module, wanted, seen)
-        self._read_in: dict[int, list[Alias]] = {}  # function → the aliases read in it
-        for function, alias in ((f, wanted[key]) for key, read in seen.items() for f in read.chain):
-            self._read_in.setdefault(id(function), []).append(alias)
+        outer = {id(f) for key, read in seen.items() for f in read.chain if wanted[key].scope is not f}  # read an outer alias
         for alias in aliases:
             self._alias_of[id(alias.statement)] = alias
             self._handled.update(id(n) for n in (alias.choice.body, alias.choice.orelse))
@@ -151,7 +149,7 @@ class CudaTensorType(Codemod):
                     self._blockers[id(blocker)] = alias
             if alias.reason is not None:
                 continue
-            self._choose_device(alias, [seen[id(r)].chain for r in alias.reads])
+            self._choose_device(alias, [seen[id(r)].chain for r in alias.reads], outer)
             for read in alias.reads:
                 found = seen[id(read)]
                 kind = read_kind(self, read, found.parent, found.grand, alias)
@@ -190,9 +188,11 @@ class CudaTensorType(Codemod):
                     return done, call
         return None, None
 
-    def _choose_device(self, alias: Alias, chains: list[list[cst.FunctionDef]]) -> None:
+    def _choose_device(self, alias: Alias, chains: list[list[cst.FunctionDef]], outer: set[int]) -> None:
         """The device of ``alias``: its flag's binding where the condition is a usable flag that
-        is final at the alias, else a binding of the same value in place of the alias."""
+        is final at the alias, else a binding of the same value in place of the alias. Not the
+        binding of a function's flag in a function (``outer``) that reads an alias bound
+        outside it: those reads take a device the binding's name could hide."""
         if alias.owner is not None:
             init = cst.ensure_type(alias.scope, cst.FunctionDef)
             taken = _attribute_names(self.visited_module)
@@ -205,8 +205,7 @@ class CudaTensorType(Codemod):
         if flag is not None and flag.usable and id(alias.choice) not in flag.before:
             placed = isinstance(alias.scope, cst.FunctionDef) or any(s is alias.statement for s in flag.statements()[flag.after + 1:])
             name = flags.binding_name(flag)
-            hidden = any(name in traversal.all_names(f) for chain in chains for f in chain if f is not flag.scope) or any(
-                other.scope is not flag.scope for other in self._read_in.get(id(flag.scope), ()))  # their device may be `name`
+            hidden = id(flag.scope) in outer or any(name in traversal.all_names(f) for chain in chains for f in chain if f is not flag.scope)
             if placed and not hidden and statements_of(alias.scope)[-1] is not alias.statement:  # a block keeps a statement
                 alias.device, alias.removed = flags.name_for(flag), True
                 return
