@@ -3,8 +3,10 @@ parameters and decorators, ``None``, a node's code."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
 import libcst as cst
+
 
 def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
     """The ``name=...`` argument of ``call``, if any."""
@@ -106,3 +108,23 @@ def has_comment(line: cst.SimpleStatementLine) -> bool:
     return line.trailing_whitespace.comment is not None or any(
         empty.comment is not None for empty in line.leading_lines
     )
+
+
+def without_statements(body: Sequence[cst.BaseStatement], removed: list[cst.CSTNode]) -> list[cst.BaseStatement]:
+    """``body`` less the statements in ``removed``, whose lines above (and a comment after one, on
+    a line of its own) go to the next statement, less blank lines it has of its own."""
+    kept: list[cst.BaseStatement] = []
+    carried: list[cst.EmptyLine] = []
+    for statement in body:
+        if any(statement is r for r in removed):
+            after = cst.ensure_type(statement, cst.SimpleStatementLine).trailing_whitespace.comment
+            carried += [*statement.leading_lines, *([cst.EmptyLine(comment=after)] if after else [])]
+            continue
+        if carried:
+            own, spare = list(statement.leading_lines), len(statement.leading_lines)
+            while spare and carried and carried[-1].comment is None:  # blank lines do not double up
+                carried, spare = carried[:-1], spare - 1
+            statement = statement.with_changes(leading_lines=carried + own)
+            carried = []
+        kept.append(statement)
+    return kept

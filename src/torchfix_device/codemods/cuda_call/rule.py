@@ -15,6 +15,7 @@ from torchfix_device.codemods.cuda_call.guards import (
 )
 from torchfix_device.codemods.cuda_call.flag_guards import FlagGuards
 from torchfix_device.codemods.cuda_call import cuda_assert
+from torchfix_device.codemods.cuda_call.move_wrappers import MoveWrappers, wrapper_names
 from torchfix_device.codemods.cuda_call.cuda_only import cuda_only_calls
 from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.devices import module_device_test
@@ -61,6 +62,11 @@ class CudaCall(Codemod):
     method whose whole body returns where its tensors are (`self.is_cuda()` returning
     `'cuda' in str(type(self.lstm.bias_hh_l0.data))`, which is always false on torch 2.x, whose
     tensors all have the type `torch.Tensor`), its moves taking the device the method computes on.
+
+    A module-level lambda that moves what it returns when the flag is on, `Variable = lambda
+    *args, **kwargs: autograd.Variable(*args, **kwargs).cuda() if USE_CUDA else
+    autograd.Variable(*args, **kwargs)`, goes, and each call `Variable(x, volatile=True)` becomes
+    `autograd.Variable(x, volatile=True).to(device)` (see `cuda_call/move_wrappers.py` for when).
 
     `assert torch.cuda.is_available()` standing on its own line, which stops the program without
     a GPU before its device-agnostic code can run on the CPU, goes with `--unsafe-fixes`.
@@ -136,6 +142,10 @@ class CudaCall(Codemod):
     `torch.device`, would now run. With an index only named like one the fix is unsafe: a string
     or a device there makes it raise `TypeError`; so is it inside a `try` whose handler catches `RuntimeError` (and
     not `AssertionError`): without CUDA the handler ran before, the rewrite's error escapes it.
+    A call of a moving lambda is safe where the flag asks `torch.cuda.is_available()` or what it
+    wraps is `Variable` of a value shown to be on the CPU; elsewhere unsafe (with the flag off,
+    `.to(device)` would bring a value from wherever it was to the CPU); the lambda goes once every
+    call is rewritten.
     Taking `assert torch.cuda.is_available()` away is unsafe: it says the program needs a GPU,
     which only its author can take back; with a GPU nothing changes, without one the program runs
     on the CPU where it stopped.
@@ -158,8 +168,11 @@ class CudaCall(Codemod):
         cuda, asserts = "cuda" in facts.call_attrs, "is_available" in facts.names
         if not (cuda or asserts):
             return
+        wrappers = wrapper_names(facts.tree) if cuda and facts.tree is not None else set()
         for node, _, _ in facts.contexts:
             if cuda and type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "cuda":
+                yield node
+            elif wrappers and type(node) is ast.Call and type(node.func) is ast.Name and node.func.id in wrappers:
                 yield node
             elif asserts and type(node) is ast.Assert and cuda_assert.may_ask_cuda_available(node.test):
                 yield node
@@ -178,10 +191,21 @@ class CudaCall(Codemod):
         self._flag_guards = FlagGuards(self, node)
         self._asks_itself = self._calls_under_is_available(node)
         self._device_of: dict[int, str] = {}
+        self._wrappers = MoveWrappers(self, node)
+        self._wrapper_lines: list[tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]] = []
         return None
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        gone = {id(s) for s in self._wrappers.removed()}
+        removed = [s for o, s in self._wrapper_lines if id(o) in gone]
+        if removed:
+            updated_node = updated_node.with_changes(body=nodes.without_statements(updated_node.body, removed))
+        return super().leave_Module(original_node, updated_node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if not m.matches(original_node.func, m.Attribute(attr=m.Name("cuda"))):
+            return self._wrappers.rewrite(original_node, updated_node) or updated_node
+        if self._wrappers.skips(original_node):
             return updated_node
         receiver = cst.ensure_type(original_node.func, cst.Attribute).value
         if self._not_torch(receiver):
@@ -330,6 +354,8 @@ class CudaCall(Codemod):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        if any(original_node is w.statement for w in self._wrappers.wrappers):
+            self._wrapper_lines.append((original_node, updated_node))
         return cuda_assert.leave_line(self, original_node, updated_node)
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement | cst.FlattenSentinel:

@@ -217,11 +217,11 @@ class CudaTensorType(Codemod):
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
         if not self._removed:
             return updated_node
-        return updated_node.with_changes(body=_without(updated_node.body, self._removed))
+        return updated_node.with_changes(body=nodes.without_statements(updated_node.body, self._removed))
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if self._removed:
-            updated_node = updated_node.with_changes(body=_without(updated_node.body, self._removed))
+            updated_node = updated_node.with_changes(body=nodes.without_statements(updated_node.body, self._removed))
         return super().leave_Module(original_node, updated_node)
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine) -> cst.BaseStatement:
@@ -436,26 +436,6 @@ class _Read(NamedTuple):
 
     def values(self, codemod: Codemod, module: cst.Module) -> ValueOf:
         return ValueOf(codemod, module, self.chain, self.statement, self.block)
-
-
-def _without(body: "Sequence[cst.BaseStatement]", removed: list[cst.CSTNode]) -> list[cst.BaseStatement]:
-    """``body`` less the statements in ``removed``, whose lines above (and a comment after one, on
-    a line of its own) go to the next statement, less blank lines it has of its own."""
-    kept: list[cst.BaseStatement] = []
-    carried: list[cst.EmptyLine] = []
-    for statement in body:
-        if any(statement is r for r in removed):
-            after = cst.ensure_type(statement, cst.SimpleStatementLine).trailing_whitespace.comment
-            carried += [*statement.leading_lines, *([cst.EmptyLine(comment=after)] if after else [])]
-            continue
-        if carried:
-            own, spare = list(statement.leading_lines), len(statement.leading_lines)
-            while spare and carried and carried[-1].comment is None:  # blank lines do not double up
-                carried, spare = carried[:-1], spare - 1
-            statement = statement.with_changes(leading_lines=carried + own)
-            carried = []
-        kept.append(statement)
-    return kept
 
 
 def _walk_reads(module: cst.Module, wanted: dict[int, Alias], seen: dict) -> None:
