@@ -11,6 +11,7 @@ from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter import scan as ast_scan
 from torchfix_device.prefilter.candidates import FileFacts, has_keyword, has_star_args
 from torchfix_device.devices.source import NoDevice
+from torchfix_device.facts.devices import KEEP_DEVICE
 
 FACTORIES = {
     "randn", "rand", "randint", "randperm", "zeros", "ones", "empty", "full", "arange", "range",
@@ -58,7 +59,8 @@ class FactoryWithoutDevice(Codemod):
 
     ## Not rewritten
     - `*_like` calls (they follow their argument), calls that already pass `device`, calls moved
-      at once (`torch.zeros(3).to(x.device)`, `.cuda()`, `.type(...)`).
+      at once (`torch.zeros(3).to(x.device)`, `.cuda()`, `.type(...)`), also after methods that
+      keep the device (`torch.FloatTensor(s).unsqueeze(0).detach().to(device)`).
     - Anything in `__init__`: the module is still being built on the CPU, and factories whose
       result goes into `nn.Parameter(...)` or `register_buffer(...)` move with the module.
     - Static methods, class methods and functions nested in methods (no module to ask), and
@@ -94,8 +96,12 @@ class FactoryWithoutDevice(Codemod):
         return None
 
     def visit_Attribute(self, node: cst.Attribute) -> bool | None:
-        if isinstance(node.value, cst.Call) and node.attr.value in MOVES:
-            self._moved.add(id(node.value))
+        if node.attr.value in MOVES:
+            value = node.value
+            while isinstance(value, cst.Call):  # the calls of the chain whose result is moved
+                self._moved.add(id(value))
+                func = value.func
+                value = func.value if isinstance(func, cst.Attribute) and func.attr.value in KEEP_DEVICE else None
         return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -177,8 +183,11 @@ def _factory_sites(f: FileFacts) -> Iterator[ast.Call]:
         return aware[id(func)]
 
     for node, cls, func in f.contexts:
-        if isinstance(node, ast.Attribute) and node.attr in MOVES and isinstance(node.value, ast.Call):
-            moved.add(id(node.value))  # seen before the call itself (preorder)
+        if isinstance(node, ast.Attribute) and node.attr in MOVES:
+            value = node.value  # seen before the calls themselves (preorder)
+            while isinstance(value, ast.Call):
+                moved.add(id(value))
+                value = value.func.value if isinstance(value.func, ast.Attribute) and value.func.attr in KEEP_DEVICE else None
         if not isinstance(node, ast.Call) or id(node) in moved:
             continue
         if has_keyword(node, "device") or has_star_args(node):

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 import libcst.matchers as m
 from torchfix_device.facts import values as facts_values
-from torchfix_device.facts.devices import on_cpu
+from torchfix_device.facts.devices import KEEP_DEVICE, on_cpu
 from torchfix_device.codemods.catalog import codes
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
@@ -96,6 +96,12 @@ class MoveWrappers:
             return updated
         self.codemod.device_source.flags.name_for(wrapper.flag)
         wrapper.rewritten += 1
+        args = nodes.positional_args(original)
+        value = args[0].value if args and not args[0].star else None
+        while isinstance(value, cst.Call):  # a factory in it is moved now: nothing left for TFD003 to review
+            self.codemod.resolves(value, "TFD003")
+            func = value.func
+            value = func.value if isinstance(func, cst.Attribute) and func.attr.value in KEEP_DEVICE else None
         call = updated.with_changes(func=wrapper.callee.deep_clone(), lpar=(), rpar=())
         to = cst.Call(func=cst.Attribute(value=call, attr=cst.Name("to")), args=[cst.Arg(cst.Name(device))])
         return to.with_changes(lpar=updated.lpar, rpar=updated.rpar)
