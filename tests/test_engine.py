@@ -398,6 +398,26 @@ def test_a_rewritten_tree_is_copied_for_metadata_only_when_it_holds_a_node_twice
     assert shared.wrapper_for(once).module is once
 
 
+def test_a_tree_that_shares_only_tokens_is_wrapped_as_it_is_and_its_metadata_holds() -> None:
+    """Every ``cst.Attribute`` built without a ``dot`` holds libcst's one default ``Dot()``: a
+    rewrite that builds two leaves that token in two places, which asks for no copy (no
+    metadata of a token is read), while the scopes and positions of the tree's names hold."""
+    import libcst as cst
+    from libcst.metadata import PositionProvider, ScopeProvider
+
+    from torchfix_device.engine.shared import SharedWrapper
+
+    built = [cst.Attribute(value=cst.Name(n), attr=cst.Name("item")) for n in ("a", "b")]
+    assert built[0].dot is built[1].dot  # libcst's default instance
+    tree = cst.Module(body=[cst.SimpleStatementLine([cst.Expr(cst.Call(func=a))]) for a in built])
+    wrapper = SharedWrapper().wrapper_for(tree)
+    assert wrapper.module is tree
+    positions = wrapper.resolve(PositionProvider)
+    assert [positions[a.value].start.line for a in built] == [1, 2]
+    scope = wrapper.resolve(ScopeProvider)[tree]
+    assert {access.node.value for access in scope.accesses} >= {"a", "b"}
+
+
 def test_batched_visitors_found_once_per_class_equal_libcsts_search() -> None:
     """``syntax.batched_visitors``: the hooks of every batched libcst metadata provider, remembered per
     class, are libcst's own (same names, same order, bound to the instance asked); an instance

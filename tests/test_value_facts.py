@@ -402,3 +402,23 @@ def test_names_asked_by_their_last_part_need_no_analysis_of_the_whole_file(monke
         assert {q for q in names if q.rpartition(".")[2] in ("array", "asarray")} == asked[func]
     assert asked["np.array"] == {"numpy.array"} and asked["np.asarray"] == {"numpy.asarray"}
 
+
+
+# -- the tree's own facts, shared -------------------------------------------------------------
+def test_the_syntax_of_a_tree_is_computed_once_for_every_codemod_that_visits_it() -> None:
+    """Two codemods visiting the same tree share its parent map and its syntax-only facets (the
+    engine hands a tree that a codemod left unchanged to the next one as it was); another tree,
+    even one of the same code, gets its own."""
+    import types
+
+    def values_of(tree: cst.Module) -> facts_values.ModuleValues:
+        return facts_values.of(types.SimpleNamespace(visited_module=tree))  # a codemod's view
+
+    tree = cst.parse_module("x = 1\nprint(x)\n")
+    call = next(n for n in traversal.walk(tree) if isinstance(n, cst.Call))
+    first, second, other = values_of(tree), values_of(tree), values_of(cst.parse_module(tree.code))
+    assert first is not second  # each codemod has its own values (their names are its own)
+    assert first.parent(call.func) is second.parent(call.func) is call
+    assert first.tree_facet("probe", object) is second.tree_facet("probe", object)
+    assert other.parent(call.func) is None and other.tree_facet("probe", object) is not first.tree_facet("probe", object)
+    assert first.assigned_names() == other.assigned_names() == frozenset({"x"})

@@ -139,7 +139,7 @@ class DroppedMove(Codemod):
                 message += f"; unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{receiver.value}` is"
             if self.report(original_node, message, safe=False if doubt is not None else None):
                 return cst.Assign(
-                    targets=[cst.AssignTarget(target=receiver)],
+                    targets=[cst.AssignTarget(target=receiver.deep_clone())],  # a node stands in one place only
                     value=updated_node.value,
                     semicolon=updated_node.semicolon,
                 )

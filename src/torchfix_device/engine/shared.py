@@ -14,10 +14,21 @@ from torchfix_device.syntax import traversal
 from torchfix_device.syntax import qualified_names as fast_names
 
 
+TRIVIA = (
+    cst.Dot, cst.Comma, cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace,
+    cst.Newline, cst.EmptyLine, cst.Comment, cst.LeftParen, cst.RightParen, cst.AssignEqual,
+    cst.Colon, cst.Semicolon,
+)
+"""Tokens no metadata is asked of (no scope, name or position of theirs is read): libcst's own
+node classes share one instance of some as a default (every ``cst.Attribute(value=..., attr=...)``
+built without a ``dot`` holds the same ``Dot()``), so a rewritten tree holds them twice."""
+
+
 def _holds_no_node_twice(module: cst.Module) -> bool:
+    """No node other than :data:`TRIVIA` stands in two places of ``module``."""
     seen: set[int] = set()
     for node in traversal.walk(module):
-        if id(node) in seen:
+        if id(node) in seen and not isinstance(node, TRIVIA):
             return False
         seen.add(id(node))
     return True
@@ -66,7 +77,8 @@ class SharedWrapper:
         if known is None or known[0] is not module:
             # libcst's wrapper deep-copies a tree (about a parse's cost) because metadata is
             # keyed by node identity, which a node standing in two places would confuse. A tree
-            # fresh from the parser holds no node twice; a rewritten one is checked (a walk).
+            # fresh from the parser holds no node twice; a rewritten one is checked (a walk),
+            # tokens no metadata is asked of aside.
             unique = module is self._parsed or _holds_no_node_twice(module)
             known = self._wrappers[id(module)] = (module, MetadataWrapper(module, unsafe_skip_copy=unique))
         return known[1]

@@ -67,7 +67,7 @@ def _by_name(values: "ModuleValues") -> tuple[dict[str, list[cst.FunctionDef]], 
                 attributes.setdefault(node.attr.value, []).append(node)
         return functions, attributes
 
-    return values.facet("functions and attributes by name", index)
+    return values.tree_facet("functions and attributes by name", index)
 
 
 def _classes_of(values: "ModuleValues", receiver: cst.BaseExpression, depth: int) -> set[cst.ClassDef] | None:

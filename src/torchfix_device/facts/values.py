@@ -25,6 +25,7 @@ import libcst as cst
 from torchfix_device import torch_api
 from torchfix_device.facts.name_flow import binding_owner, reaching_bindings
 from torchfix_device.facts.names import AnyNodeNames
+from torchfix_device.facts.tree import TreeFacts, tree_facts
 from torchfix_device.syntax import traversal
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class ModuleValues:
         self.module = module
         self._parents: dict[int, cst.CSTNode] | None = None
         self._order: dict[int, int] = {}
+        self._tree: TreeFacts | None = None
         self._names = AnyNodeNames(view, module, self.parent)
         self._reach: dict[int, Reach] = {}
         self._bound: dict[int, Bound] = {}
@@ -84,14 +86,20 @@ class ModuleValues:
     # -- the tree ---------------------------------------------------------------------------
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         if self._parents is None:
-            found: dict[int, cst.CSTNode] = {}
-            order: dict[int, int] = {id(self.module): 0}
-            for above in traversal.walk(self.module):
-                for child in traversal.children(above):
-                    found[id(child)] = above
-                    order[id(child)] = len(order)
-            self._parents, self._order = found, order
+            self._tree = tree_facts(self.module)
+            self._parents, self._order = self._tree.parents, self._tree.order
         return self._parents.get(id(node))
+
+    def tree_facet(self, name: str, compute: "Callable[[], Any]") -> Any:
+        """The fact ``name`` of this tree, computed by ``compute`` the first time for every
+        codemod that visits the tree: only for facts of the syntax alone (never of names, whose
+        answers may take the asking codemod's shortcuts)."""
+        self.parent(self.module)
+        assert self._tree is not None
+        facets = self._tree.facets
+        if name not in facets:
+            facets[name] = compute()
+        return facets[name]
 
     def source_order(self, node: cst.CSTNode) -> int:
         """Where ``node`` comes in a walk of the module (binding sets arrive in the order of
@@ -322,7 +330,7 @@ class ModuleValues:
     def name_reads(self, scope: cst.CSTNode) -> dict[str, list[cst.Name]]:
         """Every ``Name`` under ``scope`` that is not an attribute's or a keyword's name, by its
         name (memoised per scope): the places a name may be read."""
-        memo = self.facets.setdefault("name reads", {})
+        memo = self.tree_facet("name reads", dict)
         known = memo.get(id(scope))
         if known is None:
             known = {}
@@ -342,16 +350,16 @@ class ModuleValues:
         ``x: T = ...``, ``x += ...``, ``(x := ...)``), in any scope (memoised): a cheap test
         before resolving a name whose value only an assignment can show (not a parameter, a
         loop target or an import)."""
-        known = self.facets.get("assigned names")
-        if known is None:
+        def compute() -> frozenset[str]:
             found: set[str] = set()
             for node in traversal.walk(self.module):
                 if isinstance(node, cst.AssignTarget):
                     found.update(n.value for n in traversal.walk(node.target) if isinstance(n, cst.Name))
                 elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
                     found.add(node.target.value)
-            known = self.facets["assigned names"] = frozenset(found)
-        return known
+            return frozenset(found)
+
+        return self.tree_facet("assigned names", compute)
 
     def reads_of(self, binding: cst.CSTNode) -> list[cst.Name]:
         """The reads of ``binding``'s name (a ``Name`` or ``Param`` binding) in its scope and the
