@@ -158,8 +158,10 @@ class MoveWrappers:
             if any(b.scope is not scope for b in codemod.exact_bindings(device, call)):
                 return None
         wrapper = Wrapper(target.value, cst.ensure_type(statement, cst.SimpleStatementLine), cst.ensure_type(guard.body, cst.Call), callee, flag, nodes.code_of(guard.test))
-        variable = codemod.qualified_names(callee) <= VARIABLE if not flag.asks_cuda else False
-        values = facts_values.of(codemod) if variable else None
+        values = None
+        if not flag.asks_cuda:  # `Variable(x)` is where `x` is: the argument's place is asked
+            names = facts_values.of(codemod).names(callee)  # (of any node: not the statement visited)
+            values = facts_values.of(codemod) if names and names <= VARIABLE else None
         for call in calls:
             wrapper.unsafe[id(call)] = None if flag.asks_cuda else _why_unsafe(call, values, wrapper.test)
         wrapper.goes = not codemod.is_suppressed(statement) and all(
