@@ -11,7 +11,7 @@ from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter import scan as ast_scan
 from torchfix_device.prefilter.candidates import FileFacts, has_keyword, has_star_args
 from torchfix_device.devices.source import NoDevice
-from torchfix_device.facts.devices import KEEP_DEVICE
+from torchfix_device.facts.devices import KEEP_DEVICE, kept_chain
 
 FACTORIES = {
     "randn", "rand", "randint", "randperm", "zeros", "ones", "empty", "full", "arange", "range",
@@ -97,11 +97,7 @@ class FactoryWithoutDevice(Codemod):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool | None:
         if node.attr.value in MOVES:
-            value = node.value
-            while isinstance(value, cst.Call):  # the calls of the chain whose result is moved
-                self._moved.add(id(value))
-                func = value.func
-                value = func.value if isinstance(func, cst.Attribute) and func.attr.value in KEEP_DEVICE else None
+            self._moved.update(id(call) for call in kept_chain(node.value))  # the calls whose result is moved
         return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

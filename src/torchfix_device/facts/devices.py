@@ -42,7 +42,7 @@ host code (``x.numpy()``, ``np.array(x)``: TFD018). :func:`may_be_on_device` say
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 from torchfix_device.syntax import nodes
@@ -70,6 +70,16 @@ KEEP_DEVICE = frozenset({
     "t", "transpose", "permute", "expand", "repeat", "train", "eval", "requires_grad_",
 })
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "DataParallel"})
+
+
+def kept_chain(value: cst.BaseExpression) -> "Iterator[cst.Call]":
+    """The calls of ``value``'s chain whose device its result keeps: ``value`` itself and, through
+    methods that keep the device, the calls they are called on (``f(x).unsqueeze(0).detach()``:
+    ``detach()``, ``unsqueeze(0)``, ``f(x)``). Moving ``value`` moves each of them."""
+    while isinstance(value, cst.Call):
+        yield value
+        func = value.func
+        value = func.value if isinstance(func, cst.Attribute) and func.attr.value in KEEP_DEVICE else None
 TENSOR_KEYWORDS = frozenset({"device", "weight", "pos_weight", "_weight", "bias"})
 MOVING_WORDS = frozenset({"cuda", "to", "device", "load", "set_default_tensor_type", "set_default_device", "_apply", "type"})
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 import libcst.matchers as m
 from torchfix_device.facts import values as facts_values
-from torchfix_device.facts.devices import KEEP_DEVICE, on_cpu
+from torchfix_device.facts.devices import kept_chain, on_cpu
 from torchfix_device.codemods.catalog import codes
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
@@ -50,8 +50,8 @@ class Wrapper:
     flag: "ScopeFlag"
     test: str
     """The lambda's condition, as written."""
-    unsafe: dict[int, str | None] = field(default_factory=dict)
-    """``id`` of each call → why its rewrite is unsafe (None: safe)."""
+    calls: dict[int, str | None] = field(default_factory=dict)
+    """``id`` of each call of the lambda → why its rewrite is unsafe (None: safe)."""
     goes: bool = False
     """Every call will be rewritten (none suppressed nor held back): the lambda goes."""
     rewritten: int = 0
@@ -71,7 +71,7 @@ class MoveWrappers:
                 continue
             self.wrappers.append(wrapper)
             self._by_inner[id(wrapper.inner)] = wrapper
-            self._by_call.update((key, wrapper) for key in wrapper.unsafe)
+            self._by_call.update((key, wrapper) for key in wrapper.calls)
 
     def skips(self, call: cst.Call) -> bool:
         """``call`` is the ``.cuda()`` of a lambda that goes: nothing to rewrite there."""
@@ -89,7 +89,7 @@ class MoveWrappers:
             f"`{wrapper.name}(...)` calls `{shown}(...)` and moves the result with `.cuda()` when `{wrapper.test}`:"
             f" use `{shown}(...).to({device})`"
         )
-        why = wrapper.unsafe[id(original)]
+        why = wrapper.calls[id(original)]
         if why is not None:
             message += f"; unsafe: {why}"
         if not self.codemod.report(original, message, safe=False if why is not None else None):
@@ -97,11 +97,8 @@ class MoveWrappers:
         self.codemod.device_source.flags.name_for(wrapper.flag)
         wrapper.rewritten += 1
         args = nodes.positional_args(original)
-        value = args[0].value if args and not args[0].star else None
-        while isinstance(value, cst.Call):  # a factory in it is moved now: nothing left for TFD003 to review
-            self.codemod.resolves(value, "TFD003")
-            func = value.func
-            value = func.value if isinstance(func, cst.Attribute) and func.attr.value in KEEP_DEVICE else None
+        for call in kept_chain(args[0].value) if args and not args[0].star else ():
+            self.codemod.resolves(call, "TFD003")  # a factory there is moved now: nothing left to review
         call = updated.with_changes(func=wrapper.callee.deep_clone(), lpar=(), rpar=())
         to = cst.Call(func=cst.Attribute(value=call, attr=cst.Name("to")), args=[cst.Arg(cst.Name(device))])
         return to.with_changes(lpar=updated.lpar, rpar=updated.rpar)
@@ -110,7 +107,7 @@ class MoveWrappers:
         """The lambdas that go (at the end of the module): every call was rewritten."""
         gone = []
         for wrapper in self.wrappers:
-            if not wrapper.goes or wrapper.rewritten != len(wrapper.unsafe):
+            if not wrapper.goes or wrapper.rewritten != len(wrapper.calls):
                 continue
             message = f"`{wrapper.name}` is a lambda that moves what it returns with `.cuda()` when `{wrapper.test}`: its calls now move to the device themselves; remove it"
             if self.codemod.report(wrapper.statement, message):
@@ -163,10 +160,10 @@ class MoveWrappers:
             names = facts_values.of(codemod).names(callee)  # (of any node: not the statement visited)
             values = facts_values.of(codemod) if names and names <= VARIABLE else None
         for call in calls:
-            wrapper.unsafe[id(call)] = None if flag.asks_cuda else _why_unsafe(call, values, wrapper.test)
+            wrapper.calls[id(call)] = None if flag.asks_cuda else _why_unsafe(call, values, wrapper.test)
         wrapper.goes = not codemod.is_suppressed(statement) and all(
             codemod.options.applies(why is None) and not codemod.is_suppressed(call)
-            for call, why in zip(calls, wrapper.unsafe.values())
+            for call, why in zip(calls, wrapper.calls.values())
         )
         return wrapper
 
