@@ -70,6 +70,8 @@ KEEP_DEVICE = frozenset({
     "t", "transpose", "permute", "expand", "repeat", "train", "eval", "requires_grad_",
 })
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "DataParallel"})
+TENSOR_KEYWORDS = frozenset({"device", "weight", "pos_weight", "_weight", "bias"})
+MOVING_WORDS = frozenset({"cuda", "to", "device", "load", "set_default_tensor_type", "set_default_device", "_apply", "type"})
 
 
 def kept_chain(value: cst.BaseExpression) -> "Iterator[cst.Call]":
@@ -80,8 +82,6 @@ def kept_chain(value: cst.BaseExpression) -> "Iterator[cst.Call]":
         yield value
         func = value.func
         value = func.value if isinstance(func, cst.Attribute) and func.attr.value in KEEP_DEVICE else None
-TENSOR_KEYWORDS = frozenset({"device", "weight", "pos_weight", "_weight", "bias"})
-MOVING_WORDS = frozenset({"cuda", "to", "device", "load", "set_default_tensor_type", "set_default_device", "_apply", "type"})
 
 
 def not_on_cpu(codemod: "CodemodView", name: cst.Name, statement: cst.BaseStatement, skip: cst.CSTNode | None = None) -> str | None:

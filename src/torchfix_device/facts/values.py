@@ -68,8 +68,6 @@ class ModuleValues:
     def __init__(self, view: "CodemodView", module: cst.Module) -> None:
         self.view = view
         self.module = module
-        self._parents: dict[int, cst.CSTNode] | None = None
-        self._order: dict[int, int] = {}
         self._tree: TreeFacts | None = None
         self._names = AnyNodeNames(view, module, self.parent)
         self._reach: dict[int, Reach] = {}
@@ -84,19 +82,21 @@ class ModuleValues:
         return self.facets[name]
 
     # -- the tree ---------------------------------------------------------------------------
-    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        if self._parents is None:
+    @property
+    def tree(self) -> TreeFacts:
+        """The facts of this tree's syntax, shared with every codemod that visits it."""
+        if self._tree is None:
             self._tree = tree_facts(self.module)
-            self._parents, self._order = self._tree.parents, self._tree.order
-        return self._parents.get(id(node))
+        return self._tree
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.tree.parents.get(id(node))
 
     def tree_facet(self, name: str, compute: "Callable[[], Any]") -> Any:
         """The fact ``name`` of this tree, computed by ``compute`` the first time for every
         codemod that visits the tree: only for facts of the syntax alone (never of names, whose
         answers may take the asking codemod's shortcuts)."""
-        self.parent(self.module)
-        assert self._tree is not None
-        facets = self._tree.facets
+        facets = self.tree.facets
         if name not in facets:
             facets[name] = compute()
         return facets[name]
@@ -104,8 +104,8 @@ class ModuleValues:
     def source_order(self, node: cst.CSTNode) -> int:
         """Where ``node`` comes in a walk of the module (binding sets arrive in the order of
         memory addresses: answers must not depend on that)."""
-        self.parent(node)
-        return self._order.get(id(node), len(self._order))
+        order = self.tree.order
+        return order.get(id(node), len(order))
 
     def block_of(self, statement: cst.CSTNode) -> tuple[tuple[cst.CSTNode, ...], int] | None:
         """The statements of the block that holds ``statement`` and its index there (None where
