@@ -194,10 +194,13 @@ def _root(callee: cst.BaseExpression) -> cst.Name | None:
 def _shape(statement: cst.BaseStatement) -> tuple[cst.Name, cst.IfExp, cst.Call] | None:
     """``W = lambda *a, **k: F(*a, **k).cuda() if <test> else F(*a, **k)``: ``W``, the
     conditional and ``F(*a, **k)``."""
-    if not m.matches(statement, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name())], value=m.Lambda())])):
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return None  # every statement of every module with a `.cuda()` comes here: plain checks first
+    assign = statement.body[0]
+    if not (isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Lambda) and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)):
         return None
-    assign = cst.ensure_type(cst.ensure_type(statement, cst.SimpleStatementLine).body[0], cst.Assign)
-    function = cst.ensure_type(assign.value, cst.Lambda)
+    function = assign.value
     params = function.params
     if params.params or params.posonly_params or params.kwonly_params:
         return None
