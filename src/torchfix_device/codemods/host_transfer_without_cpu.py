@@ -78,7 +78,12 @@ class HostTransferWithoutCpu(Codemod):
     shown to be on the CPU: `x.cpu().numpy()`, `x.detach().cpu().numpy()`, a
     `torch.from_numpy(...)` or a torch factory without `device=` (outside an `nn.Module` class,
     where TFD003 gives factories the module's device) that no statement moves, `.data` or an
-    element of such a value. `np.array(a)` of anything not shown to be a tensor (a list, an
+    element of such a value, `torch.sort(x)`'s parts of such an `x`. An item of a `DataLoader`
+    never moved since (no codemod moves a data set's items; not where a `collate_fn` or data set
+    class of the file may move them), the loader passed to a parameter too where every call of
+    a script no file imports gives one. Anything in the `else:` of `if F:` (or under
+    `if not F:`) where every place of the file that may put a value on a device is under
+    `if F:`, a flag set once: that is the path where nothing was moved. `np.array(a)` of anything not shown to be a tensor (a list, an
     array, a parameter: `.cpu()` would raise on them). `x.data.numpy()[0]` of a scalar, which
     TFD006 turns into `x.item()`. Axes methods (`ax.plot(t)`) and keyword arguments of plotting
     functions. In a file that also imports a library whose objects have `.numpy()`, `x.numpy()`

@@ -37,7 +37,11 @@ host code (``x.numpy()``, ``np.array(x)``: TFD018). :func:`may_be_on_device` say
   gives factories the module's device), indexing, ``.data`` or a method that keeps the device of
   such a value, or a name every binding of which that may reach the read is one, and that no
   statement moves in place (``x.cuda()`` on a line of its own, which TFD002 turns into
-  ``x = x.to(device)``; ``x.data = ...``).
+  ``x = x.to(device)``; ``x.data = ...``); a name may also be bound to the parts of
+  ``torch.sort(x)`` (``x.max(1)``...) of such an ``x``, or to an item of a data loader
+  (:mod:`.cpu_paths`);
+- the value is read on the flag's CPU path (:mod:`.cpu_paths`): the ``else:`` of ``if F:`` where
+  every place of the file that may put a value on a device is under ``if F:``.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device import torch_api
 from torchfix_device.facts import values as facts_values
-from torchfix_device.facts import kinds
+from torchfix_device.facts import cpu_paths, kinds
 from torchfix_device.facts.methods import only_method
 from torchfix_device.torch_api import is_torch_module_class
 
@@ -304,6 +308,8 @@ def on_cpu(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth:
         return not values.module_path(expr.func)  # whatever the default device
     if _defaults_changed(values):
         return False
+    if depth == 0 and cpu_paths.in_flag_cpu_branch(values, expr):
+        return True
     if isinstance(expr, cst.Attribute):
         return expr.attr.value in ("data", "T") and on_cpu(values, expr.value, depth + 1)
     if isinstance(expr, cst.Subscript):
@@ -335,6 +341,23 @@ def on_cpu(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth:
     return bool(values.torch_names(func)) and _made_on_cpu(values.view, expr)
 
 
+SPLITTING = frozenset({"sort", "max", "min", "topk", "kthvalue", "median", "mode", "split", "chunk", "unbind"})
+"""Torch functions and tensor methods whose result is tensors on the device of their input."""
+
+
+def _parts_on_cpu(values: "facts_values.ModuleValues", call: cst.Call, depth: int) -> bool:
+    """Each part of ``call``'s result is on the CPU: ``torch.sort(x)``, ``x.max(1)`` of a tensor on
+    the CPU (no ``out=``)."""
+    if nodes.has_star_args(call) or nodes.keyword_arg(call, "out") is not None:
+        return False
+    func = call.func
+    if isinstance(func, cst.Attribute) and not values.module_path(func):
+        return func.attr.value in SPLITTING and on_cpu(values, func.value, depth + 1)
+    torch_names = {q.rpartition(".")[2] for q in values.torch_names(func)}
+    positional = nodes.positional_args(call)
+    return bool(torch_names) and torch_names <= SPLITTING and bool(positional) and on_cpu(values, positional[0].value, depth + 1)
+
+
 def _cpu_or_number(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:
     if isinstance(expr, (cst.Integer, cst.Float)) or (isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float))):
         return True
@@ -356,7 +379,13 @@ def _name_on_cpu(values: "facts_values.ModuleValues", name: cst.Name, depth: int
         return False
     for node in reach.bindings:
         bound = values.bound(node)
-        if bound.kind != facts_values.VALUE or bound.value is name or not on_cpu(values, bound.value, depth + 1):
+        if bound.kind == facts_values.ITEM:
+            if not cpu_paths.loader_item(values, bound):
+                return False
+        elif bound.kind == facts_values.PART and isinstance(bound.value, cst.Call):
+            if not _parts_on_cpu(values, bound.value, depth + 1):  # `values, order = torch.sort(x)`
+                return False
+        elif bound.kind != facts_values.VALUE or bound.value is name or not on_cpu(values, bound.value, depth + 1):
             return False
         if _moved_in_place(values, node):
             return False
