@@ -29,6 +29,11 @@ class TorchLoadWithoutMapLocation(Codemod):
     the imports. That device is what the loaded tensors are about to be used with, and it exists
     on the machine that runs the code — unlike the device recorded in the checkpoint.
 
+    Where no such device can be chosen (in `__init__`, in a module without parameters of its
+    own, where a flag cannot give it) but the load is read only by `m.load_state_dict(...)`,
+    `map_location="cpu"`: a module's or optimizer's `load_state_dict` copies each tensor to
+    where its own are, so any location that exists does.
+
     ## Why is this bad?
     `torch.load` puts every tensor back on the device it was saved from. A checkpoint written on
     a GPU fails to load on a CPU-only machine (`RuntimeError: Attempting to deserialize object on
@@ -55,11 +60,16 @@ class TorchLoadWithoutMapLocation(Codemod):
     the device as a function does), and calls where a
     user's flag decides the device but cannot give it (the load runs before the flag is final,
     or the flag changes later, or guards test different flags): those are reported, rather than
-    sent to the GPU on `torch.cuda.is_available()` alone against `--no-cuda`.
+    sent to the GPU on `torch.cuda.is_available()` alone against `--no-cuda` (unless read only
+    by `load_state_dict`, above; never with `assign=True`, which keeps the loaded tensors).
 
     ## Fix safety
     Safe. The loaded values are the same; only where they live changes, and they are placed
-    where the code that uses them runs.
+    where the code that uses them runs. `map_location="cpu"` for `m.load_state_dict(...)` is
+    safe where `m` is shown to be a `torch.nn` module or `torch.optim` optimizer (made by one,
+    or by an `nn.Module` class of the file, or the method's own `self`, where no class of the
+    file defines `load_state_dict`); else unsafe: a `load_state_dict` of the project's own may
+    keep the tensors where they load.
     """
 
     code = "TFD005"
@@ -90,11 +100,35 @@ class TorchLoadWithoutMapLocation(Codemod):
             return updated_node
         device = self.device_source.for_site(original_node, chooses_location=True)
         if isinstance(device, NoDevice):
-            self.report(original_node, f"`torch.load` without `map_location`: {device.reason}", fixable=False)
-            return updated_node
+            receiver = self._state_receiver(original_node)
+            if receiver is None:
+                self.report(original_node, f"`torch.load` without `map_location`: {device.reason}", fixable=False)
+                return updated_node
+            message = (f"`torch.load` without `map_location`, read only by `{nodes.code_of(receiver)}.load_state_dict`, which "
+                       "copies each tensor to where its own are: add `map_location=\"cpu\"`")
+            if kinds.copies_state_in(facts_values.of(self), receiver):
+                fixed = self.report(original_node, message)
+            else:
+                fixed = self.report(original_node, f"{message} (unsafe: `{nodes.code_of(receiver)}` is not shown to be a torch "
+                                    "module or optimizer, and a `load_state_dict` of its own may keep the tensors where they load)",
+                                    safe=False)
+            return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"') if fixed else updated_node
         if self.report(original_node, f"`torch.load` without `map_location`: add `map_location={device.code}`"):
             return nodes.add_keyword_arg(updated_node, "map_location", device.code)
         return updated_node
+
+
+    def _state_receiver(self, load: cst.Call) -> cst.BaseExpression | None:
+        """``m`` where the loaded value is only given to ``m.load_state_dict(...)``, whole (without
+        ``assign=``); None otherwise."""
+        arg = self.parent_of(load)
+        call = self.parent_of(arg) if isinstance(arg, cst.Arg) else None
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "load_state_dict"):
+            return None
+        if arg.keyword is not None and arg.keyword.value != "state_dict" or arg is not call.args[0] \
+                or nodes.keyword_arg(call, "assign") is not None or nodes.has_star_args(call):
+            return None
+        return call.func.value
 
 
 # -- stage 1 ---------------------------------------------------------------------------------

@@ -443,3 +443,48 @@ def is_dataset_class(values: ModuleValues, cls: cst.ClassDef, seen: frozenset[st
             if len(local) == 1 and is_dataset_class(values, local[0], seen | {name}):
                 return True
     return False
+
+
+STATE_LOADERS = ("torch.nn.", "torch.optim.")
+"""Where the classes whose ``load_state_dict`` copies each tensor into one of their own live (a
+module's parameters and buffers; an optimizer's state, cast to its parameters' devices)."""
+
+
+def copies_state_in(values: ModuleValues, receiver: cst.BaseExpression, depth: int = 0) -> bool:
+    """``receiver.load_state_dict(state)`` copies ``state``'s tensors to where ``receiver``'s own
+    are: every value ``receiver`` may hold is made by a ``torch.nn`` or ``torch.optim`` class, or
+    by an ``nn.Module`` class of this file none of whose classes defines ``load_state_dict``."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(receiver, cst.Call):
+        if isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value in ("to", "cuda", "cpu", "train", "eval"):
+            return copies_state_in(values, receiver.func.value, depth + 1)
+        names = values.names(receiver.func)
+        if names and all(q.startswith(STATE_LOADERS) and not q.startswith("torch.optim.lr_scheduler.") for q in names):
+            return True  # (a scheduler's `load_state_dict` keeps what it is given)
+        classes = {c.name.value for c in module_classes(values).values()}
+        return isinstance(receiver.func, cst.Name) and receiver.func.value in classes and not _defines_state_loading(values) \
+            and values.function_called(receiver.func) is None and _class_bound(values, receiver.func)
+    if isinstance(receiver, cst.Name) and receiver.value == "self":
+        cls = values.enclosing(receiver, cst.ClassDef)  # a method's own module (the file's subclasses too)
+        return cls is not None and id(cls) in module_classes(values) and not _defines_state_loading(values)
+    if isinstance(receiver, cst.Name):
+        found = bound_values(values, receiver)
+    elif m_self_attribute(receiver):
+        found = _self_attribute_values(values, receiver, cst.ensure_type(receiver, cst.Attribute).attr.value)
+    else:
+        return False
+    return bool(found) and all(copies_state_in(values, v, depth + 1) for v in found)
+
+
+def _class_bound(values: ModuleValues, name: cst.Name) -> bool:
+    reach = values.reach(name)
+    return reach.why is None and len(reach.bindings) == 1 and isinstance(reach.bindings[0], cst.ClassDef)
+
+
+def _defines_state_loading(values: ModuleValues) -> bool:
+    """A class of this file defines ``load_state_dict``."""
+    return any(
+        isinstance(c, cst.ClassDef) and any(isinstance(s, cst.FunctionDef) and s.name.value == "load_state_dict" for s in c.body.body)
+        for c in traversal.walk_statements(values.module)
+    )
