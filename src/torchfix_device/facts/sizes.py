@@ -237,7 +237,7 @@ class SizeEvidence(LossEvidence):
             found = self._fold(reach.bindings)
         finally:
             self._busy.discard(key)
-        if (_tensor(found) is None or found is Size.LIKELY) and all(self.shown_one_element(n) for n in reach.bindings):
+        if (found is None or found is Size.LIKELY) and all(self.shown_one_element(n) for n in reach.bindings):
             found = Size.ONE
         if self._neutral == neutral_before or not self._busy:
             self._memo[key] = found
