@@ -98,3 +98,62 @@ def test_a_call_with_something_else_or_an_importer_rules_the_loader_out(tmp_path
     other_call = "    print(len(evaluate([(torch.ones(2).cuda(), torch.ones(2).cuda())], net)))\n"
     assert "seen += list(labels.cpu().numpy())" in _apply(tmp_path / "b", extra=other_call)
     assert "seen += list(labels.cpu().numpy())" in _apply(tmp_path / "c", report="from evaluate import evaluate\n")
+
+
+LOADERS = '''import torch
+from torch.utils.data import DataLoader
+
+
+def collate(batch):
+    return torch.stack([b[0] for b in batch]){move}, torch.tensor([b[1] for b in batch])
+
+
+class BatchLoader(DataLoader):
+    def __init__(self, *args, **kwargs):
+        super(BatchLoader, self).__init__(*args, **kwargs)
+        self.collate_fn = collate
+'''
+
+TESTING = '''import torch
+from loaders import BatchLoader
+
+if __name__ == "__main__":
+    net = torch.nn.Linear(4, 2).cuda()
+    loader = BatchLoader([(torch.ones(4), 1)] * 4, batch_size=2)
+    for i, (batch) in enumerate(loader):
+        inputs, lengths = batch
+        out = net(inputs.cuda())
+        print(out.data.cpu().numpy(), lengths.mul_(2).int().numpy())
+'''
+
+
+def _apply_project(root: Path, move: str) -> str:
+    root.mkdir(parents=True)
+    (root / "loaders.py").write_text(LOADERS.format(move=move), encoding="utf-8")
+    (root / "testing.py").write_text(TESTING, encoding="utf-8")
+    assert run_cli("apply", ".", "--no-cache", "--select", "TFD018", cwd=root).returncode == 0
+    return (root / "testing.py").read_text(encoding="utf-8")
+
+
+def test_a_loader_subclass_of_another_file_of_the_run_places_nothing(tmp_path: Path) -> None:
+    """Its items are where its collate function put them (the CPU); named alone, the file shows
+    nothing of the class and the `.cpu()` goes in."""
+    assert "lengths.mul_(2).int().numpy()" in _apply_project(tmp_path / "a", move="")
+    assert "lengths.mul_(2).int().cpu().numpy()" in _apply_project(tmp_path / "b", move=".cuda()")
+    alone = tmp_path / "c"
+    alone.mkdir()
+    (alone / "testing.py").write_text(TESTING, encoding="utf-8")
+    assert run_cli("apply", "testing.py", "--no-cache", "--select", "TFD018", cwd=alone).returncode == 0
+    assert "lengths.mul_(2).int().cpu().numpy()" in (alone / "testing.py").read_text(encoding="utf-8")
+
+
+def test_a_loader_subclass_of_this_file() -> None:
+    source = LOADERS.format(move="") + '''
+
+def evaluate(dataset):
+    for images, labels in BatchLoader(dataset, batch_size=2):
+        print(labels.numpy(), images.cuda())
+'''
+    assert _tfd018(source) == source
+    moving = source.replace("class BatchLoader(DataLoader):", "class BatchLoader(DataLoader):\n    pin = torch.ones(1).cuda()")
+    assert "labels.cpu().numpy()" in _tfd018(moving)

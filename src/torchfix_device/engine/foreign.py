@@ -22,7 +22,7 @@ from libcst.codemod import CodemodContext
 
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.engine.visiting import engine_class
-from torchfix_device.facts.returns import Returned, returned
+from torchfix_device.facts.returns import Returned, made_by_class, returned
 from torchfix_device.files.sources import SourceError, read_source
 from torchfix_device.syntax.suppressions import NO_SUPPRESSIONS
 
@@ -31,7 +31,7 @@ MAX_FOREIGN_BYTES = 1_000_000
 
 
 class _Summary(Codemod):
-    """Visits a module and summarises its module-level functions (not a rule: no code)."""
+    """Visits a module and summarises its module-level functions and classes (not a rule: no code)."""
 
     summaries: dict[str, Returned]
 
@@ -43,6 +43,10 @@ class _Summary(Codemod):
             for statement in node.body
             if isinstance(statement, cst.FunctionDef) and not statement.decorators and statement.asynchronous is None
         }
+        self.summaries.update(
+            (statement.name.value, made_by_class(values, statement))
+            for statement in node.body if isinstance(statement, cst.ClassDef) and not statement.decorators
+        )
         return False  # nothing else to visit
 
 

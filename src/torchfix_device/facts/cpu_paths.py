@@ -17,7 +17,9 @@ by other files' functions are taken to follow the same flag.
 ``enumerate``, ``zip``, ``iter``, ``tqdm``...) is where its data set and its ``collate_fn``
 put it, and no codemod puts a device in either (none rewrites a ``Dataset``); a
 ``__getitem__`` or a ``collate_fn`` of this file that may place a value (as above) rules it
-out. The loader is a ``DataLoader(...)`` call, a name every binding of which is one, or a
+out. The loader is a ``DataLoader(...)`` call (or a call of a subclass of it, of this file or
+another of the run, whose code places nothing: :func:`loader_class`), a name every binding of
+which is one, or a
 parameter of a plain function of a file no other file imports every call of which in the file
 passes one (``def eval(dataloader, ...)`` called as ``eval(test_dataloader, ...)``). Whether
 the item was moved since is the caller's question (the bindings that reach its read).
@@ -202,7 +204,16 @@ def _is_loader(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> 
     if depth > MAX_DEPTH:
         return False
     if isinstance(expr, cst.Call):
-        return bool(values.names(expr.func) & DATALOADERS) and _places_nothing(values, expr)
+        if not _places_nothing(values, expr):
+            return False
+        if values.names(expr.func) & DATALOADERS:
+            return True
+        if isinstance(expr.func, cst.Name):  # a `DataLoader` subclass of this file
+            reach = values.reach(expr.func)
+            if reach.why is None and len(reach.bindings) == 1 and isinstance(reach.bindings[0], cst.ClassDef):
+                return loader_class(values, reach.bindings[0])
+        summary = values.call_returns(expr)  # of another file of the run
+        return bool(getattr(summary, "loader", False))
     if not isinstance(expr, cst.Name):
         return False
     reach = values.reach(expr)
@@ -268,3 +279,23 @@ def _places_nothing(values: "ModuleValues", loader: cst.Call) -> bool:
                     if isinstance(binding, (cst.FunctionDef, cst.ClassDef)) and placements(values, binding):
                         return False
     return True
+
+
+def loader_class(values: "ModuleValues", cls: cst.ClassDef, depth: int = 0) -> bool:
+    """``cls`` subclasses torch's ``DataLoader`` (directly or through classes of the file), and
+    neither its body nor a function of the file it names may place a value on a device."""
+    if depth > MAX_DEPTH or placements(values, cls):
+        return False
+    named = {n.value for n in traversal.walk(cls) if isinstance(n, cst.Name)}
+    for statement in values.module.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in named and placements(values, statement):
+            return False
+    for base in cls.bases:
+        if values.names(base.value) & DATALOADERS:
+            return True
+        if isinstance(base.value, cst.Name):
+            reach = values.reach(base.value)
+            if reach.why is None and len(reach.bindings) == 1 and isinstance(reach.bindings[0], cst.ClassDef) \
+                    and loader_class(values, reach.bindings[0], depth + 1):
+                return True
+    return False

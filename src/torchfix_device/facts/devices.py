@@ -385,6 +385,9 @@ def _name_on_cpu(values: "facts_values.ModuleValues", name: cst.Name, depth: int
         elif bound.kind == facts_values.PART and isinstance(bound.value, cst.Call):
             if not _parts_on_cpu(values, bound.value, depth + 1):  # `values, order = torch.sort(x)`
                 return False
+        elif bound.kind == facts_values.PART and isinstance(bound.value, cst.Name):
+            if not on_cpu(values, bound.value, depth + 1):  # `inputs, targets = batch`, a loader's item
+                return False
         elif bound.kind != facts_values.VALUE or bound.value is name or not on_cpu(values, bound.value, depth + 1):
             return False
         if _moved_in_place(values, node):

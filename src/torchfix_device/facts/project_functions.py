@@ -26,7 +26,7 @@ Functions = dict[str, tuple[str, str]]
 
 
 def module_functions(data: bytes) -> tuple[dict[str, int], list[tuple[str, int]], frozenset[str] | None]:
-    """The module-level functions of a file a caller may summarise (name → how many times the
+    """The module-level functions (and undecorated classes) of a file a caller may summarise (name → how many times the
     module binds the name), its star imports ``(module, level)``, and its ``__all__`` (None where
     it has none or it is not a literal)."""
     tree = parsed(data)
@@ -41,7 +41,11 @@ def module_functions(data: bytes) -> tuple[dict[str, int], list[tuple[str, int]]
             bound[node.name] = bound.get(node.name, 0) + 1
             if not node.decorator_list:
                 plain.add(node.name)
-        elif isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(node, ast.ClassDef):
+            bound[node.name] = bound.get(node.name, 0) + 1
+            if not node.decorator_list:
+                plain.add(node.name)  # a call of it makes an instance (a `DataLoader` subclass's summary)
+        elif isinstance(node, ast.AsyncFunctionDef):
             bound[node.name] = bound.get(node.name, 0) + 1
         elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             stars.append((node.module or "", node.level))
@@ -71,7 +75,7 @@ def imported_functions(programs: Mapping[Path, bytes], resolved: Imports) -> dic
         known = summaries.get(path)
         if known is None:
             data = programs.get(path, b"")
-            known = summaries[path] = module_functions(data) if b"def " in data or b"import *" in data else ({}, [], None)
+            known = summaries[path] = module_functions(data) if b"def " in data or b"class " in data or b"import *" in data else ({}, [], None)
         return known
 
     def exported(target: Path) -> dict[str, Path]:

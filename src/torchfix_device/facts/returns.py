@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from torchfix_device.facts import dims as facts_dims
+from torchfix_device.facts.cpu_paths import loader_class
 from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts.losses import LossEvidence
 from torchfix_device.facts.values import VALUE, install_summariser
@@ -44,9 +45,18 @@ class Returned:
     grad_free: bool = False
     builds_loss: bool = False
     """Every ``return`` builds a loss module with a scalar reduction (``return nn.CrossEntropyLoss(w)``)."""
+    loader: bool = False
+    """A class, not a function: a ``DataLoader`` subclass whose instances place nothing on a
+    device (:func:`~torchfix_device.facts.cpu_paths.loader_class`)."""
 
 
 NOTHING = Returned()
+
+
+def made_by_class(values: "ModuleValues", cls: cst.ClassDef) -> Returned:
+    """What calling the module-level class ``cls`` gives, as far as a caller asks: an instance of
+    a ``DataLoader`` that places nothing (the defining file summarised for another file's call)."""
+    return Returned(loader=True) if loader_class(values, cls) else NOTHING
 
 
 def returned(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
