@@ -11,6 +11,9 @@ class DeviceExpr:
     """A device expression valid at the site, e.g. ``x.device`` or ``device``."""
 
     code: str
+    unproven: str | None = None
+    """Why nothing shows the expression works at the site (then only an unsafe fix may use it;
+    given only to a caller that asks for such a device)."""
 
 
 @dataclass(frozen=True)

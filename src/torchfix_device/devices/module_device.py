@@ -6,7 +6,9 @@ unpacked by ``forward``'s first statement, its first element) as ``x.device``; e
 buffer or weight-bearing layer the module creates in ``__init__`` (``self.weight.device``,
 ``self.fc.weight.device``) that is sure to exist when the method runs; else
 ``next(self.parameters()).device`` when the module has parameters and the method is not run
-during ``__init__``. Never a module-level global: the module may be moved elsewhere.
+during ``__init__`` (also, for a caller that takes an unproven device, an unsafe fix's, when
+``__init__`` keeps submodules it is given: ``self.extractor = extractor``). Never a
+module-level global: the module may be moved elsewhere.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ class _ModuleClassInfo:
     first_run_in_init: dict[str, int] = field(default_factory=dict)
     """Method name → index of the first ``__init__`` statement that (transitively) calls it."""
     has_parameters: bool = False
+    given_modules: list[str] = field(default_factory=list)
+    """``self.<attr> = <a parameter of __init__>``: what may be submodules given from outside (an
+    abstract base whose subclasses, maybe in other files, build them)."""
 
 
 
@@ -68,7 +73,7 @@ class ModuleMethodDevice:
         method = self.enclosing_method()
         return method is not None and bool({"staticmethod", "classmethod"} & set(nodes.decorator_names(method)))
 
-    def device(self, cls: cst.ClassDef) -> DeviceExpr | NoDevice:
+    def device(self, cls: cst.ClassDef, unproven: bool = False) -> DeviceExpr | NoDevice:
         method = self.enclosing_method()
         if method is None:
             if not self.codemod.function_stack:
@@ -93,6 +98,11 @@ class ModuleMethodDevice:
             return NoDevice(
                 f"`{method.name.value}` runs during __init__ before any parameter or buffer exists"
             )
+        if unproven and info.given_modules:
+            given = ", ".join(f"`self.{a}`" for a in info.given_modules)
+            return DeviceExpr("next(self.parameters()).device", unproven=(
+                f"the module's submodules are given to `__init__` ({given}): nothing in this file shows it has a "
+                "parameter, without which `next(self.parameters())` raises StopIteration"))
         return NoDevice("the module defines no parameter or buffer to take the device from")
 
     @staticmethod
@@ -131,6 +141,9 @@ class ModuleMethodDevice:
             if expr is not None:
                 info.attr_devices.append((index, expr))
             info.has_parameters = info.has_parameters or is_param
+            given = _given_attribute(stmt, info.init)
+            if given is not None:
+                info.given_modules.append(given)
         return info
 
     def _attr_device(self, stmt: cst.BaseStatement, module_class_names: set[str]) -> tuple[str | None, bool]:
@@ -161,6 +174,21 @@ class ModuleMethodDevice:
         called = nodes.dotted_name(small.value.func)
         is_layer = any(q.startswith("torch.nn.") for q in qualified) or called in module_class_names
         return None, is_layer
+
+
+def _given_attribute(stmt: cst.BaseStatement, init: cst.FunctionDef) -> str | None:
+    """``self.<attr> = <name>`` where ``<name>`` is a parameter of ``__init__`` other than ``self``
+    that is not named like a size or flag."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+        return None
+    assign = stmt.body[0]
+    if len(assign.targets) != 1 or not m.matches(assign.targets[0].target, m.Attribute(m.Name("self"), m.Name())) \
+            or not isinstance(assign.value, cst.Name):
+        return None
+    params = nodes.all_params(init)[1:]
+    if not any(p.name.value == assign.value.value and p.default is None for p in params) or _named_like_a_size(assign.value.value):
+        return None
+    return cst.ensure_type(assign.targets[0].target, cst.Attribute).attr.value
 
 
 SIZE_NAMES = {"n", "size", "dim", "training", "length", "count", "steps", "batch", "bsz", "bs", "seq_len"}

@@ -72,13 +72,16 @@ class DeviceSource:
 
     def for_site(
         self, node: cst.CSTNode, *, allow_global: bool = True, chooses_location: bool = False, ignore_flag: bool = False,
+        unproven: bool = False,
     ) -> DeviceExpr | NoDevice:
         """The device to use at ``node`` (an original node of the tree being visited).
 
         ``chooses_location``: the code did not put the value on CUDA before (``torch.load``
         kept the saved location), so where a user's flag decides the device but cannot give it
         here, there is no device. ``ignore_flag``: the site is under a guard that asks
-        ``torch.cuda.is_available()`` itself, so it takes the default device, not the flag's."""
+        ``torch.cuda.is_available()`` itself, so it takes the default device, not the flag's.
+        ``unproven``: the caller also takes a device nothing shows to work there (marked
+        :attr:`DeviceExpr.unproven`, for an unsafe fix)."""
         scripted = torchscript.scripted_function(self.codemod)
         if scripted is not None:  # TorchScript cannot read a module-level binding
             tensor = torchscript.tensor_argument(scripted)
@@ -88,7 +91,7 @@ class DeviceSource:
         cls = self.enclosing_module_class()
         static = cls is not None and allow_global and self._module_method.in_static_or_class_method()
         if cls is not None and not static:  # a static or class method finds its device as a function does
-            return self._module_method.device(cls)
+            return self._module_method.device(cls, unproven=unproven)
         if not allow_global:
             return NoDevice("not inside an nn.Module method: no module to take the device from")
         return self._scoped_device(node, chooses_location, ignore_flag)

@@ -149,6 +149,10 @@ class CudaCall(Codemod):
     Taking `assert torch.cuda.is_available()` away is unsafe: it says the program needs a GPU,
     which only its author can take back; with a GPU nothing changes, without one the program runs
     on the CPU where it stopped.
+    In a method of an `nn.Module` that makes no parameter or buffer of its own but is given its
+    submodules (`self.extractor = extractor` in `__init__`: an abstract base whose subclasses
+    build them), `.to(next(self.parameters()).device)` is unsafe: nothing in the file shows the
+    module has a parameter, without which `next(...)` raises `StopIteration`.
     """
 
     code = "TFD001"
@@ -246,7 +250,7 @@ class CudaCall(Codemod):
         if guarded is not None:
             device: DeviceExpr | NoDevice = DeviceExpr(guarded)
         else:
-            device = self.device_source.for_site(original_node, ignore_flag=id(original_node) in self._asks_itself)
+            device = self.device_source.for_site(original_node, ignore_flag=id(original_node) in self._asks_itself, unproven=True)
         if isinstance(device, NoDevice):
             self._declined.add(id(original_node))
             self.report(original_node, f"`.cuda()`: {device.reason}", fixable=False)
@@ -257,7 +261,9 @@ class CudaCall(Codemod):
             message += f"; the guard `{self._flag_guards.shown(flag_guard)}` stays because {stays}"
         if doubt is not None:
             message += f"; unsafe: the run defines {doubt[1]} with their own `cuda()`/`to()`, and nothing shows what `{nodes.code_of(receiver)}` is"
-        if not self.report(original_node, message, safe=False if doubt is not None else None):
+        elif device.unproven is not None:
+            message += f"; unsafe: {device.unproven}"
+        if not self.report(original_node, message, safe=False if doubt is not None or device.unproven is not None else None):
             return updated_node
         self._rewritten.add(id(original_node))
         self._device_of[id(original_node)] = device.code
