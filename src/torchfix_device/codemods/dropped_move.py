@@ -148,9 +148,9 @@ class DroppedMove(Codemod):
             if self._is_module_attribute(receiver):
                 return updated_node
             shown = nodes.code_of(receiver)
-            self.report(
+            self.report(  # the same words for `.cuda()` and the `.to(device)` TFD001 makes of it
                 original_node,
-                f"result of `{shown}.{method}(...)` is dropped: assign it back by hand; for an nn.Parameter "
+                f"the moved `{shown}` is dropped: assign it back by hand; for an nn.Parameter "
                 "assign its `.data`, for a tensor attribute register a buffer",
                 fixable=False,
             )

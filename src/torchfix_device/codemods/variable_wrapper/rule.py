@@ -19,7 +19,7 @@ from torchfix_device.codemods.variable_wrapper.import_removal import VariableImp
 from torchfix_device.codemods.variable_wrapper.star_doubts import StarImportReview, spelt_variable
 from torchfix_device.codemods.variable_wrapper.shapes import (
     atom, attribute_self_assignment, data_receiver, is_self_assignment, is_true, literal_data,
-    method_call, unsupported,
+    method_call, requires_grad_arg, unsupported,
 )
 
 VARIABLE = {"torch.autograd.Variable", "torch.autograd.variable.Variable"}
@@ -96,8 +96,10 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
     ```
 
     ## Not rewritten
-    Calls with `*args`/`**kwargs`, `data=` by keyword, more than one positional argument, other
-    keywords, or a `volatile=` whose value runs code: reported for manual review.
+    Calls with `*args`/`**kwargs`, `data=` by keyword, more than two positional arguments (the
+    second is `requires_grad`, in PyTorch 0.3 as since: `Variable(x, flag)` is
+    `Variable(x, requires_grad=flag)`; a third was `volatile`), other keywords, or a `volatile=`
+    whose value runs code: reported for manual review.
     `Variable` used as another value (`issubclass(T, Variable)`, a tuple in `isinstance`) is left
     alone, and so is a `Variable` that may be anything else (a lambda, a class or a parameter of
     that name). One bound by a star import counts where the run proves it is torch's (`from net
@@ -244,7 +246,7 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         if problem:
             self.report(original_node, f"`Variable(...)` {problem}: remove the wrapper by hand", fixable=False)
             return updated_node
-        requires = nodes.keyword_arg(updated_node, "requires_grad")
+        requires = requires_grad_arg(updated_node)
         requires_value = None if requires is None or m.matches(requires.value, m.Name("False")) else requires.value
         new, shown, why_unsafe = self._unwrapped(original_node, updated_node, requires_value)
         message = f"`Variable(...)` is a deprecated wrapper since PyTorch 0.4: use {shown}"

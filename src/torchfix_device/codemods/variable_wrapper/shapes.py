@@ -23,17 +23,24 @@ def unsupported(call: cst.Call) -> str | None:
     if any(a.star for a in call.args):
         return "with `*args`/`**kwargs`"
     positional = nodes.positional_args(call)
-    if len(positional) != 1 or call.args[0].keyword is not None:
-        return "without exactly one positional argument"
+    if len(positional) not in (1, 2) or call.args[0].keyword is not None:
+        return "without one or two positional arguments"
     if nodes.is_none(positional[0].value):
         return "of `None` (an empty tensor: `torch.empty(0)`)"
-    for arg in call.args[1:]:
+    for arg in call.args[len(positional):]:
         keyword = arg.keyword.value if arg.keyword else ""
-        if keyword not in ("requires_grad", "volatile"):
+        if keyword not in ("requires_grad", "volatile") or (keyword == "requires_grad" and len(positional) == 2):
             return f"with `{keyword}=`"
         if keyword == "volatile" and not _without_side_effects(arg.value):
             return "with a `volatile=` whose value runs code"
     return None
+
+
+def requires_grad_arg(call: cst.Call) -> cst.Arg | None:
+    """``Variable(x, requires_grad=r)``'s argument, or the second positional one: ``requires_grad``
+    in PyTorch 0.3 as since (``Variable(data, requires_grad, volatile)``)."""
+    positional = nodes.positional_args(call)
+    return positional[1] if len(positional) == 2 else nodes.keyword_arg(call, "requires_grad")
 
 
 def _without_side_effects(expr: cst.BaseExpression) -> bool:
