@@ -4,7 +4,7 @@ import libcst as cst
 from torchfix_device.syntax import nodes
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts, calls_to, has_keyword
-from torchfix_device.devices.source import NoDevice
+from torchfix_device.devices.source import DeviceExpr, NoDevice
 from torchfix_device.facts import kinds
 from torchfix_device.facts import values as facts_values
 
@@ -65,7 +65,8 @@ class TorchLoadWithoutMapLocation(Codemod):
 
     ## Fix safety
     Safe. The loaded values are the same; only where they live changes, and they are placed
-    where the code that uses them runs. `map_location="cpu"` for `m.load_state_dict(...)` is
+    where the code that uses them runs. In a module given its submodules (see TFD001),
+    `map_location=next(self.parameters()).device` is unsafe. `map_location="cpu"` for `m.load_state_dict(...)` is
     safe where `m` is shown to be a `torch.nn` module or `torch.optim` optimizer (made by one,
     or by an `nn.Module` class of the file, or the method's own `self`, where no class of the
     file defines `load_state_dict`); else unsafe: a `load_state_dict` of the project's own may
@@ -98,7 +99,13 @@ class TorchLoadWithoutMapLocation(Codemod):
             if self.report(original_node, "`torch.load` without `map_location` in a data set: add `map_location=\"cpu\"`, where a `DataLoader` and its workers expect its data"):
                 return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')
             return updated_node
-        device = self.device_source.for_site(original_node, chooses_location=True)
+        device = self.device_source.for_site(original_node, chooses_location=True, unproven=True)
+        if isinstance(device, DeviceExpr) and device.unproven is not None:
+            if self._state_receiver(original_node) is None:  # else "cpu", which needs no parameter (below)
+                if self.report(original_node, f"`torch.load` without `map_location`: add `map_location={device.code}`; unsafe: {device.unproven}", safe=False):
+                    return nodes.add_keyword_arg(updated_node, "map_location", device.code)
+                return updated_node
+            device = NoDevice(device.unproven)
         if isinstance(device, NoDevice):
             receiver = self._state_receiver(original_node)
             if receiver is None:
