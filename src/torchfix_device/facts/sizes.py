@@ -57,7 +57,7 @@ from torchfix_device.facts import dims as facts_dims
 from torchfix_device.facts.counts import is_count
 from torchfix_device.facts import kinds
 from torchfix_device.facts.losses import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
-from torchfix_device.facts.values import PARAM, PART, VALUE, ModuleValues
+from torchfix_device.facts.values import AUGMENTED, PARAM, PART, VALUE, ModuleValues
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 
@@ -254,6 +254,10 @@ class SizeEvidence(LossEvidence):
                 return None
             for part in parts if parts is not None else [value]:
                 found = combine(found, self.size(part))
+                if found is None:
+                    return None
+            if isinstance(node, cst.Name) and self.values.bound(node).kind == AUGMENTED:
+                found = combine(found, self.name_size(node))  # `x /= n`: what `x` held before, too
                 if found is None:
                     return None
         return found
