@@ -142,7 +142,7 @@ class ModuleMethodDevice:
                 info.attr_devices.append((index, expr))
             info.has_parameters = info.has_parameters or is_param
             given = _given_attribute(stmt, info.init)
-            if given is not None:
+            if given is not None and _used_as_module(cls, given):
                 info.given_modules.append(given)
         return info
 
@@ -174,6 +174,17 @@ class ModuleMethodDevice:
         called = nodes.dotted_name(small.value.func)
         is_layer = any(q.startswith("torch.nn.") for q in qualified) or called in module_class_names
         return None, is_layer
+
+
+def _used_as_module(cls: cst.ClassDef, attr: str) -> bool:
+    """``self.<attr>(...)`` is called, or an attribute of it read, in the class (a submodule, not
+    a number or a flag)."""
+    for node in traversal.walk(cls):
+        if isinstance(node, (cst.Call, cst.Attribute)):
+            inner = node.func if isinstance(node, cst.Call) else node.value
+            if m.matches(inner, m.Attribute(m.Name("self"), m.Name(attr))):
+                return True
+    return False
 
 
 def _given_attribute(stmt: cst.BaseStatement, init: cst.FunctionDef) -> str | None:
