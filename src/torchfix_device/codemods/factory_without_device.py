@@ -74,9 +74,6 @@ class FactoryWithoutDevice(Codemod):
     Safe. The values are drawn from the same generator in the same order; only where the new
     tensor lives changes, and it is placed with the module it is used with. (On a CUDA device the
     random numbers come from the CUDA generator, which the CPU-only check cannot compare.)
-    In a module given its submodules (`self.rnn = rnn` in `__init__`, see TFD001),
-    `device=next(self.parameters()).device` is unsafe: nothing in the file shows the module has
-    a parameter.
     """
 
     code = "TFD003"
@@ -118,13 +115,11 @@ class FactoryWithoutDevice(Codemod):
         function = self.function_stack[-1] if self.function_stack else None
         if function is not None and function.name.value == "__init__" and self.device_source.enclosing_module_class():
             return updated_node
-        device = self.device_source.for_site(original_node, allow_global=False, unproven=True)
+        device = self.device_source.for_site(original_node, allow_global=False)
         shown = nodes.code_of(original_node.func)
         if isinstance(device, NoDevice):
             self.report(original_node, f"`{shown}(...)` creates a CPU tensor: {device.reason}", fixable=False)
             return updated_node
-        unsafe = f"; unsafe: {device.unproven}" if device.unproven is not None else ""
-        safe = False if device.unproven is not None else None
         if legacy:
             rewritten = legacy_constructors.legacy_constructor_call(updated_node, self._torch, legacy[0], device.code, legacy_constructors.lone_data(self, original_node))
             if rewritten is None:
@@ -132,10 +127,10 @@ class FactoryWithoutDevice(Codemod):
                 data = f"{self._torch}.tensor(..., dtype={self._torch}.{legacy[0]}, device={device.code})"
                 self.report(original_node, f"legacy `{shown}(...)` creates a CPU tensor and nothing shows whether its argument is a size or data: write `{factory}` for a size or `{data}` for data", fixable=False)
                 return updated_node
-            if self.report(original_node, f"legacy `{shown}(...)` creates a CPU tensor: use a factory with `device={device.code}`{unsafe}", safe=safe):
+            if self.report(original_node, f"legacy `{shown}(...)` creates a CPU tensor: use a factory with `device={device.code}`"):
                 return rewritten
             return updated_node
-        if self.report(original_node, f"`{shown}(...)` creates a CPU tensor: add `device={device.code}`{unsafe}", safe=safe):
+        if self.report(original_node, f"`{shown}(...)` creates a CPU tensor: add `device={device.code}`"):
             return nodes.add_keyword_arg(updated_node, "device", device.code)
         return updated_node
 
