@@ -84,7 +84,7 @@ class ModuleMethodDevice:
             return NoDevice("static or class method: no module to take the device from")
         if method.name.value == "__init__":
             return NoDevice("inside __init__ the module has no device yet")
-        tensor_arg = self._tensor_argument(method)
+        tensor_arg = self._tensor_argument(method, cls)
         if tensor_arg is not None:
             return DeviceExpr(f"{tensor_arg}.device")
         info = self._info(cls)
@@ -106,7 +106,7 @@ class ModuleMethodDevice:
         return NoDevice("the module defines no parameter or buffer to take the device from")
 
     @staticmethod
-    def _tensor_argument(method: cst.FunctionDef) -> str | None:
+    def _tensor_argument(method: cst.FunctionDef, cls: cst.ClassDef | None = None) -> str | None:
         params = nodes.all_params(method)[1:]
         for param in params:
             if param.annotation is not None:
@@ -115,7 +115,8 @@ class ModuleMethodDevice:
                     return param.name.value
         if method.name.value == "forward":
             first = nodes.first_positional_param(method)
-            if first is not None and first.annotation is None and not _not_a_tensor(first, method):
+            if first is not None and first.annotation is None and not _not_a_tensor(first, method) \
+                    and not (cls is not None and _called_with_a_number(cls)):
                 return first.name.value
             if first is not None:
                 return _first_unpacked(first, method)
@@ -244,7 +245,8 @@ def _not_a_tensor(param: cst.Param, method: cst.FunctionDef) -> bool:
     """``param`` is a size, a count or a flag, by its name (``batch_size``, ``n_*``,
     ``num_*``, ``dim``, ``training``), its default, or its use in the body (a size given to a
     factory or a shape method, ``range(param)``, an ``if param:`` test); or a tuple, by its
-    unpacking in the body (``sent, sent_len = sent_tuple``: a tuple has no ``.device``)."""
+    unpacking in the body (``sent, sent_len = sent_tuple``: a tuple has no ``.device``); or a
+    NumPy array, given to ``torch.from_numpy``."""
     name = param.name.value
     if param.default is not None or _named_like_a_size(name):
         return True
@@ -259,10 +261,27 @@ def _not_a_tensor(param: cst.Param, method: cst.FunctionDef) -> bool:
                 return True
         elif isinstance(node, (cst.If, cst.While, cst.IfExp)) and m.matches(node.test, m.Name(name)):
             return True
+        if isinstance(node, cst.Call) and (nodes.dotted_name(node.func) or "").rsplit(".", 1)[-1] == "from_numpy" and any(
+            isinstance(n, cst.Name) and n.value == name for a in node.args for n in traversal.walk(a.value)
+        ):
+            return True  # `torch.from_numpy(image...)`: a NumPy array
         elif isinstance(node, cst.Assign) and m.matches(node.value, m.Name(name)) and any(
             isinstance(t.target, (cst.Tuple, cst.List)) for t in node.targets
         ):
             return True
+    return False
+
+
+def _called_with_a_number(cls: cst.ClassDef) -> bool:
+    """The class calls itself with a number first (``self(0., x)``): ``forward``'s first
+    argument is no tensor (a dropout rate, a temperature)."""
+    for node in traversal.walk(cls):
+        if isinstance(node, cst.Call) and m.matches(node.func, m.Name("self")) and node.args and node.args[0].keyword is None:
+            first = node.args[0].value
+            if isinstance(first, cst.UnaryOperation):
+                first = first.expression
+            if isinstance(first, (cst.Integer, cst.Float)):
+                return True
     return False
 
 

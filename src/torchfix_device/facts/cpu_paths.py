@@ -64,7 +64,8 @@ def _placements(values: "ModuleValues", scope: cst.CSTNode) -> list[cst.CSTNode]
             if not (node.func.attr.value in ("to", "type") and _cpu_types_only(node)):
                 found.append(node)
         elif isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in PLACING_KEYWORDS:
-            if not _own_device(node.value) and not _into_state_dict(values, values.parent(node)):
+            cpu = isinstance(node.value, cst.SimpleString) and node.value.evaluated_value == "cpu"
+            if not cpu and not _own_device(node.value) and not _into_state_dict(values, values.parent(node)):
                 found.append(node)
         elif isinstance(node, cst.Call) and (nodes.dotted_name(node.func) or "").rpartition(".")[2] == "load":
             if any(q.endswith(".load") and q.startswith("torch.") for q in values.names(node.func)) \

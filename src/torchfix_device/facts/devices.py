@@ -273,15 +273,22 @@ def _moves(values: "facts_values.ModuleValues") -> bool:
     loads = []
     for node in traversal.walk(values.module):
         if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in DEVICE_KEYWORDS:
-            if not _follows_a_tensor(values, node.value):
+            if not _follows_a_tensor(values, node.value) and not _the_cpu(node.value):
                 return True
         if isinstance(node, cst.Attribute) and node.attr.value in DEVICE_WORDS and not _follows_a_tensor(values, node):
             return True
         if isinstance(node, cst.ImportAlias) and set((nodes.dotted_name(node.name) or "").split(".")) & DEVICE_WORDS:
             return True
-        if isinstance(node, cst.Call) and (nodes.dotted_name(node.func) or "").rpartition(".")[2] == "load":
+        if isinstance(node, cst.Call) and (nodes.dotted_name(node.func) or "").rpartition(".")[2] == "load" \
+                and nodes.keyword_arg(node, "map_location") is None \
+                and not (len(node.args) >= 2 and node.args[1].keyword is None and _the_cpu(node.args[1].value)):
             loads.append(node)  # `torch.load`, `T.load`, `load` imported from torch: resolved last
     return any(values.names(call.func) & TORCH_LOAD for call in loads)
+
+
+def _the_cpu(expr: cst.BaseExpression) -> bool:
+    """``"cpu"`` (as in ``map_location="cpu"``): no device other than the CPU."""
+    return isinstance(expr, cst.SimpleString) and expr.evaluated_value == "cpu"
 
 
 def _follows_a_tensor(values: "facts_values.ModuleValues", expr: cst.BaseExpression) -> bool:
