@@ -234,26 +234,10 @@ def _is_loader(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> 
 
 
 def _param_loader(values: "ModuleValues", node: cst.CSTNode, function: cst.FunctionDef, depth: int) -> bool:
-    from torchfix_device.facts.uses import calls_of
+    from torchfix_device.facts.uses import passed_to
 
-    if not getattr(values.view, "imported_by_none", False) or function.decorators:
-        return False
-    if isinstance(values.parent(values.parent(function) or function), cst.ClassDef):
-        return False
-    params = list(function.params.params)
-    index = next((i for i, p in enumerate(params) if p is node or p.name is node), None)
-    calls = calls_of(values, function)
-    if index is None or not calls:
-        return False
-    for call in calls:
-        if nodes.has_star_args(call):
-            return False
-        given = nodes.keyword_arg(call, params[index].name.value)
-        positional = nodes.positional_args(call)
-        arg = given if given is not None else (positional[index] if len(positional) > index else None)
-        if arg is None or not _is_loader(values, arg.value, depth + 1):
-            return False
-    return True
+    given = passed_to(values, node, function)
+    return bool(given) and all(_is_loader(values, value, depth + 1) for value in given)
 
 
 def _places_nothing(values: "ModuleValues", loader: cst.Call) -> bool:

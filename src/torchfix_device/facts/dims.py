@@ -171,28 +171,15 @@ def _whole_target(values: "ModuleValues", node: cst.CSTNode) -> bool:
 
 
 def _param_dims(values: "ModuleValues", node: cst.CSTNode, function: cst.FunctionDef, depth: int) -> int | None:
-    """A positional parameter of a plain function of a file no other file imports (a script, a
-    notebook): the dimensions every call of the file passes it, where they agree."""
-    from torchfix_device.facts.uses import calls_of
+    """A parameter of a plain function of a file no other file imports (a script, a notebook):
+    the dimensions every call of the file passes it, where they agree."""
+    from torchfix_device.facts.uses import passed_to
 
-    if not getattr(values.view, "imported_by_none", False) or function.decorators or depth > MAX_DEPTH // 2:
+    given = passed_to(values, node, function) if depth <= MAX_DEPTH // 2 else None
+    if not given:
         return None
-    if isinstance(values.parent(values.parent(function) or function), cst.ClassDef):
-        return None
-    params = list(function.params.params)
-    index = next((i for i, p in enumerate(params) if p is node or p.name is node), None)
-    calls = calls_of(values, function)
-    if index is None or not calls:
-        return None
-    found: set[int | None] = set()
-    for call in calls:
-        positional = nodes.positional_args(call)
-        if nodes.has_star_args(call) or len(positional) <= index:
-            return None
-        found.add(dims(values, positional[index].value, depth + 1))
-        if None in found or len(found) > 1:
-            return None
-    return found.pop()
+    found = {dims(values, value, depth + 1) for value in given}
+    return found.pop() if len(found) == 1 else None
 
 
 def _ones_only(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:

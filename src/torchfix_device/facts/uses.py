@@ -40,6 +40,7 @@ import libcst as cst
 from torchfix_device.facts import kinds, project_attributes
 from torchfix_device.facts.methods import method_calls
 from torchfix_device.facts.values import AUGMENTED, VALUE
+from torchfix_device.syntax import nodes
 
 if TYPE_CHECKING:
     from torchfix_device.facts.values import ModuleValues
@@ -344,6 +345,33 @@ def calls_of(values: "ModuleValues", function: cst.FunctionDef) -> list[cst.Call
             return []
         calls.append(parent)
     return calls
+
+
+def passed_to(values: "ModuleValues", param: cst.CSTNode, function: cst.FunctionDef) -> list[cst.BaseExpression] | None:
+    """What every call of this file gives the parameter ``param`` of ``function`` (positionally,
+    or by its name), where ``function`` is a plain, undecorated function (not a method) of a file
+    no other file of the run imports (a script, a notebook: it is called from the file alone);
+    None where that is not shown (no call, ``*args``, a call that leaves it to its default)."""
+    if not getattr(values.view, "imported_by_none", False) or function.decorators:
+        return None
+    if isinstance(values.parent(values.parent(function) or function), cst.ClassDef):
+        return None
+    params = list(function.params.params)
+    index = next((i for i, p in enumerate(params) if p is param or p.name is param), None)
+    calls = calls_of(values, function)
+    if index is None or not calls:
+        return None
+    found = []
+    for call in calls:
+        if nodes.has_star_args(call):
+            return None
+        given = nodes.keyword_arg(call, params[index].name.value)
+        positional = nodes.positional_args(call)
+        arg = given if given is not None else (positional[index] if len(positional) > index else None)
+        if arg is None:
+            return None
+        found.append(arg.value)
+    return found
 
 
 def _number_literal(value: cst.BaseExpression | None) -> bool:
