@@ -22,8 +22,9 @@ Each execution is a *leg*:
 
 ``argv`` sets ``sys.argv[1:]`` (the user's flags, e.g. ``--no-cuda``).
 
-What is observed (:func:`compare` says what must be equal): what the module-level code
-prints, the type of the exception it raises, the tensors bound at module level, and for every
+Each source runs as the script it is (``__name__ == "__main__"``, so a fixture's guarded main
+block runs too). What is observed (:func:`compare` says what must be equal): what the
+module-level code prints, the type of the exception it raises, the tensors bound at module level, and for every
 ``nn.Module`` instance in the namespace and every ``nn.Module`` subclass defined there that is
 constructible without arguments: ``state_dict()`` keys, ``requires_grad`` and device of every
 parameter and buffer, and the outputs of calling it on ``__inputs__[name]`` (a tuple of
@@ -304,6 +305,7 @@ def _execute(job: dict) -> dict:
     os.chdir(tempfile.mkdtemp(prefix="tfd-diff-"))  # files a script saves stay out of the tree
     module = types.ModuleType(MODULE_NAME)
     module.__file__ = job.get("filename", "script.py")
+    module.__dict__["__name__"] = "__main__"  # run as the script it is: its `if __name__ == "__main__":` block too
     sys.modules[MODULE_NAME] = module
     record: dict = {"error": None, "message": "", "device_error": False, "tensors": {}, "modules": {},
                     "loaded": {}}

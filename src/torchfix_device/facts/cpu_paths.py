@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from torchfix_device.facts.data_pipeline import DATALOADERS, ITERATION_BUILTINS, PASSING_ITERATORS
+from torchfix_device.facts.data_pipeline import DATALOADERS, iterated
 from torchfix_device.facts.values import ITEM, PARAM, VALUE
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
@@ -42,6 +42,7 @@ NOT_PLACING_CUDA = frozenset({"is_available", "manual_seed", "manual_seed_all", 
 """``torch.cuda.X`` that put no value anywhere."""
 PLACING_CALLS = frozenset({"to", "type", "set_default_tensor_type", "set_default_device"})
 PLACING_KEYWORDS = frozenset({"device", "map_location"})
+TORCH_LOAD = frozenset({"torch.load", "torch.serialization.load"})
 MAX_DEPTH = 6
 
 
@@ -64,12 +65,11 @@ def _placements(values: "ModuleValues", scope: cst.CSTNode) -> list[cst.CSTNode]
             if not (node.func.attr.value in ("to", "type") and _cpu_types_only(node)):
                 found.append(node)
         elif isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in PLACING_KEYWORDS:
-            cpu = isinstance(node.value, cst.SimpleString) and node.value.evaluated_value == "cpu"
-            if not cpu and not _own_device(node.value) and not _into_state_dict(values, values.parent(node)):
+            if not names_the_cpu(node.value) and not follows_a_tensor(values, node.value) \
+                    and not _into_state_dict(values, values.parent(node)):
                 found.append(node)
         elif isinstance(node, cst.Call) and (nodes.dotted_name(node.func) or "").rpartition(".")[2] == "load":
-            if any(q.endswith(".load") and q.startswith("torch.") for q in values.names(node.func)) \
-                    and not _into_state_dict(values, node):
+            if values.names(node.func) & TORCH_LOAD and not _into_state_dict(values, node):
                 found.append(node)
     return found
 
@@ -96,10 +96,19 @@ def _cpu_types_only(call: cst.Call) -> bool:
     return True
 
 
-def _own_device(expr: cst.BaseExpression) -> bool:
-    """``x.device``: the device of a value already placed."""
-    return isinstance(expr, cst.Attribute) and expr.attr.value == "device" and isinstance(expr.value, (cst.Name, cst.Attribute)) \
-        and nodes.dotted_name(expr.value) not in ("torch", None)
+def names_the_cpu(expr: cst.BaseExpression) -> bool:
+    """``"cpu"`` (as in ``map_location="cpu"``): no device other than the CPU."""
+    return isinstance(expr, cst.SimpleString) and expr.evaluated_value == "cpu"
+
+
+def follows_a_tensor(values: "ModuleValues", expr: cst.BaseExpression) -> bool:
+    """``x.device`` or ``self.w.device`` (as in ``device=x.device``, TFD003's rewrite): a value's
+    own device, which follows a tensor already placed and puts nothing on a device of its own
+    (never ``torch.device`` or ``T.device``: a module's, spelt any way)."""
+    return (
+        isinstance(expr, cst.Attribute) and expr.attr.value == "device"
+        and isinstance(expr.value, (cst.Name, cst.Attribute)) and not values.module_path(expr.value)
+    )
 
 
 def _into_state_dict(values: "ModuleValues", call: cst.CSTNode | None) -> bool:
@@ -189,15 +198,9 @@ def loader_item(values: "ModuleValues", bound: "Bound", depth: int = 0) -> bool:
 def _iterates_loaders(values: "ModuleValues", iterable: cst.BaseExpression, depth: int) -> bool:
     if depth > MAX_DEPTH:
         return False
-    if isinstance(iterable, cst.Call) and iterable.args and not nodes.has_star_args(iterable):
-        names = values.names(iterable.func)
-        passing = names & PASSING_ITERATORS or (
-            isinstance(iterable.func, cst.Name) and names == {f"builtins.{iterable.func.value}"}
-            and iterable.func.value in ITERATION_BUILTINS
-        )
-        if passing:
-            positional = nodes.positional_args(iterable)
-            return bool(positional) and all(_iterates_loaders(values, a.value, depth + 1) for a in positional)
+    through = iterated(values.names, iterable)
+    if through is not None:
+        return bool(through) and all(_iterates_loaders(values, a, depth + 1) for a in through)
     return _is_loader(values, iterable, depth)
 
 

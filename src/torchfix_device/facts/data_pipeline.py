@@ -52,14 +52,9 @@ class DataPipelineEvidence:
 
     def elements_missing(self, iterable: cst.BaseExpression, name: str) -> str | None:
         """None when every element of ``iterable`` is grad-free (each part of it too)."""
-        if isinstance(iterable, cst.Call) and iterable.args and not any(a.star for a in iterable.args):
-            names = self.names(iterable.func)
-            through = names & PASSING_ITERATORS or (
-                isinstance(iterable.func, cst.Name) and names == {f"builtins.{iterable.func.value}"}
-                and iterable.func.value in ITERATION_BUILTINS
-            )
-            if through:
-                return _first(self.elements_missing(a.value, name) for a in iterable.args if a.keyword is None)
+        through = iterated(self.names, iterable)
+        if through is not None:
+            return _first(self.elements_missing(a, name) for a in through)
         loader = self.loader_missing(iterable)
         if loader is None or self.dataset_missing(iterable) is None:
             return None
@@ -143,6 +138,19 @@ class DataPipelineEvidence:
             return None
         given = (arg.keyword is not None and "transform" in arg.keyword.value) or isinstance(arg.value, (cst.List, cst.Tuple))
         return transform if given else value  # a list of transforms (`Compose`): the step's own gap
+
+
+def iterated(names: Callable[[cst.CSTNode], set[str]], iterable: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """What iterating ``iterable`` goes through, where it passes the elements of its positional
+    arguments on (``enumerate(x)``, ``zip(a, b)``, ``iter(x)``, ``tqdm(x, total=n)``): those
+    arguments; None for anything else."""
+    if not (isinstance(iterable, cst.Call) and iterable.args and not any(a.star for a in iterable.args)):
+        return None
+    found = names(iterable.func)
+    passing = found & PASSING_ITERATORS or (
+        isinstance(iterable.func, cst.Name) and found == {f"builtins.{iterable.func.value}"} and iterable.func.value in ITERATION_BUILTINS
+    )
+    return [a.value for a in iterable.args if a.keyword is None] if passing else None
 
 
 def iter_argument(names: Callable[[cst.CSTNode], set[str]], value: cst.BaseExpression | None) -> cst.BaseExpression | None:

@@ -255,7 +255,7 @@ def _class_on_cpu(codemod: "CodemodView", cls: cst.ClassDef, seen: frozenset[str
 DEVICE_WORDS = frozenset({"cuda", "to", "device", "set_default_tensor_type", "set_default_device"})
 """Attribute and imported names with which a file may put a value on a device."""
 DEVICE_KEYWORDS = frozenset({"device", "map_location"})
-TORCH_LOAD = frozenset({"torch.load", "torch.serialization.load"})
+TORCH_LOAD = cpu_paths.TORCH_LOAD
 MOVES = frozenset({"cuda", "to", "type", "type_as", "new", "pin_memory", "share_memory_"})
 """Tensor methods whose result may be on another device than the tensor (or moved in place)."""
 
@@ -273,32 +273,17 @@ def _moves(values: "facts_values.ModuleValues") -> bool:
     loads = []
     for node in traversal.walk(values.module):
         if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in DEVICE_KEYWORDS:
-            if not _follows_a_tensor(values, node.value) and not _the_cpu(node.value):
+            if not cpu_paths.follows_a_tensor(values, node.value) and not cpu_paths.names_the_cpu(node.value):
                 return True
-        if isinstance(node, cst.Attribute) and node.attr.value in DEVICE_WORDS and not _follows_a_tensor(values, node):
+        if isinstance(node, cst.Attribute) and node.attr.value in DEVICE_WORDS and not cpu_paths.follows_a_tensor(values, node):
             return True
         if isinstance(node, cst.ImportAlias) and set((nodes.dotted_name(node.name) or "").split(".")) & DEVICE_WORDS:
             return True
         if isinstance(node, cst.Call) and (nodes.dotted_name(node.func) or "").rpartition(".")[2] == "load" \
                 and nodes.keyword_arg(node, "map_location") is None \
-                and not (len(node.args) >= 2 and node.args[1].keyword is None and _the_cpu(node.args[1].value)):
+                and not (len(node.args) >= 2 and node.args[1].keyword is None and cpu_paths.names_the_cpu(node.args[1].value)):
             loads.append(node)  # `torch.load`, `T.load`, `load` imported from torch: resolved last
     return any(values.names(call.func) & TORCH_LOAD for call in loads)
-
-
-def _the_cpu(expr: cst.BaseExpression) -> bool:
-    """``"cpu"`` (as in ``map_location="cpu"``): no device other than the CPU."""
-    return isinstance(expr, cst.SimpleString) and expr.evaluated_value == "cpu"
-
-
-def _follows_a_tensor(values: "facts_values.ModuleValues", expr: cst.BaseExpression) -> bool:
-    """``x.device`` or ``self.w.device`` (as in ``device=x.device``, TFD003's rewrite): a value's
-    own device, which follows a tensor already placed and puts nothing on a device of its own
-    (never ``torch.device`` or ``T.device``: a module's, spelt any way)."""
-    return (
-        isinstance(expr, cst.Attribute) and expr.attr.value == "device"
-        and isinstance(expr.value, (cst.Name, cst.Attribute)) and not values.module_path(expr.value)
-    )
 
 
 def may_be_on_device(values: "facts_values.ModuleValues", expr: cst.BaseExpression) -> bool:

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from torchfix_device.facts import values as facts_values
+from torchfix_device.facts.methods import SELF_RETURNING
 from torchfix_device.facts.project_classes import TEXT_MARKERS, classes_in
 from torchfix_device.facts.tensor_clues import (  # noqa: F401 - part of this fact's interface
     ONE_TENSOR_LAYERS, TENSOR_ONLY_METHODS, TORCH_ONLY_METHODS, layer_class, method_doubt, numpy_doubt, tensor_by_method,
@@ -457,7 +458,7 @@ def copies_state_in(values: ModuleValues, receiver: cst.BaseExpression, depth: i
     if depth > MAX_DEPTH:
         return False
     if isinstance(receiver, cst.Call):
-        if isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value in ("to", "cuda", "cpu", "train", "eval"):
+        if isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value in SELF_RETURNING:
             return copies_state_in(values, receiver.func.value, depth + 1)
         names = values.names(receiver.func)
         if names and all(q.startswith(STATE_LOADERS) and not q.startswith("torch.optim.lr_scheduler.") for q in names):
@@ -483,8 +484,8 @@ def _class_bound(values: ModuleValues, name: cst.Name) -> bool:
 
 
 def _defines_state_loading(values: ModuleValues) -> bool:
-    """A class of this file defines ``load_state_dict``."""
-    return any(
+    """A class of this file defines ``load_state_dict`` (memoised per module version)."""
+    return values.facet("defines load_state_dict", lambda: any(
         isinstance(c, cst.ClassDef) and any(isinstance(s, cst.FunctionDef) and s.name.value == "load_state_dict" for s in c.body.body)
         for c in traversal.walk_statements(values.module)
-    )
+    ))
