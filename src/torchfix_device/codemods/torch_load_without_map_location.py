@@ -5,8 +5,9 @@ from torchfix_device.syntax import nodes
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts, calls_to, has_keyword
 from torchfix_device.devices.source import DeviceExpr, NoDevice
-from torchfix_device.facts import kinds
+from torchfix_device.facts import cpu_paths, kinds
 from torchfix_device.facts import values as facts_values
+from torchfix_device.facts.project_attributes import stays_on_cpu
 
 TORCH_LOAD = {"torch.load", "torch.serialization.load"}
 LOAD = frozenset({"load"})
@@ -34,6 +35,11 @@ class TorchLoadWithoutMapLocation(Codemod):
     `map_location="cpu"`: a module's or optimizer's `load_state_dict` copies each tensor to
     where its own are, so any location that exists does.
 
+    Where no file of the load's import group (the files of the run connected to its file by
+    imports, either way) puts a value on a device, `map_location="cpu"` instead of that default:
+    every value the loaded one meets is on the CPU (a CPU-only `predict.py` that `server.py`
+    imports), so the checkpoint is put there too, whatever device it was saved from.
+
     ## Why is this bad?
     `torch.load` puts every tensor back on the device it was saved from. A checkpoint written on
     a GPU fails to load on a CPU-only machine (`RuntimeError: Attempting to deserialize object on
@@ -59,7 +65,9 @@ class TorchLoadWithoutMapLocation(Codemod):
     functions of an `nn.Module`, where no module device exists (a static or class method takes
     the device as a function does), and calls where a
     user's flag decides the device but cannot give it (the load runs before the flag is final,
-    or the flag changes later, or guards test different flags): those are reported, rather than
+    or the flag changes later, or guards test different flags; or every move of the file lies in
+    the body of an `if` on a flag the load does not see, as `if cuda: x = x.cuda()` in a
+    function given `cuda` by `**vars(args)`): those are reported, rather than
     sent to the GPU on `torch.cuda.is_available()` alone against `--no-cuda` (unless read only
     by `load_state_dict`, above; never with `assign=True`, which keeps the loaded tensors).
 
@@ -100,6 +108,15 @@ class TorchLoadWithoutMapLocation(Codemod):
                 return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')
             return updated_node
         device = self.device_source.for_site(original_node, chooses_location=True, unproven=True)
+        if stays_on_cpu(facts_values.of(self)) and self._default_or_none(device):
+            if self.report(original_node, "`torch.load` without `map_location`: add `map_location=\"cpu\"`: no file of its "
+                           "import group puts a value on a device"):
+                return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')
+            return updated_node
+        flag = cpu_paths.flag_of_every_move(facts_values.of(self)) if self._default_or_none(device) else None
+        if flag is not None and isinstance(device, DeviceExpr):
+            device = NoDevice(f"every move of the file is under `if {flag}:`, which this load does not follow: "
+                              "`torch.cuda.is_available()` alone would load onto the GPU against the flag; choose one by hand")
         if isinstance(device, DeviceExpr) and device.unproven is not None:
             if self._state_receiver(original_node) is None:  # else "cpu", which needs no parameter (below)
                 if self.report(original_node, f"`torch.load` without `map_location`: add `map_location={device.code}`; unsafe: {device.unproven}", safe=False):
@@ -124,6 +141,11 @@ class TorchLoadWithoutMapLocation(Codemod):
             return nodes.add_keyword_arg(updated_node, "map_location", device.code)
         return updated_node
 
+
+    def _default_or_none(self, device: DeviceExpr | NoDevice) -> bool:
+        """No device, or only the file's default one (``torch.cuda.is_available()``), not a
+        module's, a parameter's or a flag's."""
+        return not isinstance(device, DeviceExpr) or device.unproven is not None or device.code == self.device_source.inserted_name
 
     def _state_receiver(self, load: cst.Call) -> cst.BaseExpression | None:
         """``m`` where the loaded value is only given to ``m.load_state_dict(...)``, whole (without

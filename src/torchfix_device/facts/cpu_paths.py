@@ -153,6 +153,58 @@ def _only_flag(values: "ModuleValues", test: cst.BaseExpression) -> bool:
     return True
 
 
+def flag_of_every_move(values: "ModuleValues") -> str | None:
+    """The flag (as spelt: ``cuda``, ``args.cuda``, ``self.use_gpu``) of the ``if`` whose body
+    holds each place of the file that may put a value on a device, where there is one for every
+    place and there are some, the ``torch.load`` calls without a location left out (TFD005 gives
+    them one); None otherwise (memoised per module version). A load outside those bodies that
+    took ``torch.cuda.is_available()``'s device would not follow the user's choice."""
+
+    def compute() -> str | None:
+        flags: list[str] = []
+        for place in placements(values):
+            if isinstance(place, cst.Call) and values.names(place.func) & TORCH_LOAD and nodes.keyword_arg(place, "map_location") is None:
+                continue
+            followed = _flag_device_of(values, place)
+            guard, child = values.parent(place), place
+            while followed is None and guard is not None:
+                if isinstance(guard, cst.If) and guard.body is child and _a_flag(guard.test):
+                    followed = nodes.code_of(guard.test)
+                guard, child = values.parent(guard), guard
+            if followed is None:
+                return None
+            flags.append(followed)
+        return flags[0] if flags else None
+
+    return values.facet("flag of every move", compute)
+
+
+def _flag_device_of(values: "ModuleValues", place: cst.CSTNode) -> str | None:
+    """``x.to(device)`` where every value of ``device`` is ``torch.device("cuda" if F ... else
+    "cpu")`` (TFD001's device of a flag): ``F``."""
+    if not (isinstance(place, cst.Call) and len(place.args) == 1 and isinstance(place.args[0].value, cst.Name)):
+        return None
+    found: set[str] = set()
+    for value in values.values_of(place.args[0].value):
+        if not (isinstance(value, cst.Call) and values.names(value.func) & {"torch.device"} and value.args
+                and isinstance(value.args[0].value, cst.IfExp)):
+            return None
+        test = value.args[0].value.test
+        while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            test = test.left
+        if not _a_flag(test):
+            return None
+        found.add(nodes.code_of(test))
+    return found.pop() if len(found) == 1 else None
+
+
+def _a_flag(test: cst.BaseExpression) -> bool:
+    """``cuda``, ``args.cuda``, ``self.use_gpu``: a name or an attribute of one, not a call
+    (``torch.cuda.is_available()`` decides as the default device does)."""
+    dotted = nodes.dotted_name(test)
+    return dotted is not None and "cuda.is_available" not in dotted
+
+
 def _within(values: "ModuleValues", node: cst.CSTNode, block: cst.CSTNode) -> bool:
     while node is not None and node is not block:
         node = values.parent(node)

@@ -25,7 +25,8 @@ host code (``x.numpy()``, ``np.array(x)``: TFD018). :func:`may_be_on_device` say
 
 - the file moves nothing to a device (:func:`moves_to_a_device`): no ``.cuda``, ``.to``,
   ``device`` (``torch.device``, ``device=``), ``map_location=``, ``torch.load`` (which TFD005
-  gives ``map_location=device``), ``set_default_tensor_type`` or ``set_default_device``
+  gives ``map_location=device``, unless no file of its import group places a value:
+  :mod:`~torchfix_device.facts.project_placements`), ``set_default_tensor_type`` or ``set_default_device``
   anywhere in it (``x.device`` of a value, as in TFD003's ``device=x.device``, follows a tensor
   already placed and does not count); then no codemod gives it a device either (every one
   starts from such a word), and its values are where the code that made them put them: the
@@ -55,6 +56,7 @@ from torchfix_device import torch_api
 from torchfix_device.facts import values as facts_values
 from torchfix_device.facts import cpu_paths, kinds
 from torchfix_device.facts.methods import only_method
+from torchfix_device.facts.project_attributes import stays_on_cpu
 from torchfix_device.torch_api import is_torch_module_class
 
 if TYPE_CHECKING:
@@ -283,7 +285,8 @@ def _moves(values: "facts_values.ModuleValues") -> bool:
                 and nodes.keyword_arg(node, "map_location") is None \
                 and not (len(node.args) >= 2 and node.args[1].keyword is None and cpu_paths.names_the_cpu(node.args[1].value)):
             loads.append(node)  # `torch.load`, `T.load`, `load` imported from torch: resolved last
-    return any(values.names(call.func) & TORCH_LOAD for call in loads)
+    # A `torch.load` TFD005 maps to the CPU (the import group places nothing) moves nothing.
+    return not stays_on_cpu(values) and any(values.names(call.func) & TORCH_LOAD for call in loads)
 
 
 def may_be_on_device(values: "facts_values.ModuleValues", expr: cst.BaseExpression) -> bool:

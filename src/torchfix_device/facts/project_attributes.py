@@ -37,7 +37,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
@@ -256,6 +256,8 @@ class FileAttributes:
     digest: str = ""
     functions: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     """The functions it imports from other files of the run (:mod:`.project_functions`)."""
+    on_cpu: bool = False
+    """Every file of its import group keeps its values on the CPU (:mod:`.project_placements`)."""
 
 
 class RunAttributes:
@@ -287,17 +289,30 @@ def resolved_imports(imports: Mapping[Path, "list[tuple[str, int]] | None"], res
 
 def run_attributes(
     programs: Mapping[Path, bytes], shown: Mapping[Path, str], resolved: Imports,
-    importable: Callable[[Path], Callable[[Path], bool]],
+    importable: Callable[[Path], Callable[[Path], bool]], on_cpu: "set[Path] | frozenset[Path]" = frozenset(),
 ) -> RunAttributes:
     """For each file of ``programs`` (absolute path → code; ``shown``: the name the run gives it;
     ``resolved``: its imports) that imports a class of another file with a table: those tables and
     the attribute names stored from outside in the files connected to it by imports; and the
-    functions it imports from other files of the run (:mod:`.project_functions`)."""
+    functions it imports from other files of the run (:mod:`.project_functions`); ``on_cpu``: the
+    files whose import group stays on the CPU (:func:`.project_placements.groups_on_cpu`)."""
+    files = _class_and_function_tables(programs, shown, resolved, importable)
+    for path in on_cpu:
+        found = files.get(shown[path]) or FileAttributes()
+        digest = hashlib.sha256(f"{found.digest}:on-cpu".encode()).hexdigest()[:16]
+        files[shown[path]] = replace(found, on_cpu=True, digest=digest)
+    return RunAttributes(files)
+
+
+def _class_and_function_tables(
+    programs: Mapping[Path, bytes], shown: Mapping[Path, str], resolved: Imports,
+    importable: Callable[[Path], Callable[[Path], bool]],
+) -> dict[str, FileAttributes]:
     functions = imported_functions(programs, resolved)
     tables = {path: class_attributes(data) for path, data in programs.items() if b"class " in data and b"self." in data}
     tables = {path: table for path, table in tables.items() if table}
     if not tables:
-        return RunAttributes({shown[path]: FileAttributes({}, frozenset(), digest, table) for path, (table, digest) in functions.items()})
+        return {shown[path]: FileAttributes({}, frozenset(), digest, table) for path, (table, digest) in functions.items()}
     attrs = {attr for table in tables.values() for kinds in table.values() for attr in kinds}
     edges: dict[Path, set[Path]] = {path: set() for path in programs}
     for path, found in resolved.items():
@@ -328,7 +343,7 @@ def run_attributes(
             files[shown[path]] = FileAttributes(classes, stored, hashlib.sha256(text.encode()).hexdigest()[:16], table)
         elif table:
             files[shown[path]] = FileAttributes({}, frozenset(), digest, table)
-    return RunAttributes(files)
+    return files
 
 
 def _components(edges: Mapping[Path, set[Path]]) -> dict[Path, int]:
@@ -347,6 +362,14 @@ def _components(edges: Mapping[Path, set[Path]]) -> dict[Path, int]:
 
 
 # -- asked by the facts ----------------------------------------------------------------------
+
+
+def stays_on_cpu(values: "ModuleValues") -> bool:
+    """Every file of this file's import group keeps its values on the CPU (the run's fact,
+    :mod:`.project_placements`; False where the file was not given one)."""
+    run: FileAttributes | None = getattr(values.view, "project_attributes", None)
+    return run is not None and run.on_cpu
+
 
 
 def attribute_kind(values: "ModuleValues", expr: "cst.Attribute") -> str | None:

@@ -37,6 +37,7 @@ from torchfix_device.run.interrupts import signal_of
 from torchfix_device.run.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.facts.project_attributes import Imports, RunAttributes, resolved_imports, run_attributes
+from torchfix_device.facts.project_placements import groups_on_cpu
 from torchfix_device.facts.project_classes import class_names, classes_of_data, imported_modules, reachable_classes, subclasses_of
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_imports import Resolver, RunStars, may_hold_star_import, resolve_star_imports
@@ -122,7 +123,8 @@ def _project_facts(
     (:mod:`torchfix_device.facts.star_imports`); and, with ``legacy`` (TFD017 is selected), the
     legacy autograd Functions and their uses (:mod:`torchfix_device.facts.legacy_function_run`;
     the files are read again only when there is one); what the attributes of the classes each
-    file imports from the run hold (:mod:`torchfix_device.facts.project_attributes`); and the files
+    file imports from the run hold (:mod:`torchfix_device.facts.project_attributes`), and whether its
+    import group keeps its values on the CPU (:mod:`torchfix_device.facts.project_placements`); and the files
     that no file of the run imports (:func:`unimported_files`). Unreadable files are left out (the run
     reports them)."""
     resolver = Resolver(roots)
@@ -165,7 +167,7 @@ def _project_facts(
     imports = {path: imported_modules(data) for path, data in absolute.items()}
     shown = {resolver.absolute(path): str(path) for path in programs}
     resolved = resolved_imports(imports, resolver.module_files)
-    attributes = run_attributes(absolute, shown, resolved, resolver.importable)
+    attributes = run_attributes(absolute, shown, resolved, resolver.importable, groups_on_cpu(absolute, resolved, resolver.importable))
     unimported = unimported_files(absolute, shown, resolved, resolver)
     if not defined:
         return {}, {}, stars, functions, attributes, unimported
