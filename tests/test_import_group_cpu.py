@@ -146,12 +146,29 @@ def test_a_dynamic_import_keeps_the_default_device(tmp_path: Path) -> None:
 
 
 def test_the_groups_of_a_run(tmp_path: Path) -> None:
-    root = _project(tmp_path / "p", lone="import torch\nx = torch.zeros(1).cuda()\n")
-    resolver = Resolver([root])
-    absolute = {resolver.absolute(p): p.read_bytes() for p in sorted(root.glob("*.py"))}
+    root = _project(tmp_path / "p", lone="import torch\nx = torch.zeros(1)\n")
+    other = tmp_path / "q"
+    other.mkdir()
+    (other / "gpu.py").write_text("import torch\nx = torch.zeros(1).cuda()\n", encoding="utf-8")
+    (other / "cpu.py").write_text("import torch\nx = torch.zeros(1)\n", encoding="utf-8")
+    resolver = Resolver([root, other])
+    absolute = {resolver.absolute(p): p.read_bytes() for p in sorted(tmp_path.glob("*/*.py"))}
     resolved = resolved_imports({p: imported_modules(d) for p, d in absolute.items()}, resolver.module_files)
-    staying = {p.name for p in groups_on_cpu(absolute, resolved, resolver.importable)}
-    assert staying == {"model.py", "train.py", "predict.py", "server.py"}
+    staying = {f"{p.parent.name}/{p.name}" for p in groups_on_cpu(absolute, resolved, resolver.importable)}
+    # q/cpu.py imports nothing that places, but a pickled object it loaded could bring q/gpu.py's classes
+    assert staying == {"p/model.py", "p/train.py", "p/predict.py", "p/server.py", "p/lone.py"}
+
+
+@pytest.mark.parametrize("where", ["layers.py", "nets/layers.py"])
+def test_a_file_of_the_folder_that_places_keeps_the_default_device(tmp_path: Path, where: str) -> None:
+    """A whole pickled model's class may come from any module the script can import by name,
+    imported or not: one that moves its inputs (``x = x.cuda()`` in ``forward``) needs the model
+    on the GPU where it was."""
+    root = _project(tmp_path / "p")
+    (root / where).parent.mkdir(exist_ok=True)
+    (root / where).write_text("import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return x.cuda()\n", encoding="utf-8")
+    out = run_cli("check", ".", "--no-cache", cwd=root).stdout.decode()
+    assert "map_location=device" in next(l for l in out.splitlines() if "TFD005" in l)
 
 
 @pytest.mark.parametrize("code, placing", [

@@ -5,7 +5,8 @@ import libcst as cst
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.facts import devices, kinds
 from torchfix_device.facts import values as facts_values
-from torchfix_device.facts.sizes import Size, SizeEvidence, numpy_subject, zero_index
+from torchfix_device.facts.sizes import Size, SizeEvidence
+from torchfix_device.syntax.nodes import numpy_subject, zero_index
 from torchfix_device.facts.stores import written_in_place
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.syntax import nodes

@@ -36,9 +36,10 @@ class TorchLoadWithoutMapLocation(Codemod):
     where its own are, so any location that exists does.
 
     Where no file of the load's import group (the files of the run connected to its file by
-    imports, either way) puts a value on a device, `map_location="cpu"` instead of that default:
-    every value the loaded one meets is on the CPU (a CPU-only `predict.py` that `server.py`
-    imports), so the checkpoint is put there too, whatever device it was saved from.
+    imports, either way) puts a value on a device, nor any file of the run in its folder or
+    below (where a pickled model's class may come from), `map_location="cpu"` instead of that
+    default: every value the loaded one meets is on the CPU (a CPU-only `predict.py` that
+    `server.py` imports), so the checkpoint is put there too, whatever device it was saved from.
 
     ## Why is this bad?
     `torch.load` puts every tensor back on the device it was saved from. A checkpoint written on
@@ -110,7 +111,7 @@ class TorchLoadWithoutMapLocation(Codemod):
         device = self.device_source.for_site(original_node, chooses_location=True, unproven=True)
         if stays_on_cpu(facts_values.of(self)) and self._default_or_none(device):
             if self.report(original_node, "`torch.load` without `map_location`: add `map_location=\"cpu\"`: no file of its "
-                           "import group puts a value on a device"):
+                           "import group or of its folder puts a value on a device"):
                 return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')
             return updated_node
         flag = cpu_paths.flag_of_every_move(facts_values.of(self)) if self._default_or_none(device) else None

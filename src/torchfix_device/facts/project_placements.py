@@ -18,8 +18,11 @@ group *stays on the CPU* where none of its files places, none imports dynamicall
 imports a module of the project that the run left out (a file found next to it or under the
 run's folders but not named in the run): then every value its code makes is on the CPU, and a
 checkpoint loaded there belongs on the CPU too (``map_location="cpu"``, TFD005), whatever
-device it was saved from. Modules outside the project (the standard library, installed
-packages) put none of its values anywhere.
+device it was saved from. A whole pickled object brings its class with it, from any module the
+script can import by name: so no file of the run in the script's folder or below it may place
+either (InferSent's ``demo.ipynb`` unpickles an encoder whose ``models.py`` moves its batches).
+Modules outside the project (the standard library, installed packages) put none of its values
+anywhere.
 """
 
 from __future__ import annotations
@@ -130,7 +133,8 @@ def groups_on_cpu(
     ``resolved``: each file's imports resolved to the files they may be, None where it imports
     dynamically: then it may import any file ``importable`` says it can, and it is doubtful)."""
     edges: dict[Path, set[Path]] = {path: set() for path in programs}
-    doubtful = set(placing_files(programs))
+    placing = placing_files(programs)
+    doubtful = set(placing)
     for path, found in resolved.items():
         if path not in edges:
             continue
@@ -158,4 +162,6 @@ def groups_on_cpu(
         seen |= group
         if not group & doubtful:
             staying |= group
-    return staying
+    # A pickled object's class is imported by the unpickler, from the script's folder or below.
+    placing_folders = {folder for path in placing for folder in path.parents}
+    return {path for path in staying if path.parent not in placing_folders}

@@ -128,6 +128,53 @@ class SelfAttributeEvidence(ProofMemo):
             found[key] = self._scan_attribute_values(cls, attr)
         return found[key]
 
+    def held(self, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        """What ``self.attr`` may hold, or an item of it (``self.attr[key]``, one index): every
+        value the class gives the attribute whole, or for an item every value stored into an
+        item and every value of a dict display given whole (``self.losses = {}``); None where
+        the receiver is no method's ``self``, something writes the attribute another way (an
+        in-place method), a whole value is stored beside items, or a whole value of an item's
+        attribute is no dict display."""
+        item = isinstance(expr, cst.Subscript)
+        if item:
+            if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+                return None
+            expr = expr.value
+        if not isinstance(expr, cst.Attribute):
+            return None
+        cls = self.class_of_self(expr.value)
+        values = self._attribute_values(cls, expr.attr.value) if cls is not None else None
+        if not values:
+            return None
+        found: list[cst.BaseExpression] = []
+        for value in values:
+            if not isinstance(value, cst.BaseExpression):
+                return None
+            statement = self.parent(value)
+            stored_in_item = isinstance(statement, cst.AugAssign) and isinstance(statement.target, cst.Subscript) or \
+                isinstance(statement, cst.Assign) and any(isinstance(t.target, cst.Subscript) for t in statement.targets)
+            if stored_in_item != item and not (item and isinstance(value, cst.Dict)):
+                return None
+            if isinstance(value, cst.Dict):
+                if not item or any(not isinstance(e, cst.DictElement) for e in value.elements):
+                    return None
+                found.extend(e.value for e in value.elements)
+            else:
+                found.append(value)
+        return found
+
+    def backward_called(self, expr: cst.BaseExpression) -> bool:
+        """``self.attr.backward()``, with no gradient, in some method of the file: the
+        attribute holds a one-element tensor there (``expr``: ``self.attr`` in a method)."""
+        if not isinstance(expr, cst.Attribute) or self.class_of_self(expr.value) is None:
+            return False
+        for node in self.attribute_index().attributes.get(expr.attr.value, ()):
+            above = self.parent(node)
+            call = self.parent(above) if isinstance(above, cst.Attribute) and above.attr.value == "backward" else None
+            if isinstance(call, cst.Call) and call.func is above and not call.args and self.class_of_self(node.value) is not None:
+                return True
+        return False
+
     def made_by_torch(self, receiver: cst.BaseExpression) -> bool:
         """``receiver`` (``self.seq``, a name) only ever holds objects that ``torch.nn``
         classes made (``nn.Sequential()``): no instance of a class of this file."""

@@ -48,6 +48,7 @@ one: indexing it raises (TFD006 turns it into ``loss.item()``).
 from __future__ import annotations
 
 import enum
+from functools import reduce
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -55,10 +56,12 @@ import libcst as cst
 import libcst.matchers as m
 from torchfix_device.facts import dims as facts_dims
 from torchfix_device.facts.counts import is_count
+from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts import kinds
 from torchfix_device.facts.losses import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
 from torchfix_device.facts.values import AUGMENTED, PARAM, PART, VALUE, ModuleValues
 from torchfix_device.syntax import nodes
+from torchfix_device.syntax.nodes import numpy_subject, zero_index
 from torchfix_device.syntax import traversal
 
 
@@ -109,6 +112,7 @@ class SizeEvidence(LossEvidence):
         self._memo: dict[tuple[int, ...], Size | None] = {}
         self._in_functions: set[int] = set()
         self._one_element: dict[int, bool] = {}
+        self._attributes: GradEvidence | None = None
 
     # -- expressions ------------------------------------------------------------------------
     def size(self, node: cst.BaseExpression) -> Size | None:
@@ -129,7 +133,10 @@ class SizeEvidence(LossEvidence):
             # `x.data[0]` / `x.data.numpy()[0]` of a scalar: the number (a later pass sees `x.item()`)
             data = node.value if m.matches(node.value, m.Attribute(attr=m.Name("data"))) else None
             subject = data.value if data is not None else numpy_subject(node)  # type: ignore[attr-defined]
-            return Size.NUMBER if subject is not None and _tensor(self.size(subject)) is not None else None
+            neutral, found = self._neutral, self.size(subject) if subject is not None else None
+            return Size.NUMBER if _tensor(found) or found is Size.NUMBER and self._neutral > neutral else None  # (or built from itself)
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            return self._held_size(node)  # `self.acc_loss`, `self.losses["total"]`
         if isinstance(node, cst.Name):
             found = self.name_size(node)
         elif isinstance(node, cst.Call):
@@ -162,6 +169,8 @@ class SizeEvidence(LossEvidence):
             return Size.NUMBER
         package, _, last = qualified.rpartition(".")
         only_positional = len(positional) == len(call.args)
+        if qualified in ("builtins.min", "builtins.max") and only_positional and len(positional) >= 2:
+            return reduce(combine, (self.size(a.value) for a in positional), Size.NUMBER)  # `min(max(k, 0), 1)`
         if package == "torch.nn.functional":
             if last in LOSS_FUNCTIONS:
                 return Size.ZERO_DIM if self.loss_call_reduces(last, call) else None
@@ -219,6 +228,19 @@ class SizeEvidence(LossEvidence):
         if "module" in kinds or len(functions) > 1:
             return None
         return Size.ZERO_DIM if self.loss_call_reduces(functions.pop(), call) else None
+
+    def _held_size(self, node: cst.Attribute | cst.Subscript) -> Size | None:
+        """What every value ``self.attr`` (or an item of it) may hold is shown to be (:meth:`.SelfAttributeEvidence.held`)."""
+        if self._attributes is None:
+            self._attributes = GradEvidence(self.values)
+        held = self._attributes.held(node)
+        key = tuple(id(v) for v in held or ())
+        if held is None or key in self._busy:
+            return None if held is None else Size.NUMBER  # a value built from itself: the others decide
+        self._busy.add(key)
+        found = reduce(combine, (self.size(v) for v in held), Size.NUMBER)
+        self._busy.discard(key)
+        return Size.ONE if found is None and self._attributes.backward_called(node) else found
 
     # -- names --------------------------------------------------------------------------------
     def name_size(self, name: cst.Name) -> Size | None:
@@ -474,25 +496,3 @@ def number_in_03(values: ModuleValues, node: cst.BaseExpression) -> Number03 | N
 def _tensor(size: Size | None) -> Size | None:
     """``size`` where it is a tensor's (a Python number has no ``.data``, ``.exp()``...)."""
     return size if size is not None and size is not Size.NUMBER else None
-
-
-def zero_index(node: cst.Subscript) -> bool:
-    if len(node.slice) != 1:
-        return False
-    index = node.slice[0].slice
-    return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
-
-
-def numpy_subject(node: cst.Subscript) -> cst.BaseExpression | None:
-    """``x`` of ``x.data.numpy()[0]``, ``x.data.cpu().numpy()[0]``, ``x.cpu().data.numpy()[0]``."""
-    call = node.value
-    if not (isinstance(call, cst.Call) and not call.args and m.matches(call.func, m.Attribute(attr=m.Name("numpy")))):
-        return None
-    receiver, seen_data = cst.ensure_type(call.func, cst.Attribute).value, False
-    while True:
-        if isinstance(receiver, cst.Call) and not receiver.args and m.matches(receiver.func, m.Attribute(attr=m.Name("cpu"))):
-            receiver = cst.ensure_type(receiver.func, cst.Attribute).value
-        elif isinstance(receiver, cst.Attribute) and receiver.attr.value == "data" and not seen_data:
-            receiver, seen_data = receiver.value, True
-        else:
-            return receiver if seen_data else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import libcst as cst
+import libcst.matchers as m
 
 
 def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
@@ -128,3 +129,26 @@ def without_statements(body: Sequence[cst.BaseStatement], removed: list[cst.CSTN
             carried = []
         kept.append(statement)
     return kept
+
+
+def zero_index(node: cst.Subscript) -> bool:
+    """``x[0]``: one index, the integer ``0``."""
+    if len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
+
+
+def numpy_subject(node: cst.Subscript) -> cst.BaseExpression | None:
+    """``x`` of ``x.data.numpy()[0]``, ``x.data.cpu().numpy()[0]``, ``x.cpu().data.numpy()[0]``."""
+    call = node.value
+    if not (isinstance(call, cst.Call) and not call.args and m.matches(call.func, m.Attribute(attr=m.Name("numpy")))):
+        return None
+    receiver, seen_data = cst.ensure_type(call.func, cst.Attribute).value, False
+    while True:
+        if isinstance(receiver, cst.Call) and not receiver.args and m.matches(receiver.func, m.Attribute(attr=m.Name("cpu"))):
+            receiver = cst.ensure_type(receiver.func, cst.Attribute).value
+        elif isinstance(receiver, cst.Attribute) and receiver.attr.value == "data" and not seen_data:
+            receiver, seen_data = receiver.value, True
+        else:
+            return receiver if seen_data else None

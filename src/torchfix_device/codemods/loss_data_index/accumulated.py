@@ -23,7 +23,8 @@ import libcst as cst
 from libcst.metadata import Assignment, FunctionScope, GlobalScope, PositionProvider
 from torchfix_device.syntax import nodes as _nodes
 from torchfix_device.syntax import traversal
-from torchfix_device.facts.sizes import ARITHMETIC, Size, SizeEvidence, zero_index
+from torchfix_device.facts.sizes import ARITHMETIC, Size, SizeEvidence
+from torchfix_device.syntax.nodes import zero_index
 
 if TYPE_CHECKING:
     from torchfix_device.codemods.base import Codemod

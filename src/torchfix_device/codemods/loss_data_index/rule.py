@@ -15,7 +15,8 @@ from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.dims import dims
 from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts.kinds import bound_values
-from torchfix_device.facts.sizes import Size, SizeEvidence, number_in_03, numpy_subject, zero_index
+from torchfix_device.facts.sizes import Size, SizeEvidence, number_in_03
+from torchfix_device.syntax.nodes import numpy_subject, zero_index
 from torchfix_device.facts.stores import store_of
 
 DATA = m.Attribute(attr=m.Name("data"))
@@ -294,6 +295,9 @@ class LossDataIndex(Codemod):
         a scalar (real indexing)."""
         if isinstance(subject, cst.Attribute) and subject.attr.value in NOT_SCALAR_ATTRS:
             return None, None
+        size = self.evidence.size(subject) if isinstance(subject, cst.Subscript) else None
+        if isinstance(subject, cst.Subscript) and size is not None and size is not Size.NUMBER:
+            return size, None  # `self.losses["total"]`: an item shown to be a scalar
         if not isinstance(subject, (cst.Name, cst.Call, cst.Attribute, cst.BinaryOperation, cst.UnaryOperation)):
             return None, None
         size = self.evidence.size(subject)
