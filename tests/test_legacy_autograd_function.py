@@ -92,7 +92,28 @@ def _cube(ns: dict) -> dict:
     return {"y": y, "grad": x.grad}
 
 
+def _stateful(ns: dict) -> dict:
+    x, weight = _leaf(ns["x"]), _leaf(torch.ones(4))
+    out = ((x * 2.0 + 1.0) * weight).view(-1, 2).sum(1)
+    out.sum().backward()
+    return {"out": out, "grad_x": x.grad, "grad_weight": weight.grad}
+
+
+def _reversed_half(ns: dict) -> dict:
+    x = _leaf(ns["x"])
+    y = x.view_as(x)
+    return {"y": y, "grad": torch.full_like(x, -0.5)}  # the gradient of a sum, reversed and halved
+
+
+def _signs(ns: dict) -> dict:
+    x = _leaf(ns["x"])
+    return {"y": x.sign().sign(), "grad": torch.ones_like(x), "signs": x.sign()}  # straight through
+
+
 REFERENCES = {
+    "stateful": _stateful,
+    "state_from_init": _reversed_half,
+    "instance_kept": _signs,
     "relu": _relu,
     "state_between_methods": _scaled_topk,
     "gradient_reversal": _gradient_reversal,
@@ -184,7 +205,71 @@ def test_a_use_in_another_file_that_apply_cannot_replace_keeps_every_file_as_it_
     out = done.stdout.decode()
     assert done.returncode == 1
     assert "ops/functions.py:4:1: TFD017 `Square` is a legacy autograd Function" in out
-    assert "used at train.py:10, where an instance of `Square` is kept, to be called later" in out
+    assert "used at train.py:10, where an instance of `Square` is kept, and used otherwise than called" in out
     assert out.count("[manual review]") == 3  # the class and both calls, each told
     assert run_cli("apply", "--select", "TFD017", "--no-cache", ".", cwd=root).returncode == 0
     assert {p: p.read_bytes() for p in root.rglob("*.py")} == files
+
+
+# -- state from __init__, across files -------------------------------------------------------------
+STATEFUL = '''
+    import torch
+
+
+    class Scale(torch.autograd.Function):
+        def __init__(self, factor, shift=0.0):
+            self.factor = float(factor)
+            self.shift = shift
+
+        def forward(self, x):
+            self.save_for_backward(x)
+            return x * x * self.factor + self.shift
+
+        def backward(self, grad_output):
+            x, = self.saved_tensors
+            return 2 * x * grad_output * self.factor
+'''
+MODEL = '''
+    import torch
+    import torch.nn as nn
+
+    from ops.functions import Scale
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super(Net, self).__init__()
+            self.scale = Scale(2.0, shift=1.0)
+
+        def forward(self, x):
+            return self.scale(x) + Scale(3)(x)
+
+
+    x = torch.arange(1.0, 4.0, requires_grad=True)
+    y = Net()(x)
+    y.sum().backward()
+    print(y.tolist(), x.grad.tolist())
+'''
+
+
+def test_state_from_init_moves_into_forward_in_every_file(tmp_path: Path) -> None:
+    """``Scale(2.0, shift=1.0)`` kept on a module of another file becomes a partial of ``apply``
+    with its state, ``Scale(3)(x)`` becomes ``Scale.apply(3, 0.0, x)`` (the default filled in);
+    the script runs and gives 5 x² + 1 and its gradient 10 x."""
+    root = tmp_path / "project"
+    (root / "ops").mkdir(parents=True)
+    (root / "ops" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "ops" / "functions.py").write_text(textwrap.dedent(STATEFUL).lstrip(), encoding="utf-8")
+    (root / "train.py").write_text(textwrap.dedent(MODEL).lstrip(), encoding="utf-8")
+    before = _run(root)
+    assert before.returncode != 0 and LEGACY_ERROR in before.stderr
+    assert run_cli("apply", "--select", "TFD017", "--no-cache", ".", cwd=root).returncode == 0
+    functions = (root / "ops" / "functions.py").read_text()
+    assert "    def forward(ctx, factor, shift, x):\n        ctx.factor = float(factor)\n        ctx.shift = shift\n" in functions
+    assert "return None, None, 2 * x * grad_output * ctx.factor" in functions and "__init__" not in functions
+    train = (root / "train.py").read_text()
+    assert "self.scale = functools.partial(Scale.apply, 2.0, 1.0)" in train and "Scale.apply(3, 0.0, x)" in train
+    after = _run(root)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.strip() == "[6.0, 21.0, 46.0] [10.0, 20.0, 30.0]"
+    assert run_cli("apply", "--diff", "--no-cache", ".", cwd=root).stdout == b""  # nothing left

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from torchfix_device.facts.legacy_functions import (
-    CODE, SUPPRESSED_CLASS, LegacyClass, Use, legacy_classes, may_define, parse, uses,
-)
+from torchfix_device.facts.legacy_function_uses import Use, uses
+from torchfix_device.facts.legacy_functions import CODE, SUPPRESSED_CLASS, LegacyClass, legacy_classes, may_define, parse
 
 
 @dataclass(frozen=True)
@@ -28,6 +27,8 @@ class RunClass:
     shown: str
     line: int
     problem: str | None
+    state: tuple[tuple[str, str | None], ...] = ()
+    """:attr:`~torchfix_device.facts.legacy_functions.LegacyClass.state`."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def scan_run(
             skipped.add(_normal(path))
         for found in legacy_classes(tree):
             problem = "its file is not rewritten in this run" if _normal(path) in skipped else found.problem
-            classes.append(RunClass(found.name, _normal(path), shown(path), found.line, problem))
+            classes.append(RunClass(found.name, _normal(path), shown(path), found.line, problem, found.state))
     if not classes:
         return RunLegacyFunctions()
     names = {c.name for c in classes}
@@ -165,7 +166,8 @@ def scan_run(
             continue
         own = legacy_classes(tree) if may_define(text) else []
         suppressions = parse_suppressions(text) if may_hold_directives(text) else None
-        for use in uses(tree, spelt, own):
+        states = {n: next(iter(same)).state if len(same) == 1 else None for n in spelt for same in [{c for c in classes if c.name == n}]}
+        for use in uses(tree, states, own):
             if not use.call:
                 block(use.name, use.line, use.why)
             elif suppressions is not None and suppressions.suppresses(use.line, CODE):
@@ -198,7 +200,7 @@ def decide(tree: ast.Module, run: RunLegacyFunctions | None, here: str | None, s
     top = [c for c in found if c.top_level]
     decisions.classes = {c.name: c for c in top}
     by_name: dict[str, list[Use]] = defaultdict(list)
-    for use in uses(tree, decisions.classes, top):
+    for use in uses(tree, {n: c.state for n, c in decisions.classes.items()}, top):
         by_name[use.name].append(use)
     for name, cls in decisions.classes.items():
         reason = SUPPRESSED_CLASS if suppressed(cls.line) else cls.problem

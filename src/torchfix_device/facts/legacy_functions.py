@@ -15,10 +15,16 @@ of them or none. A class is migrated only when
   torch's ``once_differentiable``), whose first parameter is used only as ``self.attr``, where
   ``attr`` is one of the context's (:data:`CONTEXT_API`) or one the two methods set on ``self``
   themselves, never rebound, in nested functions neither;
-- the instance carries no state: no ``__init__``, or one that only calls the base's;
-- every use of its name in the run is a call ``F()(args)`` without keywords (an import of it
-  under its own name aside), on a line no ``# noqa`` suppresses TFD017 on, in a file the run
-  rewrites (not skipped, not ``@generated``, parsed).
+- its ``__init__``, if any, only calls the base's or keeps its arguments on ``self``
+  (``self.scale = float(scale)``: made of its positional arguments, constants and a few
+  builtins; defaults constants): those become ``forward``'s first arguments after ``ctx``, set
+  on ``ctx`` as ``__init__`` set them, and each ``return`` of ``backward`` gives one ``None``
+  more per argument (a tuple display, or one value where ``forward`` takes one input);
+- every use of its name in the run (:mod:`.legacy_function_uses`) is a call ``F(a)(args)``
+  whose ``a`` fits ``__init__`` and without keywords to ``(args)``, or an instance kept
+  (``self.pool = F(2)``) whose every read in its file is a call (an import of it under its own
+  name aside), on a line no ``# noqa`` suppresses TFD017 on, in a file the run rewrites (not
+  skipped, not ``@generated``, parsed).
 
 Otherwise the class gets a :attr:`LegacyClass.problem`: it and its calls are reported for
 manual review, with what to do.
@@ -30,7 +36,6 @@ import ast
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 CODE = "TFD017"
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
@@ -57,20 +62,13 @@ class LegacyClass:
     renames: tuple[tuple[str, str, str], ...] = ()
     """(method, its first parameter, the new name) for ``forward`` and ``backward``."""
     drop_init: bool = False
-    """An ``__init__`` that only calls the base's: removed (no instance is made any more)."""
+    """An ``__init__`` that only calls the base's or keeps its arguments: removed (no instance is
+    made any more)."""
     top_level: bool = True
-
-
-@dataclass(frozen=True)
-class Use:
-    """An occurrence of a legacy class's name."""
-
-    name: str
-    line: int
-    call: bool
-    """``F()(args)`` without keywords: it becomes ``F.apply(args)``."""
-    why: str = ""
-    """Why it cannot be rewritten (for a use that is not a call)."""
+    state: tuple[tuple[str, str | None], ...] = ()
+    """The parameters of an ``__init__`` that keeps state (``self.scale = scale``), each with its
+    default's source (None: none): ``forward`` takes them first, after ``ctx``, and sets what
+    ``__init__`` set on ``ctx``; ``F(a)(x)`` becomes ``F.apply(a, x)``."""
 
 
 # -- one file --------------------------------------------------------------------------------
@@ -183,7 +181,7 @@ def _judge(cls: ast.ClassDef, bindings: _Bindings, top_level: bool) -> LegacyCla
     names = [s.name for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if any(names.count(m) > 1 for m in (*METHODS, "__init__")):
         return problem("it defines `forward`, `backward` or `__init__` twice")
-    init_attrs, init_problem, drop_init = _init(cls, bindings)
+    init_attrs, init_problem, drop_init, state = _init(cls, bindings)
     members = _class_members(cls)
     renames = []
     stored: set[str] = set()
@@ -207,7 +205,42 @@ def _judge(cls: ast.ClassDef, bindings: _Bindings, top_level: bool) -> LegacyCla
         renames.append((method.name, own, own if own == NEW_NAME or _spells(method, NEW_NAME) else NEW_NAME))
     if init_problem is not None:
         return problem(init_problem)
-    return LegacyClass(cls.name, cls.lineno, None, tuple(renames), drop_init, top_level)
+    state_problem = _state_problem(cls, methods, state)
+    if state_problem is not None:
+        return problem(state_problem)
+    return LegacyClass(cls.name, cls.lineno, None, tuple(renames), drop_init, top_level, state)
+
+
+def _state_problem(cls: ast.ClassDef, methods: list, state: tuple[tuple[str, str | None], ...]) -> str | None:  # noqa: ANN001
+    """Why state from ``__init__`` cannot become ``forward``'s first arguments: a parameter's
+    name is spelt in ``forward``/``backward``, or a ``return`` of ``backward`` cannot be given
+    one more ``None`` per parameter (not a tuple display where ``forward`` takes several inputs)."""
+    if not state:
+        return None
+    for method in methods:
+        clash = next((name for name, _ in state if name == NEW_NAME or _spells(method, name)), None)
+        if clash is not None:
+            return f"`__init__`'s `{clash}` is also spelt in `{method.name}`: rename it there, then migrate it"
+    forward, backward = _method(cls, "forward"), _method(cls, "backward")
+    inputs = len([*forward.args.posonlyargs, *forward.args.args]) - 1 if forward is not None else 0
+    if forward is not None and (forward.args.vararg or forward.args.kwonlyargs or forward.args.kwarg or forward.args.defaults):
+        return "`forward` takes `*args`, keywords or defaults, after which the state cannot come"
+    for ret in _returns(backward) if backward is not None else ():
+        if ret.value is None or (inputs != 1 and not isinstance(ret.value, ast.Tuple)):
+            return f"`backward` returns at line {ret.lineno} what cannot be given one more `None` per `__init__` argument"
+    return None
+
+
+def _returns(function: ast.AST) -> list[ast.Return]:
+    """The ``return`` statements of ``function`` itself (not of functions nested in it)."""
+    found, stack = [], list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            found.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _class_members(cls: ast.ClassDef) -> set[str]:
@@ -222,24 +255,64 @@ def _class_members(cls: ast.ClassDef) -> set[str]:
     return members - set(METHODS) - {"__init__"}
 
 
-def _init(cls: ast.ClassDef, bindings: _Bindings) -> tuple[set[str], str | None, bool]:
-    """(attributes ``__init__`` sets on ``self``, the state problem or None, whether it is a
-    trivial ``__init__`` to remove)."""
+def _init(cls: ast.ClassDef, bindings: _Bindings) -> tuple[set[str], str | None, bool, tuple[tuple[str, str | None], ...]]:
+    """(attributes ``__init__`` sets on ``self``, the state problem or None, whether the
+    ``__init__`` is removed, the parameters it keeps as state: :attr:`LegacyClass.state`)."""
     init = _method(cls, "__init__")
     if init is None:
-        return set(), None, False
+        return set(), None, False, ()
     positional = [*init.args.posonlyargs, *init.args.args]
     me = positional[0].arg if positional else None
     attrs = _stored_attributes(init, me) if me else set()
-    trivial = not init.decorator_list and me is not None and all(_trivial_init_statement(s, me, cls.name) for s in init.body)
-    if trivial and not isinstance(init, ast.AsyncFunctionDef):
-        return attrs, None, True
+    plain = not init.decorator_list and me is not None and not isinstance(init, ast.AsyncFunctionDef)
+    if plain and all(_trivial_init_statement(s, me, cls.name) for s in init.body):
+        return attrs, None, True, ()
+    params = [a.arg for a in positional[1:]]
+    defaults = [None] * (len(params) - len(init.args.defaults)) + [_constant_source(d) for d in init.args.defaults]
+    if plain and params and not (init.args.vararg or init.args.kwonlyargs or init.args.kwarg) \
+            and all(d is not None for d in defaults[len(params) - len(init.args.defaults):]) \
+            and all(_trivial_init_statement(s, me, cls.name) or _kept_argument(s, me, set(params)) for s in init.body):
+        return attrs, None, True, tuple(zip(params, defaults))
     stored = ", ".join(f"`self.{a}`" for a in sorted(attrs)) or "its state"
     return attrs, (
         f"its instances carry state from `__init__` ({stored}): pass each value to `{cls.name}.apply(...)` as one "
         "more argument, take it in `forward(ctx, ..., value)` and keep it as `ctx.<name>`, and return one more "
         "`None` from `backward` for it"
-    ), False
+    ), False, ()
+
+
+SAFE_BUILTINS = frozenset({"float", "int", "bool", "tuple", "list", "str", "len", "abs", "min", "max", "round"})
+
+
+def _kept_argument(statement: ast.stmt, me: str, params: set[str]) -> bool:
+    """``self.scale = float(spatial_scale)``: one attribute of ``self`` given a value made of
+    ``__init__``'s arguments, constants and a few builtins only (``forward`` computes it again,
+    from the same arguments)."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return False
+    target = statement.targets[0]
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me):
+        return False
+    allowed = (ast.Name, ast.Constant, ast.Call, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List, ast.Load, ast.operator, ast.unaryop)
+    for node in ast.walk(statement.value):
+        if not isinstance(node, allowed):
+            return False
+        if isinstance(node, ast.Name) and node.id not in params and node.id not in SAFE_BUILTINS:
+            return False
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in SAFE_BUILTINS and not node.keywords):
+            return False
+    return True
+
+
+def _constant_source(node: ast.expr) -> str | None:
+    """The source of a default that is a constant (``0.5``, ``-1``, ``None``, ``(7, 7)``), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _constant_source(node.operand) and "-" + _constant_source(node.operand)  # type: ignore[operator]
+    if isinstance(node, ast.Constant):
+        return repr(node.value)
+    if isinstance(node, ast.Tuple) and all(_constant_source(e) is not None for e in node.elts):
+        return ast.unparse(node)
+    return None
 
 
 def _trivial_init_statement(statement: ast.stmt, me: str, name: str) -> bool:
@@ -325,68 +398,3 @@ def _names_bound(node: ast.AST) -> list[str]:
 
 def positional_arg(method: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.arg:
     return [*method.args.posonlyargs, *method.args.args][0]
-
-
-# -- uses ------------------------------------------------------------------------------------
-def uses(tree: ast.Module, names: Iterable[str], own_classes: Sequence[LegacyClass] = ()) -> list[Use]:
-    """Every occurrence of ``names`` in ``tree`` (over-approximated: a local variable spelt the
-    same counts), each a call to rewrite or a use that blocks the migration. ``own_classes``:
-    the legacy classes of this file (their own bodies are theirs: a trivial ``__init__``'s
-    ``super(F, self)`` is removed with it)."""
-    wanted = set(names)
-    if not wanted:
-        return []
-    parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
-    removed_inits = _removed_inits(tree, own_classes)
-    defined_here = {c.name for c in own_classes if c.top_level}
-    found: list[Use] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.name in wanted and alias.asname not in (None, alias.name):
-                    found.append(Use(alias.name, node.lineno, False, f"imported as `{alias.asname}`"))
-            continue
-        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-        if name not in wanted:
-            continue
-        if _inside(node, removed_inits, parents):
-            continue
-        if not isinstance(node.ctx, ast.Load):
-            found.append(Use(name, node.lineno, False, f"`{name}` is bound again"))
-            continue
-        if isinstance(node, ast.Attribute) and name in defined_here:
-            found.append(Use(name, node.lineno, False, f"`.{name}` is read from a module in the file defining `{name}`"))
-            continue
-        found.append(_use(node, name, parents))
-    return found
-
-
-def _use(node: ast.expr, name: str, parents: dict) -> Use:  # noqa: ANN001
-    inner = parents.get(node)
-    if isinstance(inner, ast.Call) and inner.func is node:
-        outer = parents.get(inner)
-        if inner.args or inner.keywords:
-            return Use(name, node.lineno, False, f"`{name}(...)` is made with arguments")
-        if isinstance(outer, ast.Call) and outer.func is inner:
-            if outer.keywords:
-                return Use(name, node.lineno, False, f"`{name}()(...)` passes keywords, which `apply` does not take")
-            return Use(name, node.lineno, True)
-        return Use(name, node.lineno, False, f"an instance of `{name}` is kept, to be called later")
-    return Use(name, node.lineno, False, f"`{name}` is used otherwise than called as `{name}()(...)`")
-
-
-def _removed_inits(tree: ast.Module, own_classes: Sequence[LegacyClass]) -> set[int]:
-    """``id`` of each trivial ``__init__`` the migration removes."""
-    dropping = {c.name for c in own_classes if c.drop_init and c.problem is None}
-    return {
-        id(init) for cls in tree.body if isinstance(cls, ast.ClassDef) and cls.name in dropping
-        for init in [_method(cls, "__init__")] if init is not None
-    }
-
-
-def _inside(node: ast.AST, holders: set[int], parents: dict) -> bool:  # noqa: ANN001
-    while node is not None:
-        if id(node) in holders:
-            return True
-        node = parents.get(node)
-    return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchfix_device.facts.legacy_function_uses import fit_state
 from torchfix_device.facts.legacy_functions import LegacyClass
 
 
@@ -16,12 +17,15 @@ def migrate_class(node: cst.ClassDef, legacy: LegacyClass) -> cst.ClassDef:
     renames = {method: (old, new) for method, old, new in legacy.renames}
     body: list[cst.BaseStatement] = []
     lines_of_removed: list[cst.EmptyLine] | None = None
+    init = next((s for s in node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
     for statement in node.body.body:
         if isinstance(statement, cst.FunctionDef):
             method = statement.name.value
             if method == "__init__" and legacy.drop_init:
                 lines_of_removed = [line for line in statement.leading_lines if line.comment is None]
                 continue
+            if legacy.state and init is not None and method in ("forward", "backward"):
+                statement = _with_state(statement, init, legacy)
             if method in renames:
                 statement = _static(statement, *renames[method])
         if lines_of_removed is not None and isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.SimpleStatementLine, cst.BaseCompoundStatement)):
@@ -32,6 +36,57 @@ def migrate_class(node: cst.ClassDef, legacy: LegacyClass) -> cst.ClassDef:
             lines_of_removed = None
         body.append(statement)
     return node.with_changes(body=node.body.with_changes(body=body))
+
+
+def _with_state(method: cst.FunctionDef, init: cst.FunctionDef, legacy: LegacyClass) -> cst.FunctionDef:
+    """``forward`` takes ``__init__``'s arguments first (after its own first parameter) and sets
+    what ``__init__`` set, on its first parameter (renamed later with the rest); each ``return``
+    of ``backward`` gives one ``None`` more per argument, first."""
+    count = len(legacy.state)
+    if method.name.value == "backward":
+        return cst.ensure_type(method.visit(_MoreNones(count)), cst.FunctionDef)
+    me = method.params.params[0].name.value
+    init_self = init.params.params[0].name.value
+    params = list(method.params.params)
+    params[1:1] = [cst.Param(cst.Name(name)) for name, _ in legacy.state]
+    kept = [
+        cst.ensure_type(cst.SimpleStatementLine(assigns).visit(_Rename(init_self, me)), cst.SimpleStatementLine)
+        for s in init.body.body if isinstance(s, cst.SimpleStatementLine)
+        for assigns in [[b.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for b in s.body if isinstance(b, cst.Assign)]] if assigns
+    ]
+    body = list(method.body.body)
+    at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+        and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)) else 0
+    body[at:at] = kept
+    return method.with_changes(params=method.params.with_changes(params=params), body=method.body.with_changes(body=body))
+
+
+class _MoreNones(cst.CSTTransformer):
+    """``return a, b`` → ``return None, None, a, b``; ``return g`` → ``return None, None, g``
+    (the analysis has made sure a single value is one gradient); nested functions keep theirs."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.count, self.depth = count, 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.depth += 1
+        return self.depth == 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self.depth -= 1
+        return updated_node
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
+        value = updated_node.value
+        nones = [cst.Element(cst.Name("None")) for _ in range(self.count)]
+        if isinstance(value, cst.Tuple):
+            return updated_node.with_changes(value=value.with_changes(elements=[*nones, *value.elements]))
+        assert value is not None
+        return updated_node.with_changes(value=cst.Tuple([*nones, cst.Element(value)], lpar=[], rpar=[]))
 
 
 def _static(method: cst.FunctionDef, old: str, new: str) -> cst.FunctionDef:
@@ -61,8 +116,34 @@ class _Rename(cst.CSTTransformer):
         return updated_node.with_changes(keyword=original_node.keyword)
 
 
-def apply_call(call: cst.Call) -> cst.Call:
-    """``F()(args)`` → ``F.apply(args)`` (``call`` is the outer call)."""
+def apply_call(call: cst.Call, state: list[cst.BaseExpression]) -> cst.Call:
+    """``F()(args)`` → ``F.apply(args)``, ``F(a)(x)`` → ``F.apply(a, x)`` (``call`` is the outer
+    call; ``state``: :func:`state_values` of the inner one)."""
     inner = call.func
     assert isinstance(inner, cst.Call)
-    return call.with_changes(func=cst.Attribute(value=inner.func, attr=cst.Name("apply")))
+    args = [*(cst.Arg(v) for v in state), *call.args]
+    if state and call.args:
+        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) if i < len(state) else a for i, a in enumerate(args)]
+    return call.with_changes(func=cst.Attribute(value=inner.func, attr=cst.Name("apply")), args=args)
+
+
+def partial_call(inner: cst.Call, state: list[cst.BaseExpression]) -> cst.Call:
+    """``F(a)`` kept and called later → ``functools.partial(F.apply, a)``."""
+    apply = cst.Attribute(value=inner.func, attr=cst.Name("apply"))
+    return cst.Call(cst.Attribute(cst.Name("functools"), cst.Name("partial")), [cst.Arg(apply), *(cst.Arg(v) for v in state)])
+
+
+def state_values(inner: cst.Call, legacy_state: tuple[tuple[str, str | None], ...]) -> list[cst.BaseExpression] | None:
+    """The values ``F(...)`` (``inner``) gives ``__init__``'s arguments, in their order (defaults
+    filled in); None where they do not fit (:func:`~..legacy_functions.fit_state`)."""
+    positional = [a for a in inner.args if a.keyword is None]
+    if any(a.star for a in inner.args) or len(positional) != len([a for a in inner.args if a.keyword is None and not a.star]):
+        return None
+    keywords = {a.keyword.value: a.value for a in inner.args if a.keyword is not None}
+    fitted = fit_state(len(positional), list(keywords), legacy_state)
+    if fitted is None:
+        return None
+    return [
+        positional[f].value if isinstance(f, int) else cst.parse_expression(f[1:]) if f.startswith("=") else keywords[f]
+        for f in fitted
+    ]

@@ -6,7 +6,9 @@ from typing import Iterator
 import libcst as cst
 
 from torchfix_device.codemods.base import Codemod
-from torchfix_device.codemods.legacy_autograd_function.rewrite import apply_call, migrate_class
+from libcst.codemod.visitors import AddImportsVisitor
+
+from torchfix_device.codemods.legacy_autograd_function.rewrite import apply_call, migrate_class, partial_call, state_values
 from torchfix_device.facts.legacy_function_run import FileDecisions, RunLegacyFunctions, decide
 from torchfix_device.facts.legacy_functions import FUNCTION_BASES, SUPPRESSED_CLASS, parse
 from torchfix_device.prefilter.candidates import FileFacts
@@ -28,6 +30,14 @@ class LegacyAutogradFunction(Codemod):
     that only calls the base's is removed, and every call `F()(x)` becomes `F.apply(x)`, in the
     class's file and in the other files of the run (`from models.functions import F`). A
     `backward` decorated with torch's `once_differentiable` keeps it, under `@staticmethod`.
+
+    State kept by `__init__` (`def __init__(self, h, w, scale): self.scale = float(scale)`,
+    made of its arguments) moves into `forward`: its arguments come first, after `ctx`
+    (`forward(ctx, h, w, scale, x, rois)`), `ctx.scale = float(scale)` is set where `self.scale`
+    was, `backward` returns one `None` more for each (`return None, None, None, grad_x, None`),
+    `RoI(7, 7, 1/16.)(x, rois)` becomes `RoI.apply(7, 7, 1/16., x, rois)` (defaults filled in),
+    and an instance kept and only ever called (`self.roi = RoI(7, 7, 1/16.)`, then
+    `self.roi(x, rois)`) becomes `functools.partial(RoI.apply, 7, 7, 1/16.)`.
 
     ## Why is this bad?
     Since PyTorch 1.3 calling an instance of such a class raises `RuntimeError: Legacy autograd
@@ -70,15 +80,17 @@ class LegacyAutogradFunction(Codemod):
     A Function already in the new style (a static `forward`), and a class whose base is a
     project class called `Function` (or a name also bound otherwise in the file, or one a star
     import may bind) are left alone. Reported for manual review, with what to do, and left as
-    they are, class and calls alike: a class whose instances carry state from `__init__`
-    (`F(alpha)(x)` with `self.alpha = alpha`: pass it to `apply` as one more argument, take it in
-    `forward(ctx, x, alpha)`, keep it as `ctx.alpha`, return one more `None` from `backward`); one
-    whose `forward`/`backward` use `self` otherwise than for the context's attributes and their
-    own (a helper method, `self` passed on, a class attribute); one with other bases,
-    decorators, or nested in a function or class; and one of which a use anywhere in the run is
-    not a call `F()(...)` (an instance kept and called later, `isinstance`, a subclass, keywords
-    in the call, an import under another name, a `# noqa: TFD017` on a call, a file the run does
-    not rewrite). A file outside the run that calls the class cannot be seen: migrate it too.
+    they are, class and calls alike: a class whose `__init__` keeps other state (a tensor it
+    builds, a value of a global), or whose arguments are spelt in `forward`/`backward` too, or
+    whose `backward` returns a name where `forward` takes several inputs (how many gradients it
+    holds is not shown); one whose `forward`/`backward` use `self` otherwise than for the
+    context's attributes and their own (a helper method, `self` passed on, a class attribute);
+    one with other bases, decorators, or nested in a function or class; and one of which a use
+    anywhere in the run is neither a call `F(...)(...)` whose arguments fit `__init__` nor a kept
+    instance only ever called (an instance whose attribute is read, `isinstance`, a subclass,
+    keywords in the call, an import under another name, a `# noqa: TFD017` on a call, a file
+    the run does not rewrite). A file outside the run that calls the class cannot be seen:
+    migrate it too.
 
     ## Fix safety
     Safe. The new `ctx` is what the legacy `self` was for autograd: the same saved tensors,
@@ -109,6 +121,9 @@ class LegacyAutogradFunction(Codemod):
                     yield node
             elif isinstance(node, ast.Call) and _callee_of_instance_call(node) is not None:
                 yield node
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _class_like(node.value.func) \
+                    and not _torch_object(scan, node.value.func):
+                yield node  # an instance kept (`self.roi = RoI(7, 7)`), called later
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
@@ -147,30 +162,42 @@ class LegacyAutogradFunction(Codemod):
     # -- the calls ----------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         callee = original_node.func.func if isinstance(original_node.func, cst.Call) else None
-        if callee is None or not _plain_instance_call(original_node):
+        kept = callee is None and _kept_instance(original_node, self.parent_of(original_node))
+        if not kept and (callee is None or not _plain_instance_call(original_node)):
             return updated_node
-        target = self._target(callee)
+        target = self._target(original_node.func if kept else callee)
         if target is None:
             return updated_node
-        name, reason = target
-        if reason == SUPPRESSED_CLASS:
-            return updated_node
+        name, reason, state = target
+        inner = original_node if kept else cst.ensure_type(original_node.func, cst.Call)
+        values = state_values(inner, state)
+        if reason is None and values is None:
+            reason = f"`{name}(...)`'s arguments do not fit its `__init__`"
+        what = f"`{name}(...)` kept and called later" if kept else f"`{name}({'...' if inner.args else ''})(...)`"
+        if reason == SUPPRESSED_CLASS or (kept and reason is not None):
+            return updated_node  # a kept instance left as it is: the class's finding names the use
         if reason is not None:
-            self.report(original_node, f"`{name}()(...)` calls a legacy autograd Function, which raises since PyTorch 1.3; left as it is: {reason}", fixable=False)
+            self.report(original_node, f"{what} calls a legacy autograd Function, which raises since PyTorch 1.3; left as it is: {reason}", fixable=False)
             return updated_node
-        if self.report(original_node, f"`{name}()(...)` calls a legacy autograd Function (an error since PyTorch 1.3): `{name}.apply(...)`"):
-            return apply_call(updated_node)
+        if kept:
+            if self.report(original_node, f"{what}: a legacy autograd Function (an error since PyTorch 1.3): `functools.partial({name}.apply, ...)`"):
+                AddImportsVisitor.add_needed_import(self.context, "functools")
+                return partial_call(updated_node, values)
+            return updated_node
+        if self.report(original_node, f"{what} calls a legacy autograd Function (an error since PyTorch 1.3): `{name}.apply(...)`"):
+            return apply_call(updated_node, values)
         return updated_node
 
-    def _target(self, callee: cst.BaseExpression) -> tuple[str, str | None] | None:
-        """(the class name, why its call is not rewritten, or None) when ``callee`` names a
-        legacy Function class of this file or of the run; None otherwise."""
+    def _target(self, callee: cst.BaseExpression) -> tuple[str, str | None, tuple] | None:
+        """(the class name, why its call is not rewritten, or None, the state its ``__init__``
+        keeps) when ``callee`` names a legacy Function class of this file or of the run; None
+        otherwise."""
         last = callee.value if isinstance(callee, cst.Name) else callee.attr.value if isinstance(callee, cst.Attribute) else None
         if last is None:
             return None
         names = self.qualified_names(callee, ending_in=frozenset({last}))
         if isinstance(callee, cst.Name) and last in self._decisions.classes and last in names:
-            return last, self._decisions.reasons.get(last)
+            return last, self._decisions.reasons.get(last), self._decisions.classes[last].state
         if self._run is None or last in self._decisions.classes:
             return None
         for qualified in sorted(names):
@@ -178,7 +205,7 @@ class LegacyAutogradFunction(Codemod):
             if dot and tail == last:
                 found, reason = self._run.decision(last, module)
                 if found is not None:
-                    return last, reason
+                    return last, reason, found.state
         return None
 
 
@@ -197,17 +224,38 @@ def _review(name: str, reason: str) -> str:
 
 
 def _plain_instance_call(call: cst.Call) -> bool:
-    """``X()(args)``: no argument to ``X()``, no keyword (or ``**``) to the call."""
+    """``X(...)(args)``: no keyword (or ``**``) to the outer call (``X``'s arguments are fitted
+    to its ``__init__``)."""
     inner = call.func
     return (
-        isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, (cst.Name, cst.Attribute))
+        isinstance(inner, cst.Call) and isinstance(inner.func, (cst.Name, cst.Attribute))
         and all(a.keyword is None and a.star != "**" for a in call.args)
     )
+
+
+def _kept_instance(call: cst.Call, parent: cst.CSTNode | None) -> bool:
+    """``x = X(...)`` / ``self.x = X(...)``: an instance made and kept (the analysis has made sure
+    it is only ever called, where the class is migrated)."""
+    return isinstance(call.func, (cst.Name, cst.Attribute)) and isinstance(parent, cst.Assign) and parent.value is call \
+        and len(parent.targets) == 1 and isinstance(parent.targets[0].target, (cst.Name, cst.Attribute))
+
+
+def _torch_object(scan, func: ast.expr) -> bool:  # noqa: ANN001
+    """``nn.Linear``: every name the callee may have is torch's (no legacy class of the run)."""
+    names = scan.qualified(func)
+    return not scan.opaque and bool(names) and all(n.startswith("torch.") for n in names)
+
+
+def _class_like(func: ast.expr) -> bool:
+    """``RoI``, ``layers.RoI``: a name spelt as a class is (only such a class's kept instance is
+    migrated: :func:`~torchfix_device.facts.legacy_function_uses.uses`)."""
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return name[:1].isupper()
 
 
 def _callee_of_instance_call(call: ast.Call) -> ast.expr | None:
     """Stage 1's :func:`_plain_instance_call` (keywords of the outer call allowed: a superset)."""
     inner = call.func
-    if isinstance(inner, ast.Call) and not inner.args and not inner.keywords and isinstance(inner.func, (ast.Name, ast.Attribute)):
+    if isinstance(inner, ast.Call) and isinstance(inner.func, (ast.Name, ast.Attribute)):
         return inner.func
     return None
