@@ -213,6 +213,9 @@ def test_a_star_imported_module_changing_changes_the_cached_answer(tmp_path: Pat
         ("from torch.autograd import Variable\n\n\ndef reset():\n    global Variable\n    Variable = None\n", "Variable", "doubt"),
         ("import sys\nif sys.argv:\n    import torch\n", "torch", "doubt"),
         ("from torch.autograd import Variable\nglobals()['Variable'] = None\n", "Variable", "doubt"),
+        ("from torch.autograd import Variable\nvars()['Variable'] = None\n", "Variable", "doubt"),
+        # `vars(args)` reads an object's attributes (`generate(model, **vars(args))`): it binds nothing
+        ("import argparse\nfrom torch.autograd import Variable\nargs = argparse.Namespace()\nprint(**vars(args))\n", "Variable", "proven"),
         ("from torch.autograd import Variable\ndel Variable\n", "Variable", "doubt"),
         ("from torch.autograd import Variable as _Variable\n", "_Variable", "absent"),
         ("from torch.autograd import Variable\nfrom tkinter import *\n", "Variable", "doubt"),

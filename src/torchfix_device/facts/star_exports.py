@@ -288,10 +288,12 @@ def _declared_global(tree: ast.Module) -> set[str]:
 
 
 def _dynamic_call(tree: ast.Module) -> str | None:
-    """``globals()``, ``vars()``, ``exec(...)`` and the like, called anywhere in the module."""
+    """``globals()``, ``vars()``, ``exec(...)`` and the like, called anywhere in the module
+    (``vars(args)``, of an object, reads that object's attributes: it binds nothing)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DYNAMIC:
-            return node.func.id
+            if not (node.func.id == "vars" and node.args):
+                return node.func.id
     return None
 
 
