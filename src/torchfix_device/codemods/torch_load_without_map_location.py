@@ -74,7 +74,7 @@ class TorchLoadWithoutMapLocation(Codemod):
 
     ## Fix safety
     Safe. The loaded values are the same; only where they live changes, and they are placed
-    where the code that uses them runs. In a module given its submodules (see TFD001),
+    where the code that uses them runs. In a module given its submodules or subclassed by others (see TFD001),
     `map_location=next(self.parameters()).device` is unsafe. `map_location="cpu"` for `m.load_state_dict(...)` is
     safe where `m` is shown to be a `torch.nn` module or `torch.optim` optimizer (made by one,
     or by an `nn.Module` class of the file, or the method's own `self`, where no class of the

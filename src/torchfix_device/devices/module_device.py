@@ -7,8 +7,9 @@ buffer or weight-bearing layer the module creates in ``__init__`` (``self.weight
 ``self.fc.weight.device``) that is sure to exist when the method runs; else
 ``next(self.parameters()).device`` when the module has parameters and the method is not run
 during ``__init__`` (also, for a caller that takes an unproven device, an unsafe fix's, when
-``__init__`` keeps submodules it is given: ``self.extractor = extractor``). Never a
-module-level global: the module may be moved elsewhere.
+``__init__`` keeps submodules it is given: ``self.extractor = extractor``, or when classes of
+the run subclass it: an abstract base whose subclasses build its layers). Never a module-level
+global: the module may be moved elsewhere.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import libcst.matchers as m
 from torchfix_device.syntax import imports, nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.devices.choice import DeviceExpr, NoDevice
+from torchfix_device.facts import values as facts_values
+from torchfix_device.facts.project_attributes import subclassed_in_run
 
 if TYPE_CHECKING:
     from torchfix_device.syntax.lookup import CodemodView
@@ -103,6 +106,10 @@ class ModuleMethodDevice:
             return DeviceExpr("next(self.parameters()).device", unproven=(
                 f"the module's submodules are given to `__init__` ({given}): nothing in this file shows it has a "
                 "parameter, without which `next(self.parameters())` raises StopIteration"))
+        if unproven and subclassed_in_run(facts_values.of(self.codemod), cls.name.value):
+            return DeviceExpr("next(self.parameters()).device", unproven=(
+                f"`{cls.name.value}` is a base whose subclasses build its layers: nothing shows it has a parameter "
+                "when this runs, without which `next(self.parameters())` raises StopIteration"))
         return NoDevice("the module defines no parameter or buffer to take the device from")
 
     @staticmethod

@@ -258,6 +258,8 @@ class FileAttributes:
     """The functions it imports from other files of the run (:mod:`.project_functions`)."""
     on_cpu: bool = False
     """Every file of its import group keeps its values on the CPU (:mod:`.project_placements`)."""
+    subclassed: frozenset[str] = frozenset()
+    """Its classes that a class of the run subclasses (:func:`.project_classes.subclassed_classes`)."""
 
 
 class RunAttributes:
@@ -290,6 +292,7 @@ def resolved_imports(imports: Mapping[Path, "list[tuple[str, int]] | None"], res
 def run_attributes(
     programs: Mapping[Path, bytes], shown: Mapping[Path, str], resolved: Imports,
     importable: Callable[[Path], Callable[[Path], bool]], on_cpu: "set[Path] | frozenset[Path]" = frozenset(),
+    subclassed: Mapping[Path, frozenset[str]] | None = None,
 ) -> RunAttributes:
     """For each file of ``programs`` (absolute path → code; ``shown``: the name the run gives it;
     ``resolved``: its imports) that imports a class of another file with a table: those tables and
@@ -297,10 +300,12 @@ def run_attributes(
     functions it imports from other files of the run (:mod:`.project_functions`); ``on_cpu``: the
     files whose import group stays on the CPU (:func:`.project_placements.groups_on_cpu`)."""
     files = _class_and_function_tables(programs, shown, resolved, importable)
-    for path in on_cpu:
+    subclassed = subclassed or {}
+    for path in set(on_cpu) | subclassed.keys():
         found = files.get(shown[path]) or FileAttributes()
-        digest = hashlib.sha256(f"{found.digest}:on-cpu".encode()).hexdigest()[:16]
-        files[shown[path]] = replace(found, on_cpu=True, digest=digest)
+        cpu, bases = path in on_cpu, subclassed.get(path, frozenset())
+        digest = hashlib.sha256(f"{found.digest}:{cpu}:{sorted(bases)}".encode()).hexdigest()[:16]
+        files[shown[path]] = replace(found, on_cpu=cpu, subclassed=bases, digest=digest)
     return RunAttributes(files)
 
 
@@ -362,6 +367,12 @@ def _components(edges: Mapping[Path, set[Path]]) -> dict[Path, int]:
 
 
 # -- asked by the facts ----------------------------------------------------------------------
+
+
+def subclassed_in_run(values: "ModuleValues", name: str) -> bool:
+    """A class of the run subclasses this file's class ``name`` (the run's fact)."""
+    run: FileAttributes | None = getattr(values.view, "project_attributes", None)
+    return run is not None and name in run.subclassed
 
 
 def stays_on_cpu(values: "ModuleValues") -> bool:

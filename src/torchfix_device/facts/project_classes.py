@@ -300,3 +300,26 @@ def class_names(data: bytes) -> frozenset[str]:
     """Names of the classes a file's code defines (a line scan: a ``class`` line inside a string
     adds a name, which only makes a receiver's kind known where it may not be)."""
     return frozenset(match.decode("ascii", "replace") for match in _CLASS_LINE.findall(data))
+
+
+def subclassed_classes(programs: Mapping[Path, bytes], resolved: Mapping[Path, "list[tuple[str, int, Path]] | None"]) -> dict[Path, frozenset[str]]:
+    """For each file of ``programs``, the classes it defines that a class of the run subclasses:
+    in the same file, or in a file importing it (``resolved``: each file's imports resolved to
+    the files they may be), by the last part of the base's name (``class vgg16(Network)``,
+    ``class Net(network.Network)``). An abstract base whose layers its subclasses build."""
+    bases: dict[Path, set[str]] = {}
+    defined: dict[Path, set[str]] = {}
+    for path, data in programs.items():
+        tree = parsed(data) if b"class " in data else None
+        for node in statements(tree) if tree is not None else ():
+            if isinstance(node, ast.ClassDef):
+                defined.setdefault(path, set()).add(node.name)
+                bases.setdefault(path, set()).update(
+                    b.id if isinstance(b, ast.Name) else b.attr for b in node.bases if isinstance(b, (ast.Name, ast.Attribute))
+                )
+    found: dict[Path, set[str]] = {}
+    for path, names in bases.items():
+        targets = {path} | {target for _, _, target in resolved.get(path) or ()}
+        for target in targets & defined.keys():
+            found.setdefault(target, set()).update(defined[target] & names)
+    return {path: frozenset(names) for path, names in found.items() if names}

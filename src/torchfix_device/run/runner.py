@@ -38,6 +38,7 @@ from torchfix_device.run.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.facts.project_attributes import Imports, RunAttributes, resolved_imports, run_attributes
 from torchfix_device.facts.project_placements import groups_on_cpu
+from torchfix_device.facts.project_classes import subclassed_classes
 from torchfix_device.facts.project_classes import class_names, classes_of_data, imported_modules, reachable_classes, subclasses_of
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_imports import Resolver, RunStars, may_hold_star_import, resolve_star_imports
@@ -167,7 +168,10 @@ def _project_facts(
     imports = {path: imported_modules(data) for path, data in absolute.items()}
     shown = {resolver.absolute(path): str(path) for path in programs}
     resolved = resolved_imports(imports, resolver.module_files)
-    attributes = run_attributes(absolute, shown, resolved, resolver.importable, groups_on_cpu(absolute, resolved, resolver.importable))
+    attributes = run_attributes(
+        absolute, shown, resolved, resolver.importable, groups_on_cpu(absolute, resolved, resolver.importable),
+        subclassed_classes(absolute, resolved),
+    )
     unimported = unimported_files(absolute, shown, resolved, resolver)
     if not defined:
         return {}, {}, stars, functions, attributes, unimported

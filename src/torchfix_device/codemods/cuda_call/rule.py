@@ -150,9 +150,10 @@ class CudaCall(Codemod):
     which only its author can take back; with a GPU nothing changes, without one the program runs
     on the CPU where it stopped.
     In a method of an `nn.Module` that makes no parameter or buffer of its own but is given its
-    submodules (`self.extractor = extractor` in `__init__`: an abstract base whose subclasses
-    build them), `.to(next(self.parameters()).device)` is unsafe: nothing in the file shows the
-    module has a parameter, without which `next(...)` raises `StopIteration`.
+    submodules (`self.extractor = extractor` in `__init__`) or is a base that classes of the run
+    subclass (their file importing its file: an abstract base whose subclasses build its layers),
+    `.to(next(self.parameters()).device)` is unsafe: nothing shows the module has a parameter
+    when it runs, without which `next(...)` raises `StopIteration`.
     """
 
     code = "TFD001"
