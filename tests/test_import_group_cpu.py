@@ -139,6 +139,14 @@ def test_a_file_named_alone_whose_modules_the_run_left_out_keeps_the_default_dev
     assert "map_location=device" in next(l for l in out.splitlines() if "TFD005" in l)
 
 
+def test_a_lone_script_keeps_the_default_device(tmp_path: Path) -> None:
+    """A file no file of the run imports and that imports none: a caller outside the run may
+    move what it loads (``--device-expression`` and a module's own device aside)."""
+    tmp_path.joinpath("m.py").write_text("import torch\nstate = torch.load('ckpt.pt')\n", encoding="utf-8")
+    out = run_cli("check", ".", "--no-cache", cwd=tmp_path).stdout.decode()
+    assert "map_location=device" in next(l for l in out.splitlines() if "TFD005" in l)
+
+
 def test_a_dynamic_import_keeps_the_default_device(tmp_path: Path) -> None:
     root = _project(tmp_path / "p", server=SERVER + "import importlib\nimportlib.import_module('model')\n")
     out = run_cli("check", ".", "--no-cache", cwd=root).stdout.decode()
@@ -155,8 +163,9 @@ def test_the_groups_of_a_run(tmp_path: Path) -> None:
     absolute = {resolver.absolute(p): p.read_bytes() for p in sorted(tmp_path.glob("*/*.py"))}
     resolved = resolved_imports({p: imported_modules(d) for p, d in absolute.items()}, resolver.module_files)
     staying = {f"{p.parent.name}/{p.name}" for p in groups_on_cpu(absolute, resolved, resolver.importable)}
-    # q/cpu.py imports nothing that places, but a pickled object it loaded could bring q/gpu.py's classes
-    assert staying == {"p/model.py", "p/train.py", "p/predict.py", "p/server.py", "p/lone.py"}
+    # q/cpu.py imports nothing that places, but a pickled object it loaded could bring q/gpu.py's
+    # classes; p/lone.py is connected to no other file: nothing shows the program using it
+    assert staying == {"p/model.py", "p/train.py", "p/predict.py", "p/server.py"}
 
 
 @pytest.mark.parametrize("where", ["layers.py", "nets/layers.py"])

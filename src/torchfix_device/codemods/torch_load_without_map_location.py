@@ -36,10 +36,11 @@ class TorchLoadWithoutMapLocation(Codemod):
     where its own are, so any location that exists does.
 
     Where no file of the load's import group (the files of the run connected to its file by
-    imports, either way) puts a value on a device, nor any file of the run in its folder or
-    below (where a pickled model's class may come from), `map_location="cpu"` instead of that
-    default: every value the loaded one meets is on the CPU (a CPU-only `predict.py` that
-    `server.py` imports), so the checkpoint is put there too, whatever device it was saved from.
+    imports, either way; more than the file itself) puts a value on a device, nor any file of
+    the run in its folder or below (where a pickled model's class may come from),
+    `map_location="cpu"` instead of that default: every value the loaded one meets is on the CPU (a CPU-only `predict.py` that
+    `server.py` imports), so the checkpoint is put there too, whatever device it was saved from
+    (a configured `device-expression` is used as it is).
 
     ## Why is this bad?
     `torch.load` puts every tensor back on the device it was saved from. A checkpoint written on
@@ -109,7 +110,7 @@ class TorchLoadWithoutMapLocation(Codemod):
                 return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')
             return updated_node
         device = self.device_source.for_site(original_node, chooses_location=True, unproven=True)
-        if stays_on_cpu(facts_values.of(self)) and self._default_or_none(device):
+        if self.device_expression is None and stays_on_cpu(facts_values.of(self)) and self._default_or_none(device):
             if self.report(original_node, "`torch.load` without `map_location`: add `map_location=\"cpu\"`: no file of its "
                            "import group or of its folder puts a value on a device"):
                 return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')

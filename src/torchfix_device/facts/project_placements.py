@@ -14,7 +14,8 @@ and that ``ast`` cannot read may place.
 
 An *import group* is a set of files of the run connected by their imports, either way and
 through each other (a script, the modules it imports, the server that imports the script). The
-group *stays on the CPU* where none of its files places, none imports dynamically, and none
+group *stays on the CPU* where it holds more than one file (of a lone file the run shows none of
+the program that uses what it loads: a caller elsewhere may move the rest), none of its files places, none imports dynamically, and none
 imports a module of the project that the run left out (a file found next to it or under the
 run's folders but not named in the run): then every value its code makes is on the CPU, and a
 checkpoint loaded there belongs on the CPU too (``map_location="cpu"``, TFD005), whatever
@@ -160,7 +161,7 @@ def groups_on_cpu(
                     group.add(other)
                     stack.append(other)
         seen |= group
-        if not group & doubtful:
+        if len(group) > 1 and not group & doubtful:  # a lone file: the run shows none of its program
             staying |= group
     # A pickled object's class is imported by the unpickler, from the script's folder or below.
     placing_folders = {folder for path in placing for folder in path.parents}
