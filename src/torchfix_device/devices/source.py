@@ -2,6 +2,8 @@
 
 1. Inside a method of an ``nn.Module`` subclass: the module's own device
    (:mod:`torchfix_device.devices.module_device`), never a module-level global.
+   A function nested in such a method (a closure it returns) has no module device of its own:
+   a site there under the user's flag takes the flag's device, as in a function (rule 2).
 2. Elsewhere: a ``torch.device`` binding already visible (a ``device``/``DEVICE`` argument, a
    ``device = torch.device(...)`` assignment). Otherwise a module-level
    ``device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`` inserted once after
@@ -90,6 +92,9 @@ class DeviceSource:
             return DeviceExpr(f"{tensor}.device")
         cls = self.enclosing_module_class()
         static = cls is not None and allow_global and self._module_method.in_static_or_class_method()
+        nested = cls is not None and self.codemod.function_stack and self._module_method.enclosing_method() is None
+        if nested and not ignore_flag and (at := self.flags.at(node)) is not None and at.applies:
+            return self._scoped_device(node, chooses_location)  # a closure's site under the user's flag: its device
         if cls is not None and not static:  # a static or class method finds its device as a function does
             return self._module_method.device(cls, unproven=unproven)
         if not allow_global:
