@@ -49,10 +49,13 @@ def _with_state(method: cst.FunctionDef, init: cst.FunctionDef, legacy: LegacyCl
     init_self = init.params.params[0].name.value
     params = list(method.params.params)
     params[1:1] = [cst.Param(cst.Name(name)) for name, _ in legacy.state]
-    kept = [
-        cst.ensure_type(cst.SimpleStatementLine(assigns).visit(_Rename(init_self, me)), cst.SimpleStatementLine)
+    kept = [  # each line keeps its comments (above it and after it); `super().__init__()` goes
+        cst.ensure_type(s.with_changes(
+            body=[b.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for b in assigns] if len(assigns) < len(s.body) else s.body,
+            leading_lines=[line for line in s.leading_lines if line.comment is not None],
+        ).visit(_Rename(init_self, me)), cst.SimpleStatementLine)
         for s in init.body.body if isinstance(s, cst.SimpleStatementLine)
-        for assigns in [[b.with_changes(semicolon=cst.MaybeSentinel.DEFAULT) for b in s.body if isinstance(b, cst.Assign)]] if assigns
+        for assigns in [[b for b in s.body if isinstance(b, cst.Assign)]] if assigns
     ]
     body = list(method.body.body)
     at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
