@@ -273,3 +273,27 @@ def test_state_from_init_moves_into_forward_in_every_file(tmp_path: Path) -> Non
     assert after.returncode == 0, after.stderr
     assert after.stdout.strip() == "[6.0, 21.0, 46.0] [10.0, 20.0, 30.0]"
     assert run_cli("apply", "--diff", "--no-cache", ".", cwd=root).stdout == b""  # nothing left
+
+
+def test_one_run_over_two_projects_with_a_class_of_the_same_name_writes_what_two_runs_write(tmp_path: Path) -> None:
+    """Two projects each define their own ``RoIPool`` (copied code, as detection repos do): a
+    class concerns only the files that can reach it by import, so one run over both folders
+    migrates each, as a run per project does."""
+    for name in ("a", "b"):
+        project = tmp_path / "both" / name
+        (project / "ops").mkdir(parents=True)
+        (project / "ops" / "__init__.py").write_text("", encoding="utf-8")
+        (project / "ops" / "functions.py").write_text(textwrap.dedent(STATEFUL).lstrip().replace("Scale", "RoIPool"), encoding="utf-8")
+        (project / "train.py").write_text(textwrap.dedent(MODEL).lstrip().replace("Scale", "RoIPool"), encoding="utf-8")
+    import shutil
+
+    shutil.copytree(tmp_path / "both", tmp_path / "apart")
+    assert run_cli("apply", "--no-cache", ".", cwd=tmp_path / "both").returncode == 0
+    for name in ("a", "b"):
+        assert run_cli("apply", "--no-cache", ".", cwd=tmp_path / "apart" / name).returncode == 0
+    both = {p.relative_to(tmp_path / "both"): p.read_bytes() for p in (tmp_path / "both").rglob("*.py")}
+    apart = {p.relative_to(tmp_path / "apart"): p.read_bytes() for p in (tmp_path / "apart").rglob("*.py")}
+    assert both == apart
+    assert b"RoIPool.apply(3, 0.0, x)" in both[Path("a/train.py")]
+    after = run_script("train.py", cwd=tmp_path / "both" / "b")
+    assert after.returncode == 0 and after.stdout.strip() == "[6.0, 21.0, 46.0] [10.0, 20.0, 30.0]", after.stderr

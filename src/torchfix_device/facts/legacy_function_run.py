@@ -13,7 +13,7 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from torchfix_device.facts.legacy_function_uses import Use, uses
 from torchfix_device.facts.legacy_functions import CODE, SUPPRESSED_CLASS, LegacyClass, legacy_classes, may_define, parse
@@ -38,6 +38,12 @@ class RunUse:
     shown: str
     line: int
     why: str
+    reaches: frozenset[str] | None = None
+    """The classes of that name its file can reach by import (:func:`key`); None: any."""
+
+
+def key(cls: RunClass) -> str:
+    return f"{cls.name}@{cls.path}"
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,12 @@ class RunLegacyFunctions:
     classes: tuple[RunClass, ...] = ()
     blocked: tuple[RunUse, ...] = ()
     digest: str = ""
+    reach: Mapping[str, frozenset[str]] | None = field(default=None, hash=False, compare=False)
+    """Each file (absolute, normalised) → the classes it can reach by import (:func:`key`): a
+    class concerns only the files that can reach it, so that one run over several projects
+    decides as one run per project does; None: every file reaches every class."""
+    conflicting: frozenset[str] = frozenset()
+    """Classes some file can reach beside another of the same name (its calls are ambiguous)."""
 
     def __bool__(self) -> bool:
         return bool(self.classes)
@@ -60,29 +72,37 @@ class RunLegacyFunctions:
     def named(self, name: str) -> list[RunClass]:
         return [c for c in self.classes if c.name == name]
 
+    def _concerns(self, use: RunUse, cls_key: str) -> bool:
+        return use.reaches is None or cls_key in use.reaches
+
     def blocked_elsewhere(self, name: str, here: str | None) -> list[RunUse]:
-        """The uses of ``name`` outside the file ``here`` that cannot be rewritten."""
+        """The uses of ``name`` outside the file ``here`` that cannot be rewritten, in files that
+        can reach ``here``'s class."""
         mine = _normal(here) if here else None
-        return [u for u in self.blocked if u.name == name and u.path != mine]
+        return [u for u in self.blocked if u.name == name and u.path != mine and self._concerns(u, f"{name}@{mine}")]
 
     def elsewhere(self, name: str, here: str | None) -> list[RunClass]:
-        """Other files' legacy classes of that name (two make every call ambiguous)."""
+        """Other files' legacy classes of that name that some file can reach beside ``here``'s
+        (two make its calls ambiguous)."""
         mine = _normal(here) if here else None
+        if self.reach is not None and f"{name}@{mine}" not in self.conflicting:
+            return []
         return [c for c in self.named(name) if c.path != mine]
 
-    def decision(self, name: str, module: str) -> tuple[RunClass | None, str | None]:
-        """For a call ``<module>.<name>()(...)`` in another file than the class's: the class it
-        calls (None when it is none of the run's) and why it cannot be rewritten (None: rewrite
-        it; :data:`SUPPRESSED_CLASS`: leave it alone, quietly)."""
-        candidates = [c for c in self.named(name) if module_matches(module, c.path)]
+    def decision(self, name: str, module: str, here: str | None = None) -> tuple[RunClass | None, str | None]:
+        """For a call ``<module>.<name>()(...)`` in another file (``here``) than the class's: the
+        class it calls (None when it is none of the run's it can reach) and why it cannot be
+        rewritten (None: rewrite it; :data:`SUPPRESSED_CLASS`: leave it alone, quietly)."""
+        reached = self.reach.get(_normal(here)) if self.reach is not None and here else None
+        candidates = [c for c in self.named(name) if module_matches(module, c.path) and (reached is None or key(c) in reached)]
         if not candidates:
             return None, None
-        if len(candidates) > 1 or len(self.named(name)) > 1:
+        if len(candidates) > 1 or any(key(c) in self.conflicting for c in candidates) or (self.reach is None and len(self.named(name)) > 1):
             return candidates[0], f"several files of the run define a legacy `{name}`"
         found = candidates[0]
         if found.problem is not None:
             return found, f"the class ({found.shown}:{found.line}) is left for review: {found.problem}"
-        blocked = [u for u in self.blocked if u.name == name]
+        blocked = [u for u in self.blocked if u.name == name and self._concerns(u, key(found))]
         if any(u.why == SUPPRESSED_CLASS for u in blocked):
             return found, SUPPRESSED_CLASS
         if blocked:
@@ -116,12 +136,16 @@ def _normal(path: str | os.PathLike) -> str:
 def scan_run(
     files: Sequence[Path], first: dict[Path, bytes], read: Callable[[Path], bytes | None], *,
     will_skip: Callable[[Path, str], bool] = lambda path, text: False, shown: Callable[[Path], str] = str,
+    reach: "Callable[[Mapping[Path, frozenset[str]]], Mapping[Path, frozenset[str]]] | None" = None,
 ) -> RunLegacyFunctions:
     """:class:`RunLegacyFunctions` of the run's ``files``. ``first``: the bytes of the files that
     may define a legacy class (:func:`may_define`, tested by the caller as it reads every file
     once); only when one does are the others read again (``read``: None for a file that cannot
     be). ``will_skip(path, text)``: the run will not rewrite the file (``skip-file``,
-    ``@generated``, over the size limit): a use there blocks, and a class there is left alone."""
+    ``@generated``, over the size limit): a use there blocks, and a class there is left alone.
+    ``reach(defined)``: for each file, which of ``defined``'s names (file → class keys) it can
+    reach by import (:func:`~torchfix_device.facts.project_classes.reachable_classes`); None:
+    every file reaches every class."""
     from torchfix_device.syntax.suppressions import may_hold_directives, parse_suppressions
 
     classes: list[RunClass] = []
@@ -142,6 +166,18 @@ def scan_run(
     if not classes:
         return RunLegacyFunctions()
     names = {c.name for c in classes}
+    reached: dict[str, frozenset[str]] | None = None
+    conflicting: set[str] = set()
+    if reach is not None:
+        defined: dict[Path, set[str]] = defaultdict(set)
+        for c in classes:
+            defined[Path(c.path)].add(key(c))
+        reached = {str(path): keys for path, keys in reach({p: frozenset(k) for p, k in defined.items()}).items()}
+        for keys in reached.values():
+            for name in names:
+                same = [k for k in keys if k.partition("@")[0] == name]
+                if len(same) > 1:
+                    conflicting.update(same)
     blocked: list[RunUse] = []
     for path in files:
         data = first.get(path)
@@ -151,9 +187,11 @@ def scan_run(
         if text is None or not spelt:
             continue
         where = _normal(path)
+        mine = reached.get(where, frozenset()) if reached is not None else None
 
         def block(name: str, line: int, why: str) -> None:
-            blocked.append(RunUse(name, where, shown(path), line, why))
+            concerned = None if mine is None else frozenset(k for k in mine if k.partition("@")[0] == name)
+            blocked.append(RunUse(name, where, shown(path), line, why, concerned))
 
         if where in skipped or path.suffix != ".py" or will_skip(path, text):
             for name in spelt:
@@ -166,7 +204,10 @@ def scan_run(
             continue
         own = legacy_classes(tree) if may_define(text) else []
         suppressions = parse_suppressions(text) if may_hold_directives(text) else None
-        states = {n: next(iter(same)).state if len(same) == 1 else None for n in spelt for same in [{c for c in classes if c.name == n}]}
+        states = {
+            n: next(iter(same)).state if len(same) == 1 else None for n in spelt
+            for same in [{c for c in classes if c.name == n and (mine is None or key(c) in mine)}]
+        }
         for use in uses(tree, states, own):
             if not use.call:
                 block(use.name, use.line, use.why)
@@ -176,8 +217,11 @@ def scan_run(
             for cls in own:
                 if suppressions.suppresses(cls.line, CODE):
                     block(cls.name, cls.line, SUPPRESSED_CLASS)
-    digest = hashlib.sha256(repr((sorted(classes, key=repr), sorted(blocked, key=repr))).encode("utf-8")).hexdigest()
-    return RunLegacyFunctions(tuple(classes), tuple(blocked), digest)
+    frozen = None if reached is None else {k: v for k, v in reached.items() if v}
+    digest = hashlib.sha256(repr((
+        sorted(classes, key=repr), sorted(blocked, key=repr), sorted((frozen or {}).items()), sorted(conflicting),
+    )).encode("utf-8")).hexdigest()
+    return RunLegacyFunctions(tuple(classes), tuple(blocked), digest, frozen, frozenset(conflicting))
 
 
 @dataclass

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from torchfix_device.facts.legacy_function_run import RunLegacyFunctions, scan_run
 from torchfix_device.facts.legacy_functions import CODE as LEGACY_CODE, may_define
@@ -156,6 +156,8 @@ def _project_facts(
         if legacy and may_define(data):
             defining[path] = data
     stars = resolve_star_imports(files, starred, roots) if starred else RunStars({})
+    absolute = {resolver.absolute(path): data for path, data in programs.items()}
+    imports = {path: imported_modules(data) for path, data in absolute.items()}
     functions = RunLegacyFunctions()
     if defining:
         limit = options.max_file_bytes or MAX_FILE_BYTES
@@ -163,9 +165,10 @@ def _project_facts(
         def will_skip(path: Path, text: str) -> bool:
             return skip_reason(text, options) is not None or len(text.encode("utf-8", "replace")) > limit
 
-        functions = scan_run(files, defining, _read_or_none, will_skip=will_skip, shown=display_path)
-    absolute = {resolver.absolute(path): data for path, data in programs.items()}
-    imports = {path: imported_modules(data) for path, data in absolute.items()}
+        def reach(defined: Mapping[Path, frozenset[str]]) -> Mapping[Path, frozenset[str]]:
+            return reachable_classes(defined, imports, resolver.module_files, resolver.importable)
+
+        functions = scan_run(files, defining, _read_or_none, will_skip=will_skip, shown=display_path, reach=reach)
     shown = {resolver.absolute(path): str(path) for path in programs}
     resolved = resolved_imports(imports, resolver.module_files)
     attributes = run_attributes(

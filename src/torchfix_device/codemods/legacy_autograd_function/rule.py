@@ -203,7 +203,7 @@ class LegacyAutogradFunction(Codemod):
         for qualified in sorted(names):
             module, dot, tail = qualified.rpartition(".")
             if dot and tail == last:
-                found, reason = self._run.decision(last, module)
+                found, reason = self._run.decision(last, module, self._here)
                 if found is not None:
                     return last, reason, found.state
         return None
