@@ -124,16 +124,34 @@ def apply_call(call: cst.Call, state: list[cst.BaseExpression]) -> cst.Call:
     call; ``state``: :func:`state_values` of the inner one)."""
     inner = call.func
     assert isinstance(inner, cst.Call)
-    args = [*(cst.Arg(v) for v in state), *call.args]
-    if state and call.args:
-        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) if i < len(state) else a for i, a in enumerate(args)]
+    args = [*_state_args(inner, state), *call.args]
     return call.with_changes(func=cst.Attribute(value=inner.func, attr=cst.Name("apply")), args=args)
+
+
+def _state_args(inner: cst.Call, state: list[cst.BaseExpression]) -> list[cst.Arg]:
+    """The arguments of ``F(...)`` (``inner``) as ``state`` orders them, each keeping its own
+    spacing and line breaks where it was already in place (a keyword becomes positional; a
+    default filled in is new), each followed by a comma."""
+    given = {id(a.value): a for a in inner.args}
+    found = []
+    for value in state:
+        arg = given.get(id(value))
+        arg = cst.Arg(value) if arg is None else arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
+        if not isinstance(arg.comma, cst.Comma):
+            arg = arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        found.append(arg)
+    return found
 
 
 def partial_call(inner: cst.Call, state: list[cst.BaseExpression]) -> cst.Call:
     """``F(a)`` kept and called later → ``functools.partial(F.apply, a)``."""
     apply = cst.Attribute(value=inner.func, attr=cst.Name("apply"))
-    return cst.Call(cst.Attribute(cst.Name("functools"), cst.Name("partial")), [cst.Arg(apply), *(cst.Arg(v) for v in state)])
+    args = [cst.Arg(apply, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), *_state_args(inner, state)]
+    if len(args) > 1:
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    else:
+        args[0] = args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return cst.Call(cst.Attribute(cst.Name("functools"), cst.Name("partial")), args)
 
 
 def state_values(inner: cst.Call, legacy_state: tuple[tuple[str, str | None], ...]) -> list[cst.BaseExpression] | None:
