@@ -13,6 +13,8 @@ from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.codemods.cuda_tensor_type.aliases import MODULE, Alias, ValueOf, constructor, find_aliases, read_kind
 from torchfix_device.devices.source import NoDevice
 from torchfix_device.devices.flag_scan import statements_of
+from torchfix_device.facts import kinds
+from torchfix_device.facts import values as facts_values
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -31,7 +33,8 @@ class CudaTensorType(Codemod):
     `torch.cuda.LongTensor([1, 2])` → `torch.tensor([1, 2], dtype=torch.int64, device=device)`,
     `x.type(torch.cuda.FloatTensor)` → `x.to(device=device, dtype=torch.float32)`, and
     `isinstance(x.data, torch.cuda.FloatTensor)` → `(x.is_cuda and x.layout == torch.strided and
-    x.dtype == torch.float32)`, what that type test checks. The device is chosen as for `.cuda()`
+    x.dtype == torch.float32)`, what that type test checks (with `isinstance(x, torch.Tensor) and`
+    first where `x` is not shown to be a tensor: for a NumPy array the test stays False). The device is chosen as for `.cuda()`
     (TFD001). `y.type(type(x.data))` (0.3's way to give `y` the type and device of `x`) →
     `y.type_as(x)`.
 
@@ -382,7 +385,11 @@ class CudaTensorType(Codemod):
         tested, types, dtypes = found
         t = self._torch
         dtype_test = f"{tested}.dtype == {t}.{dtypes[0]}" if len(dtypes) == 1 else f"{tested}.dtype in ({', '.join(f'{t}.{d}' for d in dtypes)})"
-        code = f"({tested}.is_cuda and {tested}.layout == {t}.strided and {dtype_test})"
+        value = original.args[0].value
+        subject = value.value if isinstance(value, cst.Attribute) and value.attr.value == "data" else value
+        # A value not shown to be a tensor (a NumPy array, a list) made the type test False: keep that.
+        shown = kinds.is_tensor(facts_values.of(self), subject)
+        code = f"({'' if shown else f'isinstance({tested}, {t}.Tensor) and '}{tested}.is_cuda and {tested}.layout == {t}.strided and {dtype_test})"
         if not self.report(original, f"`isinstance(..., {nodes.code_of(original.args[1].value)})` exists only with CUDA: test `{code}`"):
             return updated
         return cst.parse_expression(code).with_changes(lpar=updated.lpar or [cst.LeftParen()], rpar=updated.rpar or [cst.RightParen()])
