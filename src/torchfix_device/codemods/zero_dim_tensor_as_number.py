@@ -156,7 +156,7 @@ AST_INDICES = (ast.Name, ast.UnaryOp, ast.BinOp, ast.Call, ast.Subscript)
 
 
 def _ast_element_form(node: ast.Subscript) -> bool:
-    """:func:`~torchfix_device.facts.sizes.element_form` on the stdlib ``ast``."""
+    """:func:`~torchfix_device.syntax.nodes.element_form` on the stdlib ``ast``."""
     index = node.slice
     if not (isinstance(index, AST_INDICES) or (isinstance(index, ast.Constant) and type(index.value) is int)):
         return False

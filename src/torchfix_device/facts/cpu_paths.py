@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from torchfix_device.facts.data_pipeline import DATALOADERS, iterated
+from torchfix_device.facts.project_placements import DTYPE_KEYWORDS, NOT_PLACING_CUDA, PLACING_KEYWORDS
 from torchfix_device.facts.values import ITEM, PARAM, VALUE
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
@@ -38,10 +39,7 @@ from torchfix_device.syntax import traversal
 if TYPE_CHECKING:
     from torchfix_device.facts.values import Bound, ModuleValues
 
-NOT_PLACING_CUDA = frozenset({"is_available", "manual_seed", "manual_seed_all", "device_count", "synchronize", "empty_cache"})
-"""``torch.cuda.X`` that put no value anywhere."""
 PLACING_CALLS = frozenset({"to", "type", "set_default_tensor_type", "set_default_device"})
-PLACING_KEYWORDS = frozenset({"device", "map_location"})
 TORCH_LOAD = frozenset({"torch.load", "torch.serialization.load"})
 MAX_DEPTH = 6
 
@@ -80,7 +78,7 @@ def _cpu_types_only(call: cst.Call) -> bool:
     if not call.args or nodes.has_star_args(call):
         return False
     for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value not in ("dtype", "non_blocking", "copy"):
+        if arg.keyword is not None and arg.keyword.value not in DTYPE_KEYWORDS:
             return False
         value = arg.value
         if isinstance(value, cst.SimpleString):

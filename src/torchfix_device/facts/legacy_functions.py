@@ -307,7 +307,8 @@ def _kept_argument(statement: ast.stmt, me: str, params: set[str]) -> bool:
 def _constant_source(node: ast.expr) -> str | None:
     """The source of a default that is a constant (``0.5``, ``-1``, ``None``, ``(7, 7)``), else None."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return _constant_source(node.operand) and "-" + _constant_source(node.operand)  # type: ignore[operator]
+        operand = _constant_source(node.operand)
+        return None if operand is None else "-" + operand
     if isinstance(node, ast.Constant):
         return repr(node.value)
     if isinstance(node, ast.Tuple) and all(_constant_source(e) is not None for e in node.elts):

@@ -302,24 +302,17 @@ def class_names(data: bytes) -> frozenset[str]:
     return frozenset(match.decode("ascii", "replace") for match in _CLASS_LINE.findall(data))
 
 
-def subclassed_classes(programs: Mapping[Path, bytes], resolved: Mapping[Path, "list[tuple[str, int, Path]] | None"]) -> dict[Path, frozenset[str]]:
-    """For each file of ``programs``, the classes it defines that a class of the run subclasses:
-    in the same file, or in a file importing it (``resolved``: each file's imports resolved to
-    the files they may be), by the last part of the base's name (``class vgg16(Network)``,
-    ``class Net(network.Network)``). An abstract base whose layers its subclasses build."""
-    bases: dict[Path, set[str]] = {}
-    defined: dict[Path, set[str]] = {}
-    for path, data in programs.items():
-        tree = parsed(data) if b"class " in data else None
-        for node in statements(tree) if tree is not None else ():
-            if isinstance(node, ast.ClassDef):
-                defined.setdefault(path, set()).add(node.name)
-                bases.setdefault(path, set()).update(
-                    b.id if isinstance(b, ast.Name) else b.attr for b in node.bases if isinstance(b, (ast.Name, ast.Attribute))
-                )
+def subclassed_classes(
+    bases: Mapping[Path, Mapping[str, frozenset[str]]], resolved: Mapping[Path, "list[tuple[str, int, Path]] | None"],
+) -> dict[Path, frozenset[str]]:
+    """For each file, the classes it defines that a class of the run subclasses: in the same file,
+    or in a file importing it (``bases``: each file's :func:`class_bases`; ``resolved``: each
+    file's imports resolved to the files they may be), by the last part of the base's name
+    (``class vgg16(Network)``, ``class Net(network.Network)``). An abstract base whose layers its
+    subclasses build."""
     found: dict[Path, set[str]] = {}
-    for path, names in bases.items():
-        targets = {path} | {target for _, _, target in resolved.get(path) or ()}
-        for target in targets & defined.keys():
-            found.setdefault(target, set()).update(defined[target] & names)
+    for path, classes in bases.items():
+        named = {base for names in classes.values() for base in names}
+        for target in ({path} | {t for _, _, t in resolved.get(path) or ()}) & bases.keys():
+            found.setdefault(target, set()).update(set(bases[target]) & named)
     return {path: frozenset(names) for path, names in found.items() if names}

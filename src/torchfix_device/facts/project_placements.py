@@ -37,6 +37,8 @@ from torchfix_device.facts.project_classes import parsed
 WORDS = (b"cuda", b".to(", b"device", b"DataParallel", b"set_default", b"map_location")
 """A file holding none of these places nothing."""
 NOT_PLACING_CUDA = frozenset({"is_available", "manual_seed", "manual_seed_all", "device_count", "synchronize", "empty_cache"})
+"""``torch.cuda.X`` that put no value anywhere (also :mod:`.cpu_paths`' placements, one file in libcst)."""
+PLACING_KEYWORDS = frozenset({"device", "map_location"})
 PLACING_NAMES = frozenset({"set_default_tensor_type", "set_default_device", "DataParallel", "DistributedDataParallel"})
 DTYPE_KEYWORDS = frozenset({"dtype", "non_blocking", "copy"})
 
@@ -53,7 +55,7 @@ def _places(node: ast.AST) -> bool:
             return not _dtype_or_cpu_only(node)
         if node.func.attr == "device" and not _cpu_only(node):
             return True
-    if isinstance(node, ast.keyword) and node.arg in ("device", "map_location"):
+    if isinstance(node, ast.keyword) and node.arg in PLACING_KEYWORDS:
         return not _names_the_cpu(node.value) and not _a_value_device(node.value)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return "cuda" in node.value
@@ -100,11 +102,6 @@ def _a_value_device(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Attribute) and expr.attr == "device" and not (isinstance(expr.value, ast.Name) and expr.value.id == "torch")
 
 
-def placing_files(programs: Mapping[Path, bytes]) -> set[Path]:
-    """The files of ``programs`` (path → code) that may put a value on a device."""
-    return {path for path, data in programs.items() if places(data)}
-
-
 def places(data: bytes) -> bool:
     """Whether a file's code may put a value on a device (see the module docstring)."""
     if not any(word in data for word in WORDS):
@@ -128,13 +125,14 @@ def _harmless_cuda(tree: ast.Module) -> set[int]:
 
 def groups_on_cpu(
     programs: Mapping[Path, bytes], resolved: Mapping[Path, "list[tuple[str, int, Path]] | None"],
-    importable: Callable[[Path], Callable[[Path], bool]],
+    importable: Callable[[Path], Callable[[Path], bool]], placing: "set[Path] | None" = None,
 ) -> set[Path]:
     """The files of ``programs`` whose import group stays on the CPU (see the module docstring;
     ``resolved``: each file's imports resolved to the files they may be, None where it imports
-    dynamically: then it may import any file ``importable`` says it can, and it is doubtful)."""
+    dynamically: then it may import any file ``importable`` says it can, and it is doubtful;
+    ``placing``: the files that :func:`places`, found here when not given)."""
     edges: dict[Path, set[Path]] = {path: set() for path in programs}
-    placing = placing_files(programs)
+    placing = {path for path, data in programs.items() if places(data)} if placing is None else placing
     doubtful = set(placing)
     for path, found in resolved.items():
         if path not in edges:

@@ -15,6 +15,8 @@ The answer comes from what the code shows a value to be, never from its name:
 - a name every binding of which that may reach the read is one of these (a value built from
   the name itself adds nothing), a function or method of this file every ``return`` of which
   is one;
+- an attribute of ``self`` or an item of one (``self.acc_loss``, ``self._losses["total"]``)
+  every value of which the class gives it is one (one ``self.x.backward()`` shows one element);
 - a binding of a name that reaches a ``.backward()`` with no argument on it, or on an
   arithmetic expression it is an operand of (which only a one-element tensor allows: ``loss``
   bound in both branches of an ``if``/``else``, then ``loss.backward()``;
@@ -61,7 +63,7 @@ from torchfix_device.facts import kinds
 from torchfix_device.facts.losses import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
 from torchfix_device.facts.values import AUGMENTED, PARAM, PART, VALUE, ModuleValues
 from torchfix_device.syntax import nodes
-from torchfix_device.syntax.nodes import numpy_subject, zero_index
+from torchfix_device.syntax.nodes import element_form, numpy_subject, zero_index
 from torchfix_device.syntax import traversal
 
 
@@ -112,7 +114,7 @@ class SizeEvidence(LossEvidence):
         self._memo: dict[tuple[int, ...], Size | None] = {}
         self._in_functions: set[int] = set()
         self._one_element: dict[int, bool] = {}
-        self._attributes: GradEvidence | None = None
+        self._grad: GradEvidence | None = None
 
     # -- expressions ------------------------------------------------------------------------
     def size(self, node: cst.BaseExpression) -> Size | None:
@@ -229,18 +231,22 @@ class SizeEvidence(LossEvidence):
             return None
         return Size.ZERO_DIM if self.loss_call_reduces(functions.pop(), call) else None
 
+    def grad(self) -> GradEvidence:
+        """The module's grad facts (their walk of its attributes), made once for every consumer."""
+        if self._grad is None:
+            self._grad = GradEvidence(self.values)
+        return self._grad
+
     def _held_size(self, node: cst.Attribute | cst.Subscript) -> Size | None:
         """What every value ``self.attr`` (or an item of it) may hold is shown to be (:meth:`.SelfAttributeEvidence.held`)."""
-        if self._attributes is None:
-            self._attributes = GradEvidence(self.values)
-        held = self._attributes.held(node)
+        held = self.grad().held(node)
         key = tuple(id(v) for v in held or ())
         if held is None or key in self._busy:
             return None if held is None else Size.NUMBER  # a value built from itself: the others decide
         self._busy.add(key)
         found = reduce(combine, (self.size(v) for v in held), Size.NUMBER)
         self._busy.discard(key)
-        return Size.ONE if found is None and self._attributes.backward_called(node) else found
+        return Size.ONE if found is None and self.grad().backward_called(node) else found
 
     # -- names --------------------------------------------------------------------------------
     def name_size(self, name: cst.Name) -> Size | None:
@@ -459,28 +465,6 @@ class Number03:
     what: str
     data: bool = False
 
-
-
-ELEMENT_BASES = (cst.Name, cst.Call, cst.Subscript)
-ELEMENT_INDICES = (cst.Integer, cst.Name, cst.UnaryOperation, cst.BinaryOperation, cst.Call, cst.Subscript)
-"""What an element's tensor and an integer index can be spelt as (:func:`element_form`)."""
-
-
-def element_form(node: cst.Subscript) -> bool:
-    """``node`` is spelt as an element of a tensor by an integer index: one index of a form
-    :func:`.counts.is_count` may accept (not a string, a slice, a tuple), of a name, a call, an
-    element, or the ``.data``/``.values``/``.indices`` of one (``self.items[i]`` or
-    ``args.files[0]`` is no tensor the code shows). A cheap test before any name is resolved;
-    stage 1 of TFD019 mirrors it."""
-    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index) or node.slice[0].slice.star is not None:
-        return False
-    if not isinstance(node.slice[0].slice.value, ELEMENT_INDICES):
-        return False
-    base = node.value
-    if isinstance(base, cst.Attribute) and base.attr.value in ("data", "values", "indices"):
-        base = base.value if base.attr.value == "data" else base
-        return isinstance(base, ELEMENT_BASES) or isinstance(base, cst.Attribute) and base.attr.value in ("values", "indices")
-    return isinstance(base, ELEMENT_BASES)
 
 
 def number_in_03(values: ModuleValues, node: cst.BaseExpression) -> Number03 | None:

@@ -37,9 +37,10 @@ from torchfix_device.run.interrupts import signal_of
 from torchfix_device.run.job import finished_before, process_file
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.facts.project_attributes import Imports, RunAttributes, resolved_imports, run_attributes
-from torchfix_device.facts.project_placements import groups_on_cpu
-from torchfix_device.facts.project_classes import subclassed_classes
-from torchfix_device.facts.project_classes import class_names, classes_of_data, imported_modules, reachable_classes, subclasses_of
+from torchfix_device.facts.project_placements import groups_on_cpu, places
+from torchfix_device.facts.project_classes import (
+    class_bases, class_names, classes_of_data, imported_modules, reachable_classes, subclassed_classes, subclasses_of,
+)
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_imports import Resolver, RunStars, may_hold_star_import, resolve_star_imports
 from torchfix_device.results import FileResult, Interrupted
@@ -157,7 +158,15 @@ def _project_facts(
             defining[path] = data
     stars = resolve_star_imports(files, starred, roots) if starred else RunStars({})
     absolute = {resolver.absolute(path): data for path, data in programs.items()}
-    imports = {path: imported_modules(data) for path, data in absolute.items()}
+    imports: dict[Path, "list[tuple[str, int]] | None"] = {}
+    placing: set[Path] = set()
+    bases: dict[Path, dict[str, frozenset[str]]] = {}
+    for path, data in absolute.items():  # one parse of each file serves all three (``parsed`` keeps the last 64)
+        imports[path] = imported_modules(data)
+        if places(data):
+            placing.add(path)
+        if b"class " in data:
+            bases[path] = class_bases(data)
     functions = RunLegacyFunctions()
     if defining:
         limit = options.max_file_bytes or MAX_FILE_BYTES
@@ -172,8 +181,8 @@ def _project_facts(
     shown = {resolver.absolute(path): str(path) for path in programs}
     resolved = resolved_imports(imports, resolver.module_files)
     attributes = run_attributes(
-        absolute, shown, resolved, resolver.importable, groups_on_cpu(absolute, resolved, resolver.importable),
-        subclassed_classes(absolute, resolved),
+        absolute, shown, resolved, resolver.importable, groups_on_cpu(absolute, resolved, resolver.importable, placing),
+        subclassed_classes(bases, resolved),
     )
     unimported = unimported_files(absolute, shown, resolved, resolver)
     if not defined:

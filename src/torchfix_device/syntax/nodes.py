@@ -152,3 +152,25 @@ def numpy_subject(node: cst.Subscript) -> cst.BaseExpression | None:
             receiver, seen_data = receiver.value, True
         else:
             return receiver if seen_data else None
+
+
+ELEMENT_BASES = (cst.Name, cst.Call, cst.Subscript)
+ELEMENT_INDICES = (cst.Integer, cst.Name, cst.UnaryOperation, cst.BinaryOperation, cst.Call, cst.Subscript)
+"""What an element's tensor and an integer index can be spelt as (:func:`element_form`)."""
+
+
+def element_form(node: cst.Subscript) -> bool:
+    """``node`` is spelt as an element of a tensor by an integer index: one index of a form
+    :func:`torchfix_device.facts.counts.is_count` may accept (not a string, a slice, a tuple), of a name, a call, an
+    element, or the ``.data``/``.values``/``.indices`` of one (``self.items[i]`` or
+    ``args.files[0]`` is no tensor the code shows). A cheap test before any name is resolved;
+    stage 1 of TFD019 mirrors it."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index) or node.slice[0].slice.star is not None:
+        return False
+    if not isinstance(node.slice[0].slice.value, ELEMENT_INDICES):
+        return False
+    base = node.value
+    if isinstance(base, cst.Attribute) and base.attr.value in ("data", "values", "indices"):
+        base = base.value if base.attr.value == "data" else base
+        return isinstance(base, ELEMENT_BASES) or isinstance(base, cst.Attribute) and base.attr.value in ("values", "indices")
+    return isinstance(base, ELEMENT_BASES)

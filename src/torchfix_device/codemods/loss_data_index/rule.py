@@ -142,7 +142,6 @@ class LossDataIndex(Codemod):
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self.evidence = SizeEvidence(facts_values.of(self))
-        self._grad_evidence: GradEvidence | None = None
         planned = plan(self, node, self.evidence)
         self._datas = {id(d): p for p in planned for d in p.datas}
         self._reads = {id(r): p for p in planned for r in p.reads}
@@ -239,9 +238,7 @@ class LossDataIndex(Codemod):
         return _item(updated.value, updated) if fixed else updated
 
     def _grad(self) -> GradEvidence:
-        if self._grad_evidence is None:
-            self._grad_evidence = GradEvidence(self.evidence.values)
-        return self._grad_evidence
+        return self.evidence.grad()
 
     def _index(self, original: cst.Subscript, updated: cst.Subscript, what: str, subject: cst.BaseExpression) -> cst.BaseExpression:
         size, why = self._verdict(subject)
