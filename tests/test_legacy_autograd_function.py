@@ -110,7 +110,15 @@ def _signs(ns: dict) -> dict:
     return {"y": x.sign().sign(), "grad": torch.ones_like(x), "signs": x.sign()}  # straight through
 
 
+def _scale_shift(ns: dict) -> dict:
+    x = _leaf(ns["x"])
+    plain, shifted = x * 2.0, x * 3.0 + 0.5
+    (plain.sum() + shifted.sum()).backward()
+    return {"plain": plain, "shifted": shifted, "grad": x.grad}
+
+
 REFERENCES = {
+    "state_before_defaults": _scale_shift,
     "stateful": _stateful,
     "state_from_init": _reversed_half,
     "instance_kept": _signs,

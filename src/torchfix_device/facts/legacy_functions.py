@@ -223,8 +223,8 @@ def _state_problem(cls: ast.ClassDef, methods: list, state: tuple[tuple[str, str
             return f"`__init__`'s `{clash}` is also spelt in `{method.name}`: rename it there, then migrate it"
     forward, backward = _method(cls, "forward"), _method(cls, "backward")
     inputs = len([*forward.args.posonlyargs, *forward.args.args]) - 1 if forward is not None else 0
-    if forward is not None and (forward.args.vararg or forward.args.kwonlyargs or forward.args.kwarg or forward.args.defaults):
-        return "`forward` takes `*args`, keywords or defaults, after which the state cannot come"
+    if forward is not None and (forward.args.vararg or forward.args.kwonlyargs or forward.args.kwarg):
+        return "`forward` takes `*args` or keyword-only arguments, after which the state cannot come"
     for ret in _returns(backward) if backward is not None else ():
         if ret.value is None or (inputs != 1 and not isinstance(ret.value, ast.Tuple)):
             return f"`backward` returns at line {ret.lineno} what cannot be given one more `None` per `__init__` argument"

@@ -35,7 +35,8 @@ class LegacyAutogradFunction(Codemod):
     made of its arguments) moves into `forward`: its arguments come first, after `ctx`
     (`forward(ctx, h, w, scale, x, rois)`), `ctx.scale = float(scale)` is set where `self.scale`
     was, `backward` returns one `None` more for each (`return None, None, None, grad_x, None`),
-    `RoI(7, 7, 1/16.)(x, rois)` becomes `RoI.apply(7, 7, 1/16., x, rois)` (defaults filled in),
+    `RoI(7, 7, 1/16.)(x, rois)` becomes `RoI.apply(7, 7, 1/16., x, rois)` (defaults filled in;
+    a `forward` with defaulted inputs keeps them, after the state: `forward(ctx, d, u, init=None)`),
     and an instance kept and only ever called (`self.roi = RoI(7, 7, 1/16.)`, then
     `self.roi(x, rois)`) becomes `functools.partial(RoI.apply, 7, 7, 1/16.)`.
 
