@@ -205,23 +205,25 @@ def _judge(cls: ast.ClassDef, bindings: _Bindings, top_level: bool) -> LegacyCla
         renames.append((method.name, own, own if own == NEW_NAME or _spells(method, NEW_NAME) else NEW_NAME))
     if init_problem is not None:
         return problem(init_problem)
-    state_problem = _state_problem(cls, methods, state)
+    state_problem = _state_problem(cls, state)
     if state_problem is not None:
         return problem(state_problem)
     return LegacyClass(cls.name, cls.lineno, None, tuple(renames), drop_init, top_level, state)
 
 
-def _state_problem(cls: ast.ClassDef, methods: list, state: tuple[tuple[str, str | None], ...]) -> str | None:  # noqa: ANN001
+def _state_problem(cls: ast.ClassDef, state: tuple[tuple[str, str | None], ...]) -> str | None:
     """Why state from ``__init__`` cannot become ``forward``'s first arguments: a parameter's
-    name is spelt in ``forward``/``backward``, or a ``return`` of ``backward`` cannot be given
-    one more ``None`` per parameter (not a tuple display where ``forward`` takes several inputs)."""
+    name is spelt in ``forward`` other than as a local variable of its own (``stride =
+    self.stride`` makes ``stride`` local: every read of it already read that local, and now
+    starts from the value itself), or a ``return`` of ``backward`` cannot be given one more
+    ``None`` per parameter (not a tuple display where ``forward`` takes several inputs).
+    ``backward`` takes no new parameter: a local of the same name there is no clash."""
     if not state:
         return None
-    for method in methods:
-        clash = next((name for name, _ in state if name == NEW_NAME or _spells(method, name)), None)
-        if clash is not None:
-            return f"`__init__`'s `{clash}` is also spelt in `{method.name}`: rename it there, then migrate it"
     forward, backward = _method(cls, "forward"), _method(cls, "backward")
+    for name, _ in state:
+        if name == NEW_NAME or (forward is not None and _spells(forward, name) and not _local_of(forward, name)):
+            return f"`__init__`'s `{name}` is also spelt in `forward`: rename it there, then migrate it"
     inputs = len([*forward.args.posonlyargs, *forward.args.args]) - 1 if forward is not None else 0
     if forward is not None and (forward.args.vararg or forward.args.kwonlyargs or forward.args.kwarg):
         return "`forward` takes `*args` or keyword-only arguments, after which the state cannot come"
@@ -354,6 +356,27 @@ def _spells(method: ast.AST, name: str) -> bool:
         (isinstance(n, ast.Name) and n.id == name) or (isinstance(n, ast.arg) and n.arg == name) or name in _names_bound(n)
         for n in ast.walk(method) if n is not method
     )
+
+
+NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _local_of(method: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """``name`` is a local variable of ``method`` itself: bound in its own scope (not only in a
+    nested one), not declared ``global``/``nonlocal``, and not one of its parameters."""
+    args = method.args
+    if any(a.arg == name for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a is not None):
+        return False
+    bound, stack = False, list(method.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return False
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) or name in _names_bound(node):
+            bound = True
+        if not isinstance(node, NESTED_SCOPES):  # a nested scope binds its own names
+            stack.extend(ast.iter_child_nodes(node))
+    return bound
 
 
 def _self_problem(method, me: str, known: set[str], init_attrs: set[str], members: set[str]) -> str | None:  # noqa: ANN001
