@@ -119,3 +119,65 @@ def test_module_functions_leave_out_names_bound_twice_and_decorated_ones() -> No
     code = b"import f\n\ndef f():\n    return 1\n\n@dec\ndef g():\n    return 2\n\ndef h():\n    return 3\n\n__all__ = ['h', 'f']\n"
     functions, stars, exported = module_functions(code)
     assert functions == {"h": 1} and stars == [] and exported == frozenset({"h", "f"})
+
+
+LOSSES = '''import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SmoothedNLL(nn.Module):
+    def __init__(self, smoothing=0.1):
+        super(SmoothedNLL, self).__init__()
+        self.smoothing = float(smoothing)
+
+    def forward(self, logits, target):
+        logp = F.log_softmax(logits, dim=1)
+        return (1 - self.smoothing) * F.nll_loss(logp, target) - self.smoothing * logp.mean()
+
+
+def total_loss(logits, target):
+    return F.cross_entropy(logits, target) + 0.5 * logits.pow(2).mean()
+'''
+
+LOSS_TRAIN = '''import torch
+import torch.nn as nn
+from losses import SmoothedNLL, total_loss
+
+torch.manual_seed(0)
+model = nn.Linear(4, 3)
+criterion = SmoothedNLL(0.2)
+seen = []
+for step in range(3):
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    loss = criterion(model(x), y)
+    reg = total_loss(model(x), y)
+    seen.append(loss.data[0] + reg.data[0])
+print("%.5f" % sum(seen))
+'''
+
+
+def test_a_loss_module_or_loss_function_of_another_file_gives_a_0_dim_value(tmp_path: Path) -> None:
+    """``criterion = SmoothedNLL(0.2)`` (a module of ``losses.py`` whose ``forward`` returns a
+    torch loss) and ``total_loss(...)`` (a function of it returning one): their results are 0-dim,
+    so ``.data[0]`` becomes ``.item()``, and the script runs, printing what 0.3 printed."""
+    pytest.importorskip("torch")
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "losses.py").write_text(LOSSES, encoding="utf-8")
+    (root / "train.py").write_text(LOSS_TRAIN, encoding="utf-8")
+    before = _run(root)
+    assert before.returncode != 0 and "invalid index of a 0-dim tensor" in before.stderr, before.stderr
+    assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert "seen.append(loss.item() + reg.item())" in text, text
+    after = _run(root)
+    assert after.returncode == 0, after.stderr
+    as_0_3 = LOSS_TRAIN.replace("loss.data[0]", "float(loss.reshape(1)[0])").replace("reg.data[0]", "float(reg.reshape(1)[0])")
+    (root / "train.py").write_text(as_0_3, encoding="utf-8")
+    assert after.stdout == _run(root).stdout != ""
+    # a loss that keeps its elements in the other file: nothing is shown
+    (root / "train.py").write_text(LOSS_TRAIN, encoding="utf-8")
+    (root / "losses.py").write_text(LOSSES.replace("F.nll_loss(logp, target)", "F.nll_loss(logp, target, reduction='none')")
+                                    .replace("F.cross_entropy(logits, target)", "F.cross_entropy(logits, target, reduce=False)"), encoding="utf-8")
+    assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
+    assert (root / "train.py").read_text(encoding="utf-8") == LOSS_TRAIN

@@ -5,7 +5,8 @@ import libcst as cst
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.facts import devices, kinds
 from torchfix_device.facts import values as facts_values
-from torchfix_device.facts.sizes import Size, SizeEvidence
+from torchfix_device.facts.sizes import Size
+from torchfix_device.facts.sizes import evidence as size_evidence
 from torchfix_device.syntax.nodes import numpy_subject, zero_index
 from torchfix_device.facts.stores import written_in_place
 from torchfix_device.prefilter.candidates import FileFacts
@@ -127,7 +128,7 @@ class HostTransferWithoutCpu(Codemod):
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self.values = facts_values.of(self)
-        self.sizes = SizeEvidence(self.values)
+        self.sizes = size_evidence(self.values)
         return None
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

@@ -82,9 +82,10 @@ class LossEvidence:
         return False
 
     def is_own_loss_attribute(self, func: cst.Attribute) -> bool:
-        """``self.x`` in a method of the class whose ``__init__`` sets ``self.x = nn.XLoss()``,
-        and nothing in the file assigns any other value to an attribute named ``x`` (a move of
-        ``self.x`` itself is no other value)."""
+        """``self.x`` in a method of the class whose ``__init__`` sets ``self.x = nn.XLoss()`` (or
+        an instance of a project class whose call returns a 0-dim tensor), and nothing in the file
+        assigns any other value to an attribute named ``x`` (a move of ``self.x`` itself is no
+        other value), ``self.x`` in a method of a class neither deriving from this one nor a base of it aside."""
         found = self.method_around(func)
         if found is None:
             return False
@@ -93,12 +94,15 @@ class LossEvidence:
         values = self.assigned_to_attribute().get(attr, [])
         in_init = False
         for target, value in values:
+            other = self.method_around(target)
+            if other is not None and other[0] is not cls and not _related(cls, other[0]):
+                continue  # `self.criterion = criterion` of another class's instances
             if value is None:
                 return False
             stripped = strip_moves(value)
             if isinstance(stripped, cst.Attribute) and stripped.attr.value == attr:
                 continue  # self.x = self.x.cuda()
-            if not (isinstance(value, cst.Call) and self.is_loss_constructor(value)):
+            if not (isinstance(value, cst.Call) and (self.is_loss_constructor(value) or self._builds_loss(value))):
                 return False
             in_init = in_init or _set_in_init(cls, target)
         return in_init
@@ -136,10 +140,13 @@ class LossEvidence:
 
     def _builds_loss(self, call: cst.Call) -> bool:
         """``call`` calls a function (of this file, or of another of the run) every ``return`` of
-        which builds a loss module (``def get_criterion(n): ... return nn.CrossEntropyLoss(weight)``):
-        the summary of :mod:`.returns`."""
-        summary = self.values.call_returns(call)
-        return summary is not None and summary.builds_loss
+        which builds a loss module (``def get_criterion(n): ... return nn.CrossEntropyLoss(weight)``),
+        or makes an instance of a class whose call returns a 0-dim tensor (a project's loss
+        module: ``LabelSmoothing(...)``, whose ``forward`` returns a torch loss): the summary of
+        :mod:`.returns`."""
+        made = strip_moves(call)  # `LabelSmoothing(...).cuda()`
+        summary = self.values.call_returns(made) if isinstance(made, cst.Call) else None
+        return summary is not None and (summary.builds_loss or summary.scalar_call)
 
     def binding_values(self, name: cst.Name) -> list[object] | None:
         """What each binding of ``name`` that may reach this read assigns (:meth:`value_of`);
@@ -297,6 +304,13 @@ def _reduction_position_ok(positional: list[cst.Arg], position: int | None) -> b
         return True
     value = positional[position].value
     return isinstance(value, cst.SimpleString) and value.evaluated_value != "none"
+
+
+def _related(a: cst.ClassDef, b: cst.ClassDef) -> bool:
+    """One class names the other among its bases (their instances may share attributes)."""
+    def bases(cls: cst.ClassDef) -> set[str]:
+        return {n.value for arg in cls.bases for n in (arg.value, getattr(arg.value, "attr", None)) if isinstance(n, cst.Name)}
+    return a.name.value in bases(b) or b.name.value in bases(a)
 
 
 def _set_in_init(cls: cst.ClassDef, target: cst.Attribute) -> bool:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from torchfix_device.facts import dims as facts_dims
+from torchfix_device.facts import sizes as facts_sizes
 from torchfix_device.facts.cpu_paths import loader_class
 from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts.losses import LossEvidence
@@ -48,6 +49,12 @@ class Returned:
     loader: bool = False
     """A class, not a function: a ``DataLoader`` subclass whose instances place nothing on a
     device (:func:`~torchfix_device.facts.cpu_paths.loader_class`)."""
+    scalar: bool = False
+    """Every ``return`` is shown to be a 0-dim tensor (:mod:`.sizes`: ``return F.nll_loss(...)``)."""
+    scalar_call: bool = False
+    """A class whose instances, called, return what is shown to be a 0-dim tensor: the
+    ``forward`` of an ``nn.Module`` subclass (``LabelSmoothing(...)(x, y)``), the ``__call__`` of
+    another class, defined in the class itself."""
 
 
 NOTHING = Returned()
@@ -55,8 +62,27 @@ NOTHING = Returned()
 
 def made_by_class(values: "ModuleValues", cls: cst.ClassDef) -> Returned:
     """What calling the module-level class ``cls`` gives, as far as a caller asks: an instance of
-    a ``DataLoader`` that places nothing (the defining file summarised for another file's call)."""
-    return Returned(loader=True) if loader_class(values, cls) else NOTHING
+    a ``DataLoader`` that places nothing, or one whose call returns a 0-dim tensor (a loss module
+    of the project), once per module version."""
+    memo = values.facets.setdefault("made by class", {})
+    known = memo.get(id(cls))
+    if known is None:
+        memo[id(cls)] = NOTHING  # while it is being found
+        method = _instance_call(cls)
+        scalar = method is not None and facts_sizes.evidence(values).returns_size(method) is facts_sizes.Size.ZERO_DIM
+        known = memo[id(cls)] = Returned(loader=loader_class(values, cls), scalar_call=scalar)
+    return known
+
+
+def _instance_call(cls: cst.ClassDef) -> cst.FunctionDef | None:
+    """The method an instance's call runs: ``forward`` of an ``nn.Module`` subclass (a base spelt
+    ``Module`` or ``nn.Module``), ``__call__`` of another class; defined once in the class itself."""
+    bases = [b.value for b in cls.bases if b.keyword is None]
+    module = any(isinstance(b, cst.Name) and b.value == "Module" or isinstance(b, cst.Attribute) and b.attr.value == "Module" for b in bases)
+    name = "forward" if module else "__call__"
+    defs = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name] \
+        if isinstance(cls.body, cst.IndentedBlock) else []
+    return defs[0] if len(defs) == 1 and not defs[0].decorators else None
 
 
 def returned(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
@@ -91,6 +117,7 @@ def _summary(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
         element_dims=element_dims.pop() if len(element_dims) == 1 else None,
         grad_free=grad_free,
         builds_loss=all(isinstance(r, cst.Call) and losses.is_loss_constructor(r) for r in returns),
+        scalar=facts_sizes.evidence(values).returns_size(function) is facts_sizes.Size.ZERO_DIM,
     )
 
 
@@ -125,4 +152,4 @@ def returned_elements(values: "ModuleValues", expr: cst.BaseExpression) -> list[
     return found
 
 
-install_summariser(returned)
+install_summariser(returned, made_by_class)

@@ -13,8 +13,10 @@ The answer comes from what the code shows a value to be, never from its name:
 - arithmetic on such values and Python numbers (broadcasting never shrinks a tensor), methods
   that keep the shape (``.exp()``, ``.float()``, ``.cpu()``, ``.detach()``...);
 - a name every binding of which that may reach the read is one of these (a value built from
-  the name itself adds nothing), a function or method of this file every ``return`` of which
-  is one;
+  the name itself adds nothing), a function or method of this file, or a function of another
+  file of the run, every ``return`` of which is one (:mod:`.returns`); the call of an instance
+  of a class of the project whose ``forward`` (``__call__``) returns one (a project's loss
+  module, bound to a name or set on ``self`` in ``__init__``: :mod:`.losses`);
 - an attribute of ``self`` or an item of one (``self.acc_loss``, ``self._losses["total"]``)
   every value of which the class gives it is one (one ``self.x.backward()`` shows one element);
 - a binding of a name that reaches a ``.backward()`` with no argument on it, or on an
@@ -161,7 +163,7 @@ class SizeEvidence(LossEvidence):
         if isinstance(func, cst.Attribute):
             return self._method_call(func, call, positional)
         if isinstance(func, cst.Call):  # nn.MSELoss()(a, b)
-            return Size.ZERO_DIM if self.is_loss_constructor(func) else None
+            return Size.ZERO_DIM if self.is_loss_constructor(func) or self._builds_loss(func) else None
         if isinstance(func, cst.Name):
             return self._named_call(func, call, positional)
         return None
@@ -209,18 +211,21 @@ class SizeEvidence(LossEvidence):
         if self.is_own_loss_attribute(func):
             return Size.ZERO_DIM
         method = self._own_method(func)
-        return self._returns_size(method) if method is not None else None
+        return self.returns_size(method) if method is not None else None
 
     def _named_call(self, func: cst.Name, call: cst.Call, positional: list[cst.Arg]) -> Size | None:
         reach = self.values.reach(func)
         if reach.why is not None or not reach.bindings:
             return None
         if len(reach.bindings) == 1 and isinstance(reach.bindings[0], cst.FunctionDef):
-            return self._returns_size(reach.bindings[0])
+            return self.returns_size(reach.bindings[0])
         if len(reach.bindings) == 1 and self.values.bound(reach.bindings[0]).kind == PARAM:
             if not self.passed_losses(reach.bindings[0]):
                 return None
             return Size.ZERO_DIM if getattr(self.values.view, "imported_by_none", False) else Size.LIKELY
+        summary = self.values.call_returns(call)  # a function of another file of the run
+        if summary is not None and summary.scalar:
+            return Size.ZERO_DIM
         kinds = self.callable_kinds(func)
         if kinds is None or "other" in kinds or not any(kinds):
             return None
@@ -428,7 +433,7 @@ class SizeEvidence(LossEvidence):
         return None
 
     # -- functions and methods of this file --------------------------------------------------
-    def _returns_size(self, function: cst.FunctionDef) -> Size | None:
+    def returns_size(self, function: cst.FunctionDef) -> Size | None:
         """The size every ``return`` of ``function`` is shown to have (None: one is not)."""
         if function.decorators or id(function) in self._in_functions:
             return None
@@ -470,10 +475,12 @@ class Number03:
 def number_in_03(values: ModuleValues, node: cst.BaseExpression) -> Number03 | None:
     """Whether ``node`` gave a Python number in PyTorch 0.3 that is a 0-dim tensor since 0.4 (see
     the module docstring); None where it did not, or where that is not shown."""
-    evidence = values.facets.get("size evidence")
-    if evidence is None:
-        evidence = values.facets["size evidence"] = SizeEvidence(values)
-    return evidence.number_in_03(node)
+    return evidence(values).number_in_03(node)
+
+
+def evidence(values: ModuleValues) -> SizeEvidence:
+    """The module version's one :class:`SizeEvidence`, shared by every fact and codemod that asks."""
+    return values.facet("size evidence", lambda: SizeEvidence(values))
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -259,13 +259,25 @@ class ModuleValues:
         function = reach.bindings[0]
         return None if function.decorators or function.asynchronous is not None else function
 
+    def class_called(self, func: cst.BaseExpression) -> cst.ClassDef | None:
+        """The undecorated module-level class of this file a call of the name ``func`` makes an
+        instance of, where that class is the only binding reaching the call; None otherwise."""
+        reach = self.reach(func) if isinstance(func, cst.Name) else None
+        if reach is None or reach.why is not None or len(reach.bindings) != 1:
+            return None
+        cls = reach.bindings[0]
+        return cls if isinstance(cls, cst.ClassDef) and not cls.decorators and isinstance(self.parent(cls), cst.Module) else None
+
     def call_returns(self, call: cst.Call) -> Any:
         """What the function ``call`` calls returns (a ``Returned`` of :mod:`.returns`): a function
-        of this file, or one of another file of the run (the engine's ``view.foreign_returns``);
-        None otherwise, or where no summariser is installed."""
+        or class of this file, or one of another file of the run (the engine's
+        ``view.foreign_returns``); None otherwise, or where no summariser is installed."""
         function = self.function_called(call.func)
         if function is not None:
             return _SUMMARISER[0](self, function) if _SUMMARISER else None
+        cls = self.class_called(call.func)
+        if cls is not None:
+            return _SUMMARISER[1](self, cls) if _SUMMARISER else None
         foreign = getattr(self.view, "foreign_returns", None)
         if foreign is None:
             return None
@@ -394,13 +406,14 @@ class ModuleValues:
         return False
 
 
-_SUMMARISER: list[Callable[[ModuleValues, cst.FunctionDef], Any]] = []
-"""The function summary :meth:`ModuleValues.call_returns` gives: installed by :mod:`.returns`,
-which asks the facts (dimensions, grad) that ask for calls here, so that none imports it."""
+_SUMMARISER: list[Callable[[ModuleValues, Any], Any]] = []
+"""The summaries :meth:`ModuleValues.call_returns` gives, of a function and of a class: installed
+by :mod:`.returns`, which asks the facts (dimensions, grad, sizes) that ask for calls here, so
+that none imports it."""
 
 
-def install_summariser(summarise: Callable[[ModuleValues, cst.FunctionDef], Any]) -> None:
-    _SUMMARISER[:] = [summarise]
+def install_summariser(summarise: Callable[[ModuleValues, cst.FunctionDef], Any], of_class: Callable[[ModuleValues, cst.ClassDef], Any]) -> None:
+    _SUMMARISER[:] = [summarise, of_class]
 
 
 def of(view: "CodemodView") -> ModuleValues:

@@ -15,7 +15,8 @@ from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.dims import dims
 from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts.kinds import bound_values
-from torchfix_device.facts.sizes import Size, SizeEvidence, number_in_03
+from torchfix_device.facts.sizes import Size, number_in_03
+from torchfix_device.facts.sizes import evidence as size_evidence
 from torchfix_device.syntax.nodes import numpy_subject, zero_index
 from torchfix_device.facts.stores import store_of
 
@@ -40,8 +41,10 @@ class LossDataIndex(Codemod):
     `__init__` and assigned nothing else); a full reduction (`.sum()`, `.mean()`, `.max()`, ...
     with no dimension, `torch.sum(x)`, `torch.max(x)` with one argument, `torch.dot(a, b)`);
     arithmetic of those with numbers, and methods that keep the shape (`.exp()`, `.float()`,
-    `.cpu()`, ...); a function or method of the same file every `return` of which is one of
-    those; a name every assignment of which is one of those; a name with one binding on which
+    `.cpu()`, ...); a function or method of the same file, or a function of another file of the
+    run, every `return` of which is one of those; the call of an instance of a project class
+    (of this file or another) whose `forward` (an `nn.Module`) or `__call__` returns one
+    (`criterion = LabelSmoothing(...)`, `self.criterion = LabelSmoothing(...)`); a name every assignment of which is one of those; a name with one binding on which
     `.backward()` is called with no argument, or that such a name is built from by arithmetic
     (`loss = raw_loss + reg` then `loss.backward()`). Also the call of a parameter
     (`criterion(out, y)` in `def test(loader, model, criterion)`) where every call of the function
@@ -141,7 +144,7 @@ class LossDataIndex(Codemod):
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
-        self.evidence = SizeEvidence(facts_values.of(self))
+        self.evidence = size_evidence(facts_values.of(self))
         planned = plan(self, node, self.evidence)
         self._datas = {id(d): p for p in planned for d in p.datas}
         self._reads = {id(r): p for p in planned for r in p.reads}
