@@ -354,3 +354,35 @@ def test_malformed_and_old_notebooks_are_reported_by_file_and_cell(tmp_path: Pat
     applied = run_cli("apply", "--no-cache", "no_ids.ipynb", cwd=tmp_path)
     assert applied.returncode == 0 and "Warning" not in applied.stderr.decode()
     assert '"id"' not in (tmp_path / "no_ids.ipynb").read_text()  # nothing added to the cells
+
+
+def test_a_late_from_future_import_in_a_cell_does_not_stop_the_migration(tmp_path: Path) -> None:
+    """IPython compiles a cell statement by statement, so ``import numpy as np`` then
+    ``from __future__ import print_function`` runs there, though the cell as a module does not
+    compile (mila-iqia's tutorials). The rewrite keeps that error of the input as it is and
+    migrates the rest; it does not report an internal error."""
+    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}})
+    nb.cells = [
+        new_code_cell("import numpy as np\nfrom __future__ import print_function"),
+        new_code_cell("import torch\nfrom torch.autograd import Variable\nx = Variable(torch.ones(2))\nprint(x)"),
+    ]
+    path = tmp_path / "tutorial.ipynb"
+    nbformat.write(nb, str(path))
+    out = run_cli("apply", "--no-cache", "tutorial.ipynb", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    assert "1 changed, 0 failed" in out.stderr.decode()
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert sources == ["import numpy as np\nfrom __future__ import print_function", "import torch\nx = torch.ones(2)\nprint(x)"]
+
+
+def test_a_rewrite_that_breaks_compilation_is_still_an_internal_error(tmp_path: Path) -> None:
+    """The input's own compile error excuses only the same error in the rewrite."""
+    from torchfix_device.engine import _fails_as_well
+
+    with pytest.raises(SyntaxError) as late:
+        compile("import os\nfrom __future__ import division\n", "<x>", "exec")
+    assert _fails_as_well("import os\nfrom __future__ import division\n", late.value)
+    assert not _fails_as_well("import os\n", late.value)  # the input compiles: the rewrite broke it
+    with pytest.raises(SyntaxError) as other:
+        compile("def f(:\n", "<x>", "exec")
+    assert not _fails_as_well("import os\nfrom __future__ import division\n", other.value)

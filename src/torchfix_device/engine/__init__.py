@@ -378,15 +378,26 @@ def transform_unfiltered(
         try:
             compile(current_code, filename or "<rewrite>", "exec", dont_inherit=True)
         except SyntaxError as exc:
-            raise InternalError(
-                f"rewrite by {', '.join(c.code for c in active)} does not compile "
-                f"(line {exc.lineno}: {exc.msg}); file left unchanged — please report this bug"
-            ) from None
+            if not _fails_as_well(text, exc):  # else the input's own error (a cell's late `from __future__`)
+                raise InternalError(
+                    f"rewrite by {', '.join(c.code for c in active)} does not compile "
+                    f"(line {exc.lineno}: {exc.msg}); file left unchanged — please report this bug"
+                ) from None
     findings = late.merged(findings)
     resolved.update(late.resolved)
     if resolved:  # review items whose code a fix of another codemod removed
         findings = {f for f in findings if f.fixed or (f.code, f.line, f.column) not in resolved}
     return TransformOutput(current_code, sorted(findings), notes, tuple(sorted(suppressed)))
+
+
+def _fails_as_well(text: str, error: SyntaxError) -> bool:
+    """The input itself fails to compile with the rewrite's error (libcst parses what only the
+    compiler refuses: a late ``from __future__`` import, a ``return`` outside a function)."""
+    try:
+        compile(text, "<input>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return exc.msg == error.msg
+    return False
 
 
 def _run_on_original(
