@@ -187,6 +187,10 @@ def test_a_file_of_the_folder_that_places_keeps_the_default_device(tmp_path: Pat
     ("import torch\nm = torch.load('m.pt', map_location=torch.device('cpu'))\n", False),
     ("import torch\ny = torch.zeros(2)\nx = torch.ones(2, device=y.device)\n", False),
     ("print 'no torch words in Python 2'\n", False),
+    ('"""Adapted from the non-cuda variant of the LSTM."""\nimport torch\n', False),  # prose names no device
+    ("import torch\ndef f(x):\n    if isinstance(x, (torch.LongTensor, torch.cuda.LongTensor)):\n        return x\n", False),
+    ("import torch\nx = torch.zeros(2).to(f'cuda:{gpu}')\n", True),
+    ("import torch\nx = torch.zeros(2).to(torch.device(args.dev if args.dev else 'cuda'))\n", True),
     ("import torch\nm = torch.load('m.pt', map_location=lambda storage, loc: storage.cuda())\n", True),
     ("import torch\nm = torch.load('m.pt', map_location='cuda:0')\n", True),
     ("import torch\nx = torch.zeros(2).to(dev)\n", True),

@@ -28,7 +28,8 @@ host code (``x.numpy()``, ``np.array(x)``: TFD018). :func:`may_be_on_device` say
   gives ``map_location=device``, unless no file of its import group places a value:
   :mod:`~torchfix_device.facts.project_placements`), ``set_default_tensor_type`` or ``set_default_device``
   anywhere in it (``x.device`` of a value, as in TFD003's ``device=x.device``, follows a tensor
-  already placed and does not count); then no codemod gives it a device either (every one
+  already placed and does not count, nor does a type an ``isinstance`` test names:
+  ``torch.cuda.LongTensor``); then no codemod gives it a device either (every one
   starts from such a word), and its values are where the code that made them put them: the
   CPU for what this file makes (values made by other files' functions are taken to follow the
   same rule: a helper module without device code is left as it is);
@@ -50,6 +51,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
+import libcst.matchers as m
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device import torch_api
@@ -272,8 +274,12 @@ def moves_to_a_device(values: "facts_values.ModuleValues") -> bool:
 
 
 def _moves(values: "facts_values.ModuleValues") -> bool:
-    loads = []
+    loads, type_tests = [], set()
     for node in traversal.walk(values.module):
+        if m.matches(node, m.Call(func=m.Name("isinstance"), args=[m.Arg(keyword=None), m.Arg(keyword=None)])):
+            type_tests.update(id(n) for n in traversal.walk(node.args[1].value))  # type: ignore[attr-defined]
+        if id(node) in type_tests:
+            continue  # `isinstance(x, torch.cuda.FloatTensor)` moves nothing
         if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in DEVICE_KEYWORDS:
             if not cpu_paths.follows_a_tensor(values, node.value) and not cpu_paths.names_the_cpu(node.value):
                 return True

@@ -6,7 +6,8 @@ CPU: a ``.cuda`` (not ``torch.cuda.is_available()``, the seeding and the countin
 ``.to(...)`` that names more than a dtype or ``"cpu"``, a ``device``/``map_location`` keyword
 that names more than the CPU (``map_location=lambda storage, loc: storage`` keeps the CPU),
 ``torch.device(...)`` of anything but ``"cpu"``, ``set_default_tensor_type``/``set_default_device``,
-``DataParallel``, an import from ``torch.cuda``, or a string naming ``cuda``. A plain
+``DataParallel``, an import from ``torch.cuda``, or a string naming ``cuda`` (:func:`names_cuda`); a
+type an ``isinstance`` test names (``torch.cuda.LongTensor``) compares, and places nothing. A plain
 ``torch.load(path)`` does not count: that is the load TFD005 gives a location. A file without
 any of these words (``cuda``, ``.to(``, ``device``, ``DataParallel``, ``set_default``,
 ``map_location``) places nothing, whatever its syntax (Python 2 included); a file that holds one
@@ -29,6 +30,7 @@ anywhere.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -58,11 +60,17 @@ def _places(node: ast.AST) -> bool:
     if isinstance(node, ast.keyword) and node.arg in PLACING_KEYWORDS:
         return not _names_the_cpu(node.value) and not _a_value_device(node.value)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return "cuda" in node.value
+        return names_cuda(node.value)
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         module = getattr(node, "module", None) or ""
         return "cuda" in module.split(".") or any("cuda" in alias.name.split(".") for alias in node.names)
     return False
+
+
+def names_cuda(text: str) -> bool:
+    """A string that may name a CUDA device or type: ``"cuda"``, ``"cuda:1"``, the ``"cuda:"`` of
+    ``f"cuda:{gpu}"``, ``"torch.cuda.FloatTensor"`` (not a docstring's "the non-cuda variant")."""
+    return re.fullmatch(r"\s*cuda(:\d*)?\s*", text) is not None or "torch.cuda." in text
 
 
 def _dtype_or_cpu_only(call: ast.Call) -> bool:
@@ -115,12 +123,21 @@ def places(data: bytes) -> bool:
 
 def _harmless_cuda(tree: ast.Module) -> set[int]:
     """The ``.cuda`` attributes of ``torch.cuda.is_available()`` and the other calls that put no
-    value anywhere."""
-    return {
-        id(node.value) for node in ast.walk(tree)
-        if isinstance(node, ast.Attribute) and node.attr in NOT_PLACING_CUDA
-        and isinstance(node.value, ast.Attribute) and node.value.attr == "cuda"
-    }
+    value anywhere, and of the types an ``isinstance`` test names (``torch.cuda.LongTensor``)."""
+    harmless = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in NOT_PLACING_CUDA \
+                and isinstance(node.value, ast.Attribute) and node.value.attr == "cuda":
+            harmless.add(id(node.value))
+        elif is_type_test(node):
+            harmless.update(id(n) for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute) and n.attr == "cuda")  # type: ignore[attr-defined]
+    return harmless
+
+
+def is_type_test(node: ast.AST) -> bool:
+    """``isinstance(x, types)``: the types it names are only compared with."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+        and len(node.args) == 2 and not node.keywords
 
 
 def groups_on_cpu(
