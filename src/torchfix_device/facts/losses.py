@@ -125,8 +125,12 @@ class LossEvidence:
 
     def callable_kind(self, value: cst.BaseExpression, name: str) -> str | None:
         """``"module"``: a loss module; the name of an ``F.*_loss`` function bound as it is; None:
-        a move of the name itself; ``"other"``: anything else."""
+        a move of the name itself; ``"other"``: anything else. ``A() if c else B()``: what both
+        branches are, where they are the same."""
         value = strip_moves(value)
+        if isinstance(value, cst.IfExp):
+            body, orelse = self.callable_kind(value.body, name), self.callable_kind(value.orelse, name)
+            return body if body == orelse else "other"
         if isinstance(value, cst.Name) and value.value == name:
             return None
         if isinstance(value, cst.Call):

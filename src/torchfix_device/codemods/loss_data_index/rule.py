@@ -37,7 +37,7 @@ class LossDataIndex(Codemod):
     `x.data[0][0]`, `x.data.numpy()[0]`, `x.data.cpu().numpy()[0]` and `x.cpu().data.numpy()[0]`.
     The evidence, never a name: the result of a torch loss with a scalar reduction
     (`F.cross_entropy(...)`, `F.*_loss(...)`, a call of an `nn.*Loss()` instance bound in scope,
-    moved with `.cuda()`/`.to()` or not, or set as `self.x = nn.XLoss()` in this class's
+    moved with `.cuda()`/`.to()` or not, or chosen by a condition between two (`A() if c else B()`), or set as `self.x = nn.XLoss()` in this class's
     `__init__` and assigned nothing else); a full reduction (`.sum()`, `.mean()`, `.max()`, ...
     with no dimension, `torch.sum(x)`, `torch.max(x)` with one argument, `torch.dot(a, b)`);
     arithmetic of those with numbers, and methods that keep the shape (`.exp()`, `.float()`,
