@@ -181,3 +181,63 @@ def test_a_loss_module_or_loss_function_of_another_file_gives_a_0_dim_value(tmp_
                                     .replace("F.cross_entropy(logits, target)", "F.cross_entropy(logits, target, reduce=False)"), encoding="utf-8")
     assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
     assert (root / "train.py").read_text(encoding="utf-8") == LOSS_TRAIN
+
+
+EVALUATE = '''def perplexity(model, batches, loss_criterion):
+    losses = []
+    for x, y in batches:
+        loss = loss_criterion(model(x), y)
+        losses.append(loss.data[0])
+    return sum(losses) / len(losses)
+'''
+
+LIB = '''from evaluate import perplexity
+
+
+def run(model, batches, crit):
+    return perplexity(model, batches, crit)
+'''
+
+DIALOG = '''import torch
+import torch.nn as nn
+from lib import run
+
+torch.manual_seed(0)
+model = nn.Linear(4, 3)
+criterion = nn.CrossEntropyLoss()
+batches = [(torch.randn(5, 4), torch.randint(0, 3, (5,))) for _ in range(3)]
+print("%.5f" % run(model, batches, criterion))
+'''
+
+
+def _evaluate_line(root: Path, *args: str) -> str:
+    out = run_cli("check", ".", "--select", "TFD006", *args, cwd=root).stdout.decode()
+    return next(line for line in out.splitlines() if line.startswith("evaluate.py:5:"))
+
+
+def test_a_loss_passed_from_other_files_is_shown_by_every_caller_of_the_run(tmp_path: Path) -> None:
+    """``perplexity(model, batches, loss_criterion)`` in ``evaluate.py`` is called only by
+    ``lib.run``, whose ``crit`` every caller of the run (``dialog.py``) passes an
+    ``nn.CrossEntropyLoss``: the loss is 0-dim, a safe fix, and the script runs. A caller that
+    passes anything else, or imports the function under another name, leaves it for review; the
+    cached answer follows a caller two files away."""
+    pytest.importorskip("torch")
+    root = tmp_path / "p"
+    root.mkdir()
+    for name, code in (("evaluate.py", EVALUATE), ("lib.py", LIB), ("dialog.py", DIALOG)):
+        (root / name).write_text(code, encoding="utf-8")
+    before = run_script("dialog.py", cwd=root)
+    assert before.returncode != 0 and "invalid index of a 0-dim tensor" in before.stderr, before.stderr
+    assert "[*] `.data[0]` on a scalar" in _evaluate_line(root)  # cached from here on
+    (root / "dialog.py").write_text(DIALOG.replace("run(model, batches, criterion)", "run(model, batches, model)"), encoding="utf-8")
+    assert "cannot tell" in _evaluate_line(root)  # the cache knows the caller's caller changed
+    (root / "dialog.py").write_text(DIALOG, encoding="utf-8")
+    (root / "alias.py").write_text("from evaluate import perplexity as ppl\n", encoding="utf-8")
+    assert "cannot tell" in _evaluate_line(root, "--no-cache")
+    (root / "alias.py").unlink()
+    assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
+    assert "losses.append(loss.item())" in (root / "evaluate.py").read_text(encoding="utf-8")
+    after = run_script("dialog.py", cwd=root)
+    assert after.returncode == 0, after.stderr
+    (root / "evaluate.py").write_text(EVALUATE.replace("loss.data[0]", "float(loss.reshape(1)[0])"), encoding="utf-8")
+    assert after.stdout == run_script("dialog.py", cwd=root).stdout != ""

@@ -1,7 +1,8 @@
 """A script that no file of the run imports: its functions are called from it alone, so a loss
 that every call in the file passes to a parameter is a loss (TFD006's ``loss.data[0]`` through
 ``def test(loader, model, criterion)``), a safe fix. Imported by another file of the run, the
-same site stays unsafe. The run is the project (named alone, a script is its own project). The
+same site is safe where every call of that file passes a loss too, and stays unsafe where one
+may pass something else. The run is the project (named alone, a script is its own project). The
 script is executed before and after."""
 
 from __future__ import annotations
@@ -74,12 +75,31 @@ def test_a_loss_passed_by_every_call_of_a_script_no_file_imports_is_a_safe_fix_a
     assert 0 < float(direct) < 5 and passed_on == direct
 
 
-@pytest.mark.parametrize("spelt", ["from train import evaluate\n", "import train\n", "import importlib\n"])
+@pytest.mark.parametrize("spelt", [
+    "import torch.nn as nn\nfrom train import evaluate\nevaluate([], nn.Linear(3, 2), nn.Linear(2, 1))\n",  # not a loss
+    "import train\ntrain.evaluate([], None, len)\n",
+    "from train import evaluate as ev\n",  # its calls would spell `ev`
+    "import train\nprint(train.evaluate)\n",  # not called: passed on
+    "import importlib\n",  # may import train and call anything
+])
 def test_where_another_file_may_call_the_function_the_fix_stays_unsafe(tmp_path: Path, spelt: str) -> None:
     root = _project(tmp_path / "p", report=spelt)
     line = _verdict(root, ".")
     assert "[*]" not in line and "a call from another file may pass something else" in line, line
     assert "[*]" in _verdict(root, "train.py")  # named alone: the run is the project
+
+
+@pytest.mark.parametrize("spelt", [
+    "from train import evaluate\n",  # imported, never called
+    "import train\n",
+    "import torch.nn as nn\nimport train\ncriterion = nn.NLLLoss()\ntrain.evaluate([], None, criterion)\n",
+    "import torch.nn as nn\nfrom train import report\nreport([], None, nn.CrossEntropyLoss())\n",  # through `report`
+])
+def test_where_every_call_of_the_run_passes_a_loss_the_fix_is_safe(tmp_path: Path, spelt: str) -> None:
+    """The calls of the other files of the run are read too (the run is the project): where none
+    of them passes anything but a loss module, the loss is shown."""
+    root = _project(tmp_path / "p", report=spelt)
+    assert "[*]" in _verdict(root, "."), _verdict(root, ".")
 
 
 def test_the_files_no_file_of_the_run_imports(tmp_path: Path) -> None:
@@ -109,4 +129,6 @@ def test_a_file_gaining_an_importer_changes_the_cached_answer(tmp_path: Path) ->
 
     assert "[*]" in verdict()
     (root / "report.py").write_text("from train import evaluate\n", encoding="utf-8")  # train.py is unchanged
-    assert "[*]" not in verdict()
+    assert "[*]" in verdict()  # an importer that never calls it: every call still passes a loss
+    (root / "report.py").write_text("from train import evaluate\nevaluate([], None, len)\n", encoding="utf-8")
+    assert "[*]" not in verdict()  # the cached answer follows the importer's code

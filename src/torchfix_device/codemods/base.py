@@ -120,6 +120,9 @@ class Codemod(VisitorBasedCodemodCommand):
     foreign_returns: Any = None
     """What the functions the file imports from other files of the run return: a callable of
     :mod:`torchfix_device.engine.foreign` (qualified name → ``Returned`` or None), or None."""
+    foreign_callers: Any = None
+    """What the other files of the run pass the file's functions (``ForeignCallers`` of
+    :mod:`torchfix_device.engine.foreign`), or None."""
     values = _ModuleValues()
     """The tables of the classes the file imports from the run, and the attribute names stored from
     outside (a ``FileAttributes`` of :mod:`torchfix_device.facts.project_attributes`), or None."""

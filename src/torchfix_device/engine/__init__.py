@@ -38,7 +38,7 @@ from torchfix_device.prefilter.candidates import (
 from torchfix_device.codemods.catalog import CodemodRef, load_codemods
 from torchfix_device.engine.shared import SharedWrapper
 from torchfix_device.engine.token_pass import Repair, token_repair
-from torchfix_device.engine.foreign import ForeignReturns
+from torchfix_device.engine.foreign import ForeignCallers, ForeignReturns
 from torchfix_device.engine.lines import LateFixes, keep_untouched_lines
 from torchfix_device.engine.visiting import engine_class
 from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
@@ -391,8 +391,7 @@ def transform_unfiltered(
 
 
 def _fails_as_well(text: str, error: SyntaxError) -> bool:
-    """The input itself fails to compile with the rewrite's error (libcst parses what only the
-    compiler refuses: a late ``from __future__`` import, a ``return`` outside a function)."""
+    """The input itself fails to compile with the rewrite's error (a late ``from __future__``)."""
     try:
         compile(text, "<input>", "exec", dont_inherit=True)
     except SyntaxError as exc:
@@ -430,6 +429,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
     stars = options.star_imports.of(filename) if options.star_imports and filename is not None else None
     attributes = options.project_attributes.of(filename) if options.project_attributes else None
     foreign = ForeignReturns(attributes.functions) if attributes is not None and attributes.functions else None
+    callers = ForeignCallers(attributes.callers, options.project_attributes) if attributes is not None and attributes.callers is not None else None
 
     def configure(codemod: Codemod, code: str, *, keeps_findings: bool = True, keeps_fixes: bool = False) -> None:
         if has_directives:
@@ -449,6 +449,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             project_attributes=attributes,
             imported_by_none=filename is not None and filename in options.unimported,
             foreign_returns=foreign,
+            foreign_callers=callers,
             keeps_findings=keeps_findings,
             keeps_fixes=keeps_fixes,
             sites=settled.sites[codemod.code] if settled is not None else None,

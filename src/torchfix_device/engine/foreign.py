@@ -15,14 +15,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.engine.visiting import engine_class
+from torchfix_device.facts.losses import LossEvidence
+from torchfix_device.facts.project_functions import MAX_HOPS, Callers
 from torchfix_device.facts.returns import Returned, made_by_class, returned
+from torchfix_device.syntax import nodes, traversal
 from torchfix_device.files.sources import SourceError, read_source
 from torchfix_device.syntax.suppressions import NO_SUPPRESSIONS
 
@@ -88,3 +91,115 @@ def _summaries(path: str, stamp: tuple[int, int]) -> dict[str, Returned]:
     )
     summary.transform_module(module)
     return getattr(summary, "summaries", {})
+
+
+
+
+class ForeignCallers:
+    """``callers(name, position, keyword)``: how many calls the other files of the run make of
+    the function ``name`` of this file, where every one of them passes a loss module at its
+    parameter ``keyword`` (by that keyword, or by ``position``); None where a file spells the
+    name otherwise (not only to call this file's function) or a call passes anything else
+    (:class:`~torchfix_device.facts.project_functions.Callers` names the files; ``run``: the
+    run's ``RunAttributes``, for the callers' own callers)."""
+
+    def __init__(self, callers: Callers, run: Any = None, hops: int = 0) -> None:
+        self._callers, self._run, self._hops = callers, run, hops
+
+    def __call__(self, name: str, position: int, keyword: str) -> int | None:
+        if name in self._callers.unsure or self._hops >= MAX_HOPS:
+            return None
+        calls = 0
+        for path, shown, qualified in self._callers.files.get(name, ()):
+            attributes = self._run.of(shown) if self._run is not None else None
+            found = _passed(path, _stamp(path), frozenset(qualified), (name, position, keyword),
+                            getattr(attributes, "callers", None), self._run, self._hops + 1)
+            if found is None:
+                return None
+            calls += found
+        return calls
+
+
+_PASSED: dict[tuple, int | None] = {}
+""":func:`_passed`'s answers, by the caller file's path and stamp, the question and its own
+callers' digest (the run's other facts are the same for the same files)."""
+
+
+def _passed(path: str, stamp: tuple[int, int], qualified: frozenset[str], question: tuple[str, int, str],
+            callers: Callers | None, run: Any, hops: int) -> int | None:
+    key = (path, stamp, qualified, question, hops, callers.digest if callers is not None else None)
+    if key not in _PASSED:
+        if len(_PASSED) > 256:
+            _PASSED.clear()
+        _PASSED[key] = None  # while it is being found: a cycle of callers shows nothing
+        _PASSED[key] = _find_passed(path, stamp, qualified, question, callers, run, hops)
+    return _PASSED[key]
+
+
+def _find_passed(path: str, stamp: tuple[int, int], qualified: frozenset[str], question: tuple[str, int, str],
+                 callers: Callers | None, run: Any, hops: int) -> int | None:
+    if stamp[1] < 0 or stamp[1] > MAX_FOREIGN_BYTES:
+        return None
+    try:
+        text = read_source(Path(path)).text
+        module = cst.parse_module(text)
+    except (SourceError, OSError, cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
+    caller = engine_class(_Callers)(CodemodContext(filename=path))
+    caller.configure(  # type: ignore[attr-defined]
+        text, suppressions=NO_SUPPRESSIONS, device_expression=None, keeps_findings=False,
+        foreign_callers=ForeignCallers(callers, run, hops) if callers is not None else None,
+        imported_by_none=callers is None,
+    )
+    caller.question = (qualified, *question)
+    caller.transform_module(module)
+    return caller.answer
+
+
+class _Callers(Codemod):
+    """Counts the calls of one imported function in a module, each passing a loss module at one
+    parameter (:meth:`~torchfix_device.facts.losses.LossEvidence.is_loss_argument`); None where a
+    use is no such call (not a rule: no code)."""
+
+    question: tuple[frozenset[str], str, int, str]
+    answer: int | None = None
+
+    def visit_Module(self, node: cst.Module) -> bool | None:
+        super().visit_Module(node)
+        qualified, name, position, keyword = self.question
+        values = self.values
+        losses = LossEvidence(values)
+        calls = 0
+        for found in traversal.walk(node):
+            if isinstance(found, cst.ImportAlias) and found.asname is not None and (nodes.dotted_name(found.name) or "").rpartition(".")[2] == name:
+                return False  # `from utils import f as g`: its calls spell `g`
+            if isinstance(found, cst.Attribute) and found.attr.value == name:
+                use = found
+            elif isinstance(found, cst.Name) and found.value == name and not _named_part(values, found):
+                use = found
+            else:
+                continue
+            if not values.names(use) & qualified:
+                return False  # the file's own `name`, or one this question cannot follow
+            call = values.parent(use)
+            if not (isinstance(call, cst.Call) and call.func is use) or nodes.has_star_args(call):
+                return False
+            passed = nodes.keyword_arg(call, keyword)
+            positional = nodes.positional_args(call)
+            arg = passed if passed is not None else positional[position] if position < len(positional) else None
+            if arg is None or not losses.is_loss_argument(arg.value):
+                return False
+            calls += 1
+        self.answer = calls
+        return False
+
+
+def _named_part(values: Any, name: cst.Name) -> bool:
+    """``name`` is no use of its own: the attribute of ``x.name`` (the attribute is the use), an
+    imported name, a keyword, the name a ``def``, ``class`` or parameter binds."""
+    parent = values.parent(name)
+    if isinstance(parent, cst.Attribute):
+        return parent.attr is name
+    if isinstance(parent, cst.Arg):
+        return parent.keyword is name
+    return isinstance(parent, (cst.ImportAlias, cst.FunctionDef, cst.ClassDef, cst.Param))

@@ -115,6 +115,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         project_attributes: Any = None,
         imported_by_none: bool = False,
         foreign_returns: Any = None,
+        foreign_callers: Any = None,
     ) -> None:
         """What the engine tells a codemod before a transform: the code of the tree (saves
         rendering it), its ``noqa`` comments, the run's device expression and classes that move
@@ -131,6 +132,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         self.project_attributes = project_attributes
         self.imported_by_none = imported_by_none
         self.foreign_returns = foreign_returns
+        self.foreign_callers = foreign_callers
         if sites is not None:
             self.statements_with_sites = sites
         if classes is not None:

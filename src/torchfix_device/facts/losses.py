@@ -6,7 +6,9 @@ and the other ``F.*_loss`` functions, ``nn.*Loss(...)`` constructors, neither wi
 call of a name bound to such a module (moved or not: a module's ``.cuda()``/``.to()`` return it)
 or to such a function; ``self.x(...)`` where this class's ``__init__`` sets ``self.x`` to such a
 module and nothing in the file assigns an attribute ``x`` anything else. Names are resolved by
-the module's shared resolution (:mod:`.values`).
+the module's shared resolution (:mod:`.values`). A parameter every call of whose function passes
+a loss module is one too, with the calls of the other files of the run where the engine shows
+them (:meth:`LossEvidence.calls_elsewhere`).
 """
 
 from __future__ import annotations
@@ -203,12 +205,13 @@ class LossEvidence:
         kinds = self.callable_kinds(name)
         return kinds is not None and "module" in kinds and all(k in ("module", None) for k in kinds)
 
-    def passed_losses(self, param: cst.Param, seen: frozenset[int] = frozenset()) -> bool:
+    def passed_losses(self, param: cst.Param, seen: frozenset[int] = frozenset(), *, certain: bool = False) -> bool:
         """``param`` is a parameter of a function of this module whose name is read only to call
         it, and every call passes it a loss module (``test(loader, model, criterion)`` with
         ``criterion = nn.CrossEntropyLoss()``), or a parameter of a function of which the same
         holds (``train(crit)`` calls ``eval_epoch(crit)``). A caller in another file may pass
-        anything."""
+        anything, unless ``certain``: then the calls of the other files of the run are shown too
+        (:meth:`calls_elsewhere`), for each function the loss is passed through."""
         function = self.values.enclosing(param, cst.FunctionDef)
         if not isinstance(function, cst.FunctionDef) or function.decorators or param not in function.params.params:
             return False
@@ -228,15 +231,36 @@ class LossEvidence:
                 positional = nodes.positional_args(call)
                 passed = positional[position] if position < len(positional) else None
             value = passed.value if passed is not None else None
-            if isinstance(value, cst.Name) and (self.is_loss_module_name(value) or self._passed_on(value, seen)):
+            if isinstance(value, cst.Name) and (self.is_loss_module_name(value) or self._passed_on(value, seen, certain)):
                 calls += 1
             elif not (isinstance(value, cst.Call) and (self.is_loss_constructor(value) or self._builds_loss(value))):
                 return False
             else:
                 calls += 1
-        return calls > 0
+        elsewhere = self.calls_elsewhere(function, position, param)
+        if certain and elsewhere is None:
+            return False
+        return calls + (elsewhere or 0) > 0
 
-    def _passed_on(self, name: cst.Name, seen: frozenset[int]) -> bool:
+    def calls_elsewhere(self, function: cst.FunctionDef, position: int, param: cst.Param) -> int | None:
+        """How many calls the other files of the run make of ``function``, every one passing a loss
+        module for ``param`` (the engine's ``view.foreign_callers``); 0 where no other file may
+        call it (no file of the run imports this one); None where that is not shown."""
+        if getattr(self.values.view, "imported_by_none", False):
+            return 0
+        foreign = getattr(self.values.view, "foreign_callers", None)
+        return foreign(function.name.value, position, param.name.value) if foreign is not None else None
+
+    def is_loss_argument(self, value: cst.BaseExpression) -> bool:
+        """What a call passes is a loss module: a name bound to one (or a parameter every call
+        passes one), a constructor of one, a call building one, or a choice between two."""
+        if isinstance(value, cst.Name):
+            return self.is_loss_module_name(value) or self._passed_on(value, frozenset(), True)
+        if isinstance(value, cst.Call):
+            return self.is_loss_constructor(value) or self._builds_loss(value)
+        return isinstance(value, cst.IfExp) and self.callable_kind(value, "") == "module"
+
+    def _passed_on(self, name: cst.Name, seen: frozenset[int], certain: bool = False) -> bool:
         """``name`` reads only a parameter of which :meth:`passed_losses` holds."""
         reach = self.values.reach(name)
         if reach.why is not None or len(reach.bindings) != 1:
@@ -244,7 +268,7 @@ class LossEvidence:
         param = reach.bindings[0]
         if isinstance(param, cst.Name):
             param = self.values.parent(param)
-        return isinstance(param, cst.Param) and self.passed_losses(param, seen)
+        return isinstance(param, cst.Param) and self.passed_losses(param, seen, certain=certain)
 
     def _reads_of(self, function: cst.FunctionDef) -> list[cst.Name] | list:
         """Every read of ``function``'s name that only its ``def`` binds; [] where another

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from torchfix_device.facts.project_classes import Imports, Resolve, parsed
-from torchfix_device.facts.project_functions import imported_functions
+from torchfix_device.facts.project_functions import Callers, function_callers, imported_functions
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -260,6 +260,8 @@ class FileAttributes:
     """Every file of its import group keeps its values on the CPU (:mod:`.project_placements`)."""
     subclassed: frozenset[str] = frozenset()
     """Its classes that a class of the run subclasses (:func:`.project_classes.subclassed_classes`)."""
+    callers: Callers | None = None
+    """The other files of the run that may call its functions (:func:`.project_functions.function_callers`)."""
 
 
 class RunAttributes:
@@ -299,7 +301,14 @@ def run_attributes(
     the attribute names stored from outside in the files connected to it by imports; and the
     functions it imports from other files of the run (:mod:`.project_functions`); ``on_cpu``: the
     files whose import group stays on the CPU (:func:`.project_placements.groups_on_cpu`)."""
-    files = _class_and_function_tables(programs, shown, resolved, importable)
+    functions = imported_functions(programs, resolved)
+    files = _class_and_function_tables(programs, shown, resolved, importable, functions)
+    dynamic = [path for path, found in resolved.items() if found is None]
+    doubtful = {target for target in programs if any(importable(path)(target) for path in dynamic if path != target)}
+    for path, callers in function_callers(programs, functions, shown, doubtful).items():
+        found = files.get(shown[path]) or FileAttributes()
+        digest = hashlib.sha256(f"{found.digest}:callers:{callers.digest}".encode()).hexdigest()[:16]
+        files[shown[path]] = replace(found, callers=callers, digest=digest)
     subclassed = subclassed or {}
     for path in set(on_cpu) | subclassed.keys():
         found = files.get(shown[path]) or FileAttributes()
@@ -311,9 +320,8 @@ def run_attributes(
 
 def _class_and_function_tables(
     programs: Mapping[Path, bytes], shown: Mapping[Path, str], resolved: Imports,
-    importable: Callable[[Path], Callable[[Path], bool]],
+    importable: Callable[[Path], Callable[[Path], bool]], functions: Mapping[Path, tuple[dict, str]],
 ) -> dict[str, FileAttributes]:
-    functions = imported_functions(programs, resolved)
     tables = {path: class_attributes(data) for path, data in programs.items() if b"class " in data and b"self." in data}
     tables = {path: table for path, table in tables.items() if table}
     if not tables:

@@ -10,17 +10,26 @@ non-async ``def`` of the file an import resolves to, or of a file that file star
 the public names). A name the importing module also binds otherwise (assigned, imported again,
 defined twice) is left out. Read with CPython's ``ast``, one parse per file
 (:func:`~torchfix_device.facts.project_classes.parsed`).
+
+The other way round, :func:`function_callers` tells each file which other files may call its
+functions (those that import them and spell their names; a file that spells a name it does not
+import from there makes that name's callers unknown), for the engine's ``ForeignCallers``
+(:mod:`torchfix_device.engine.foreign`): what those calls pass, read in the caller's own module.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from torchfix_device.facts.project_classes import Imports, parsed
 
+MAX_HOPS = 3
+"""How many files a value passed to a function is followed back through its callers."""
 Functions = dict[str, tuple[str, str]]
 """Qualified name of a use → (the defining file's absolute path, the function's name there)."""
 
@@ -109,3 +118,64 @@ def imported_functions(programs: Mapping[Path, bytes], resolved: Imports) -> dic
                 digest.update(hashlib.sha256(programs[Path(where)]).digest())
             found[path] = (table, digest.hexdigest()[:16])
     return found
+
+
+@dataclass(frozen=True)
+class Callers:
+    """Where the other files of the run may call a file's functions (:func:`function_callers`)."""
+
+    files: Mapping[str, tuple[tuple[str, str, tuple[str, ...]], ...]]
+    """Function name → (a file that imports it: its absolute path, the name the run gives it, the
+    qualified names its uses take there), for each such file."""
+    unsure: frozenset[str]
+    """Names that some other file spells without importing them from this one (its own function
+    of that name, a re-export, an alias, a string): their callers are not all known."""
+    digest: str
+    """A digest of those files' code, and of their own callers' as far as :data:`MAX_HOPS` (the
+    defining file's cached answer depends on them)."""
+
+
+def function_callers(
+    programs: Mapping[Path, bytes], functions: Mapping[Path, tuple[Functions, str]], shown: Mapping[Path, str],
+    doubtful: "set[Path] | frozenset[Path]" = frozenset(),
+) -> dict[Path, Callers]:
+    """For each file whose functions another file of the run imports (``functions``: the tables
+    of :func:`imported_functions`): every other file that spells one of their names, as a
+    possible caller (the run taken as the project, as for the files no file imports). In the
+    ``doubtful`` files (which a file that imports dynamically may import), every name is unsure."""
+    importers: dict[tuple[Path, str], dict[Path, list[str]]] = {}
+    for path, (table, _) in functions.items():
+        for qualified, (where, name) in table.items():
+            importers.setdefault((Path(where), name), {}).setdefault(path, []).append(qualified)
+    words: dict[Path, frozenset[bytes]] = {}
+
+    def spelt(path: Path) -> frozenset[bytes]:
+        if path not in words:
+            words[path] = frozenset(re.findall(rb"[A-Za-z_][A-Za-z0-9_]*", programs.get(path, b"")))
+        return words[path]
+
+    found: dict[Path, dict[str, list[tuple[str, str, tuple[str, ...]]]]] = {}
+    unsure: dict[Path, set[str]] = {}
+    readers: dict[Path, set[Path]] = {}
+    for (target, name), users in importers.items():
+        key = name.encode()
+        for path in programs:
+            if path == target or key not in spelt(path):
+                continue
+            readers.setdefault(target, set()).add(path)
+            if path in users:
+                found.setdefault(target, {}).setdefault(name, []).append((str(path), shown[path], tuple(sorted(users[path]))))
+            else:
+                unsure.setdefault(target, set()).add(name)
+    result: dict[Path, Callers] = {}
+    for target in {target for target, _ in importers}:
+        digest, reached, frontier = hashlib.sha256(), set(), {target}
+        for _ in range(MAX_HOPS):  # the callers' callers, as far as a loss is followed
+            frontier = {path for step in frontier for path in readers.get(step, ())} - reached - {target}
+            reached |= frontier
+        for path in sorted(reached):
+            digest.update(str(path).encode() + b"\0" + hashlib.sha256(programs[path]).digest())
+        files = {name: tuple(sorted(entries)) for name, entries in found.get(target, {}).items()}
+        names = {name for known, name in importers if known == target} if target in doubtful else unsure.get(target, ())
+        result[target] = Callers(files, frozenset(names), digest.hexdigest()[:16])
+    return result

@@ -222,7 +222,7 @@ class SizeEvidence(LossEvidence):
         if len(reach.bindings) == 1 and self.values.bound(reach.bindings[0]).kind == PARAM:
             if not self.passed_losses(reach.bindings[0]):
                 return None
-            return Size.ZERO_DIM if getattr(self.values.view, "imported_by_none", False) else Size.LIKELY
+            return Size.ZERO_DIM if self.passed_losses(reach.bindings[0], certain=True) else Size.LIKELY
         summary = self.values.call_returns(call)  # a function of another file of the run
         if summary is not None and summary.scalar:
             return Size.ZERO_DIM

@@ -48,9 +48,12 @@ class LossDataIndex(Codemod):
     `.backward()` is called with no argument, or that such a name is built from by arithmetic
     (`loss = raw_loss + reg` then `loss.backward()`). Also the call of a parameter
     (`criterion(out, y)` in `def test(loader, model, criterion)`) where every call of the function
-    in this file passes it a torch loss: a safe fix where no file of the run imports this one (the
-    run taken as the project, as for project classes: its functions are called from it alone), an
-    unsafe one otherwise.
+    in this file passes it a torch loss: a safe fix where every call in the other files of the run
+    is shown to pass one too (the run taken as the project, as for project classes: a script's
+    `criterion = nn.CrossEntropyLoss()` passed to `evaluate(model, data, criterion)` of a library
+    file, also through up to three files: `lib.train(crit)` → `evaluate(..., crit)`), or where
+    no file of the run imports this one; an unsafe one otherwise (a file that spells the
+    function's name without calling it, or imports it under another name, shows nothing).
 
     The dimensions fact (:mod:`torchfix_device.facts.dims`) is evidence too: an item of a tensor
     shown 1-dim (`for s in scores: if s.data[0] > 0`, also where `scores` is a parameter of a
