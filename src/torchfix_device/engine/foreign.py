@@ -53,6 +53,15 @@ class _Summary(Codemod):
         return False  # nothing else to visit
 
 
+def _parsed(path: str) -> tuple[str, cst.Module] | None:
+    """The code of another file of the run and its tree; None where it cannot be read or parsed."""
+    try:
+        text = read_source(Path(path)).text
+        return text, cst.parse_module(text)
+    except (SourceError, OSError, cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
+
+
 class ForeignReturns:
     """``foreign(qualified)``: the summary of the function of another file of the run that a use
     named ``qualified`` calls, None where it is not one or nothing is shown."""
@@ -80,19 +89,16 @@ def _stamp(path: str) -> tuple[int, int]:
 def _summaries(path: str, stamp: tuple[int, int]) -> dict[str, Returned]:
     if stamp[1] < 0 or stamp[1] > MAX_FOREIGN_BYTES:
         return {}
-    try:
-        text = read_source(Path(path)).text
-        module = cst.parse_module(text)
-    except (SourceError, OSError, cst.ParserSyntaxError, RecursionError, ValueError):
+    parsed = _parsed(path)
+    if parsed is None:
         return {}
+    text, module = parsed
     summary = engine_class(_Summary)(CodemodContext(filename=path))
     summary.configure(  # type: ignore[attr-defined]
         text, suppressions=NO_SUPPRESSIONS, device_expression=None, keeps_findings=False,
     )
     summary.transform_module(module)
     return getattr(summary, "summaries", {})
-
-
 
 
 class ForeignCallers:
@@ -140,11 +146,10 @@ def _find_passed(path: str, stamp: tuple[int, int], qualified: frozenset[str], q
                  callers: Callers | None, run: Any, hops: int) -> int | None:
     if stamp[1] < 0 or stamp[1] > MAX_FOREIGN_BYTES:
         return None
-    try:
-        text = read_source(Path(path)).text
-        module = cst.parse_module(text)
-    except (SourceError, OSError, cst.ParserSyntaxError, RecursionError, ValueError):
+    parsed = _parsed(path)
+    if parsed is None:
         return None
+    text, module = parsed
     caller = engine_class(_Callers)(CodemodContext(filename=path))
     caller.configure(  # type: ignore[attr-defined]
         text, suppressions=NO_SUPPRESSIONS, device_expression=None, keeps_findings=False,
@@ -169,37 +174,23 @@ class _Callers(Codemod):
         qualified, name, position, keyword = self.question
         values = self.values
         losses = LossEvidence(values)
-        calls = 0
-        for found in traversal.walk(node):
+        calls, uses = 0, []
+        for found in traversal.walk(node):  # `x.name` (its `.name` is no read of its own), and aliases
             if isinstance(found, cst.ImportAlias) and found.asname is not None and (nodes.dotted_name(found.name) or "").rpartition(".")[2] == name:
                 return False  # `from utils import f as g`: its calls spell `g`
             if isinstance(found, cst.Attribute) and found.attr.value == name:
-                use = found
-            elif isinstance(found, cst.Name) and found.value == name and not _named_part(values, found):
-                use = found
-            else:
-                continue
+                uses.append(found)
+        binders = (cst.ImportAlias, cst.FunctionDef, cst.ClassDef, cst.Param)
+        uses += [read for read in values.name_reads(node).get(name, ()) if not isinstance(values.parent(read), binders)]
+        for use in uses:
             if not values.names(use) & qualified:
                 return False  # the file's own `name`, or one this question cannot follow
             call = values.parent(use)
             if not (isinstance(call, cst.Call) and call.func is use) or nodes.has_star_args(call):
                 return False
-            passed = nodes.keyword_arg(call, keyword)
-            positional = nodes.positional_args(call)
-            arg = passed if passed is not None else positional[position] if position < len(positional) else None
+            arg = nodes.argument(call, position, keyword)
             if arg is None or not losses.is_loss_argument(arg.value):
                 return False
             calls += 1
         self.answer = calls
         return False
-
-
-def _named_part(values: Any, name: cst.Name) -> bool:
-    """``name`` is no use of its own: the attribute of ``x.name`` (the attribute is the use), an
-    imported name, a keyword, the name a ``def``, ``class`` or parameter binds."""
-    parent = values.parent(name)
-    if isinstance(parent, cst.Attribute):
-        return parent.attr is name
-    if isinstance(parent, cst.Arg):
-        return parent.keyword is name
-    return isinstance(parent, (cst.ImportAlias, cst.FunctionDef, cst.ClassDef, cst.Param))

@@ -51,7 +51,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
-import libcst.matchers as m
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device import torch_api
@@ -276,8 +275,9 @@ def moves_to_a_device(values: "facts_values.ModuleValues") -> bool:
 def _moves(values: "facts_values.ModuleValues") -> bool:
     loads, type_tests = [], set()
     for node in traversal.walk(values.module):
-        if m.matches(node, m.Call(func=m.Name("isinstance"), args=[m.Arg(keyword=None), m.Arg(keyword=None)])):
-            type_tests.update(id(n) for n in traversal.walk(node.args[1].value))  # type: ignore[attr-defined]
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "isinstance" \
+                and len(node.args) == 2 and not any(a.keyword or a.star for a in node.args):
+            type_tests.update(id(n) for n in traversal.walk(node.args[1].value))
         if id(node) in type_tests:
             continue  # `isinstance(x, torch.cuda.FloatTensor)` moves nothing
         if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in DEVICE_KEYWORDS:

@@ -226,17 +226,10 @@ class LossEvidence:
             call = self.values.parent(read)
             if not (isinstance(call, cst.Call) and call.func is read) or nodes.has_star_args(call):
                 return False
-            passed = nodes.keyword_arg(call, param.name.value)
-            if passed is None:
-                positional = nodes.positional_args(call)
-                passed = positional[position] if position < len(positional) else None
-            value = passed.value if passed is not None else None
-            if isinstance(value, cst.Name) and (self.is_loss_module_name(value) or self._passed_on(value, seen, certain)):
-                calls += 1
-            elif not (isinstance(value, cst.Call) and (self.is_loss_constructor(value) or self._builds_loss(value))):
+            passed = nodes.argument(call, position, param.name.value)
+            if passed is None or not self.is_loss_argument(passed.value, seen, certain):
                 return False
-            else:
-                calls += 1
+            calls += 1
         elsewhere = self.calls_elsewhere(function, position, param)
         if certain and elsewhere is None:
             return False
@@ -251,11 +244,12 @@ class LossEvidence:
         foreign = getattr(self.values.view, "foreign_callers", None)
         return foreign(function.name.value, position, param.name.value) if foreign is not None else None
 
-    def is_loss_argument(self, value: cst.BaseExpression) -> bool:
+    def is_loss_argument(self, value: cst.BaseExpression, seen: frozenset[int] = frozenset(), certain: bool = True) -> bool:
         """What a call passes is a loss module: a name bound to one (or a parameter every call
-        passes one), a constructor of one, a call building one, or a choice between two."""
+        passes one: :meth:`passed_losses`, ``certain`` as there), a constructor of one, a call
+        building one, or a choice between two."""
         if isinstance(value, cst.Name):
-            return self.is_loss_module_name(value) or self._passed_on(value, frozenset(), True)
+            return self.is_loss_module_name(value) or self._passed_on(value, seen, certain)
         if isinstance(value, cst.Call):
             return self.is_loss_constructor(value) or self._builds_loss(value)
         return isinstance(value, cst.IfExp) and self.callable_kind(value, "") == "module"

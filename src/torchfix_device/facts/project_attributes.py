@@ -303,8 +303,8 @@ def run_attributes(
     files whose import group stays on the CPU (:func:`.project_placements.groups_on_cpu`)."""
     functions = imported_functions(programs, resolved)
     files = _class_and_function_tables(programs, shown, resolved, importable, functions)
-    dynamic = [path for path, found in resolved.items() if found is None]
-    doubtful = {target for target in programs if any(importable(path)(target) for path in dynamic if path != target)}
+    dynamic = [(path, importable(path)) for path, found in resolved.items() if found is None]
+    doubtful = {target for target in programs if any(can(target) for path, can in dynamic if path != target)}
     for path, callers in function_callers(programs, functions, shown, doubtful).items():
         found = files.get(shown[path]) or FileAttributes()
         digest = hashlib.sha256(f"{found.digest}:callers:{callers.digest}".encode()).hexdigest()[:16]

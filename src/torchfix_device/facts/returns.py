@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from torchfix_device.facts import dims as facts_dims
+from torchfix_device.facts import kinds
 from torchfix_device.facts import sizes as facts_sizes
 from torchfix_device.facts.cpu_paths import loader_class
 from torchfix_device.facts.grad import GradEvidence
@@ -68,18 +69,16 @@ def made_by_class(values: "ModuleValues", cls: cst.ClassDef) -> Returned:
     known = memo.get(id(cls))
     if known is None:
         memo[id(cls)] = NOTHING  # while it is being found
-        method = _instance_call(cls)
+        method = _instance_call(values, cls)
         scalar = method is not None and facts_sizes.evidence(values).returns_size(method) is facts_sizes.Size.ZERO_DIM
         known = memo[id(cls)] = Returned(loader=loader_class(values, cls), scalar_call=scalar)
     return known
 
 
-def _instance_call(cls: cst.ClassDef) -> cst.FunctionDef | None:
-    """The method an instance's call runs: ``forward`` of an ``nn.Module`` subclass (a base spelt
-    ``Module`` or ``nn.Module``), ``__call__`` of another class; defined once in the class itself."""
-    bases = [b.value for b in cls.bases if b.keyword is None]
-    module = any(isinstance(b, cst.Name) and b.value == "Module" or isinstance(b, cst.Attribute) and b.attr.value == "Module" for b in bases)
-    name = "forward" if module else "__call__"
+def _instance_call(values: "ModuleValues", cls: cst.ClassDef) -> cst.FunctionDef | None:
+    """The method an instance's call runs: ``forward`` of an ``nn.Module`` subclass
+    (:func:`.kinds.module_classes`), ``__call__`` of another class; defined once in the class itself."""
+    name = "forward" if id(cls) in kinds.module_classes(values) else "__call__"
     defs = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name] \
         if isinstance(cls.body, cst.IndentedBlock) else []
     return defs[0] if len(defs) == 1 and not defs[0].decorators else None

@@ -220,9 +220,9 @@ class SizeEvidence(LossEvidence):
         if len(reach.bindings) == 1 and isinstance(reach.bindings[0], cst.FunctionDef):
             return self.returns_size(reach.bindings[0])
         if len(reach.bindings) == 1 and self.values.bound(reach.bindings[0]).kind == PARAM:
-            if not self.passed_losses(reach.bindings[0]):
-                return None
-            return Size.ZERO_DIM if self.passed_losses(reach.bindings[0], certain=True) else Size.LIKELY
+            if self.passed_losses(reach.bindings[0], certain=True):
+                return Size.ZERO_DIM
+            return Size.LIKELY if self.passed_losses(reach.bindings[0]) else None
         summary = self.values.call_returns(call)  # a function of another file of the run
         if summary is not None and summary.scalar:
             return Size.ZERO_DIM

@@ -251,22 +251,19 @@ class ModuleValues:
         """The function of this file a call of ``func`` calls: ``func`` is a name whose only
         binding reaching the call is an undecorated, non-async ``def`` (a method's too: callers
         that want a plain function check its parent). None otherwise."""
-        if not isinstance(func, cst.Name):
-            return None
-        reach = self.reach(func)
-        if reach.why is not None or len(reach.bindings) != 1 or not isinstance(reach.bindings[0], cst.FunctionDef):
-            return None
-        function = reach.bindings[0]
-        return None if function.decorators or function.asynchronous is not None else function
+        function = self._only_binding(func)
+        plain = isinstance(function, cst.FunctionDef) and not function.decorators and function.asynchronous is None
+        return function if plain else None  # type: ignore[return-value]
 
     def class_called(self, func: cst.BaseExpression) -> cst.ClassDef | None:
         """The undecorated module-level class of this file a call of the name ``func`` makes an
         instance of, where that class is the only binding reaching the call; None otherwise."""
-        reach = self.reach(func) if isinstance(func, cst.Name) else None
-        if reach is None or reach.why is not None or len(reach.bindings) != 1:
-            return None
-        cls = reach.bindings[0]
+        cls = self._only_binding(func)
         return cls if isinstance(cls, cst.ClassDef) and not cls.decorators and isinstance(self.parent(cls), cst.Module) else None
+
+    def _only_binding(self, func: cst.BaseExpression) -> cst.CSTNode | None:
+        reach = self.reach(func) if isinstance(func, cst.Name) else None
+        return reach.bindings[0] if reach is not None and reach.why is None and len(reach.bindings) == 1 else None
 
     def call_returns(self, call: cst.Call) -> Any:
         """What the function ``call`` calls returns (a ``Returned`` of :mod:`.returns`): a function

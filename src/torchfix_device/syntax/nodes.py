@@ -20,6 +20,12 @@ def positional_args(call: cst.Call) -> list[cst.Arg]:
     """Plain positional arguments (no keyword, no ``*``/``**``)."""
     return [a for a in call.args if a.keyword is None and a.star == ""]
 
+def argument(call: cst.Call, position: int, keyword: str) -> cst.Arg | None:
+    """The argument ``call`` passes a parameter at ``position`` named ``keyword``: by keyword or by position."""
+    found = keyword_arg(call, keyword)
+    positional = positional_args(call)
+    return found if found is not None else positional[position] if position < len(positional) else None
+
 def has_star_args(call: cst.Call) -> bool:
     """True when ``call`` passes ``*args`` or ``**kwargs`` (which may hide any argument)."""
     return any(a.star for a in call.args)
