@@ -153,3 +153,27 @@ def test_a_file_that_parses_is_never_given_to_the_token_pass() -> None:
     text = (HERE / "print_function.noop.py").read_text(encoding="utf-8")
     out = transform_source(text, [TFD020], options=RunOptions(unsafe_fixes=True))
     assert out.text == text and out.findings == []
+
+
+def test_another_file_is_read_as_it_means_through_every_token_fix() -> None:
+    """The run-level facts read a Python 2 file (or one with ``async=``) through the token fixes
+    of TFD020 and TFD016, safe or not, each line keeping its number; what still does not parse,
+    or needs no fix, gives nothing new."""
+    import ast
+
+    from torchfix_device.syntax.legacy import python_tree, readable
+
+    text = "import train\nprint 'go',\nx = train.f(1).cuda(async=True)\nprint >>f, x\nprint\n"
+    fixed = readable(text)
+    assert fixed == "import train\nprint('go', end=\" \")\nx = train.f(1).cuda(non_blocking=True)\nprint(x, file=f)\nprint()\n"
+    tree = python_tree(text)
+    assert tree is not None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "f"]
+    assert [c.lineno for c in calls] == [3]
+    latin = "# -*- coding: latin-1 -*-\nname = 'caf\xe9'\nprint name\n".encode("latin-1")
+    tree = python_tree(latin)
+    assert tree is not None and ast.literal_eval(tree.body[0].value) == "caf\xe9"
+    assert python_tree(b"\xef\xbb\xbfprint 1\n") is not None  # a BOM
+    assert readable("x = 1\n") is None and python_tree("x = 1\n") is not None
+    assert python_tree("print 'a'\nexec code\n") is None  # Python 2 the token fixes do not cover
+    assert python_tree(b"# coding: no-such-codec\nprint 1\n") is None

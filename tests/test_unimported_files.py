@@ -81,6 +81,9 @@ def test_a_loss_passed_by_every_call_of_a_script_no_file_imports_is_a_safe_fix_a
     "from train import evaluate as ev\n",  # its calls would spell `ev`
     "import train\nprint(train.evaluate)\n",  # not called: passed on
     "import importlib\n",  # may import train and call anything
+    # Python 2 (read through its token fixes): what it passes is no loss module
+    "import torch.nn as nn\nimport train\nprint 'evaluating'\ntrain.evaluate([], None, nn.Linear(2, 1))\n",
+    "import train\nx = train.evaluate([], None, len).cuda(async=True)\n",  # async=: the same
 ])
 def test_where_another_file_may_call_the_function_the_fix_stays_unsafe(tmp_path: Path, spelt: str) -> None:
     root = _project(tmp_path / "p", report=spelt)
@@ -94,6 +97,8 @@ def test_where_another_file_may_call_the_function_the_fix_stays_unsafe(tmp_path:
     "import train\n",
     "import torch.nn as nn\nimport train\ncriterion = nn.NLLLoss()\ntrain.evaluate([], None, criterion)\n",
     "import torch.nn as nn\nfrom train import report\nreport([], None, nn.CrossEntropyLoss())\n",  # through `report`
+    "import torch.nn as nn\nimport train\nprint 'evaluating'\ntrain.evaluate([], None, nn.NLLLoss())\n",  # Python 2
+    "import torch.nn as nn\nfrom train import report\nprint report([], None, nn.CrossEntropyLoss()),\n",
 ])
 def test_where_every_call_of_the_run_passes_a_loss_the_fix_is_safe(tmp_path: Path, spelt: str) -> None:
     """The calls of the other files of the run are read too (the run is the project): where none

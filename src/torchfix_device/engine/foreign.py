@@ -27,6 +27,7 @@ from torchfix_device.facts.project_functions import MAX_HOPS, Callers
 from torchfix_device.facts.returns import Returned, made_by_class, returned
 from torchfix_device.syntax import nodes, traversal
 from torchfix_device.files.sources import SourceError, read_source
+from torchfix_device.syntax.legacy import readable
 from torchfix_device.syntax.suppressions import NO_SUPPRESSIONS
 
 MAX_FOREIGN_BYTES = 1_000_000
@@ -54,12 +55,20 @@ class _Summary(Codemod):
 
 
 def _parsed(path: str) -> tuple[str, cst.Module] | None:
-    """The code of another file of the run and its tree; None where it cannot be read or parsed."""
+    """The code of another file of the run and its tree (a Python 2 file's, or one with ``async=``:
+    of its token fixes' copy, :func:`~torchfix_device.syntax.legacy.readable`); None where it
+    cannot be read or parsed."""
     try:
         text = read_source(Path(path)).text
-        return text, cst.parse_module(text)
-    except (SourceError, OSError, cst.ParserSyntaxError, RecursionError, ValueError):
+    except (SourceError, OSError, ValueError):
         return None
+    for code in (text, readable(text)):
+        if code is not None:
+            try:
+                return code, cst.parse_module(code)
+            except (cst.ParserSyntaxError, RecursionError, ValueError):
+                pass
+    return None
 
 
 class ForeignReturns:

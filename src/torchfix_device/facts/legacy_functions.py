@@ -33,9 +33,10 @@ manual review, with what to do.
 from __future__ import annotations
 
 import ast
-import warnings
 from collections import defaultdict
 from dataclasses import dataclass
+
+from torchfix_device.syntax.legacy import python_tree
 
 CODE = "TFD017"
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
@@ -72,13 +73,8 @@ class LegacyClass:
 
 
 # -- one file --------------------------------------------------------------------------------
-def parse(text: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+parse = python_tree
+"""CPython's tree of a file (a Python 2 one read through its token fixes), None where none parses."""
 
 
 def may_define(text: str | bytes) -> bool:

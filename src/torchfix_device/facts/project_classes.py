@@ -19,13 +19,13 @@ A file importing modules dynamically (``importlib``, ``__import__``) may reach a
 from __future__ import annotations
 
 import ast
-import warnings
 from collections import deque
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from torchfix_device.files.safe_paths import read_regular
+from torchfix_device.syntax.legacy import python_tree
 
 MOVE_METHODS = ("cuda", "to")
 _MARKERS = (b"def cuda", b"def to")
@@ -35,13 +35,10 @@ TEXT_MARKERS = ("def cuda", "def to")
 @lru_cache(maxsize=64)
 def parsed(source: str | bytes) -> ast.Module | None:
     """CPython's tree of a file's code, None where it does not parse (the run reports that file);
-    one parse for the run-level facts that read the same file (its imports, its classes)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    one parse for the run-level facts that read the same file (its imports, its classes). A
+    Python 2 file, or one with PyTorch 0.3's ``async=``, is read through its token fixes
+    (:func:`~torchfix_device.syntax.legacy.python_tree`)."""
+    return python_tree(source)
 
 
 _STATEMENT_LIKE = (ast.stmt, ast.excepthandler, ast.match_case)

@@ -31,12 +31,12 @@ import ast
 import hashlib
 import os
 import sys
-import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
+from torchfix_device.syntax.legacy import python_tree
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_exports import DOUBT, IMPORT, OTHER, STDLIB, Bound, Namespace, module_namespace
 
@@ -202,7 +202,7 @@ class Resolver:
 
     # -- one file of the run ---------------------------------------------------------------
     def file_stars(self, path: Path, data: bytes) -> FileStars | None:
-        tree = _parse(data)
+        tree = python_tree(data)
         if tree is None:
             return None  # the run reports the file
         absolute = self.absolute(path)
@@ -282,7 +282,7 @@ class Resolver:
             data = read_regular(target).data if os.stat(target).st_size <= MAX_MODULE_BYTES else None
         except OSError:
             data = None
-        tree = _parse(data) if data is not None else None
+        tree = python_tree(data) if data is not None else None
         if tree is None:
             result = Namespace({}, f"{shown} cannot be read or parsed")
         else:
@@ -377,15 +377,6 @@ def _is_file(path: Path) -> bool:
         return path.is_file()
     except OSError:
         return False
-
-
-def _parse(data: bytes) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def _star_imports(tree: ast.Module) -> list[tuple[ast.ImportFrom, bool]]:

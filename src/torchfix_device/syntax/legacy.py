@@ -6,13 +6,23 @@ cannot be parsed names the line, and, when the tokens of that line show a Python
 ``raise E, "msg"``, ``10L``, tuple parameters, tabs mixed with spaces), says so and what to do
 first; when they show ``async`` used as a name (a reserved word since Python 3.7, PyTorch 0.3's
 ``async=`` keyword), says that. Anything else is the plain syntax error. Free of libcst.
+
+Another file of the run is read as it means, not only as it is written (:func:`python_tree`):
+where CPython cannot parse it, every token fix of TFD020 (print statements) and TFD016
+(``async=``) is made on a copy first, safe or not, so that what it imports, defines and calls
+is known to the facts of the files that import it. The file itself is rewritten only by its
+own run, with the fixes the options allow.
 """
 
 from __future__ import annotations
 
+import ast
+import io
 import tokenize
+import warnings
 
-from torchfix_device.syntax.token_fixes import tokens
+from torchfix_device.syntax import async_arguments, print_statements
+from torchfix_device.syntax.token_fixes import apply_fixes, tokens
 
 CONVERT = "convert it to Python 3 first, e.g. with 2to3 or python-modernize, then run torchfix-device again"
 _BY_MESSAGE = (
@@ -119,3 +129,46 @@ def _async_as_name(text: str, line: int) -> bool:
 def _async_use(text: str, line: int) -> str:
     after = _async_names(text, line)[0][1]
     return "argument" if after is not None and after.string == "=" else "name"
+
+
+def readable(text: str) -> str | None:
+    """``text`` with every print statement and ``async=`` argument fixed (the token fixes of
+    TFD020 and TFD016, safe or not); None where there is none or they do not fit together.
+    A fix never adds or removes a line, so every line keeps its number."""
+    found = [*print_statements.fixes(text), *async_arguments.fixes(text)]
+    if not found:
+        return None
+    try:
+        return apply_fixes(text, found)
+    except ValueError:
+        return None
+
+
+def python_tree(source: str | bytes) -> ast.Module | None:
+    """CPython's tree of a file's code (bytes: decoded as CPython would, coding cookie and BOM
+    included); for a file CPython cannot parse, the tree of :func:`readable`'s copy; None where
+    neither parses."""
+    try:
+        return _parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    if isinstance(source, bytes):
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+            source = source.decode(encoding)
+        except (SyntaxError, LookupError, UnicodeDecodeError):
+            return None
+        source = source.removeprefix("\ufeff")
+    fixed = readable(source)
+    if fixed is None:
+        return None
+    try:
+        return _parse(fixed)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _parse(source: str | bytes) -> ast.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
