@@ -282,3 +282,30 @@ def test_a_module_alias_goes_with_its_reads_and_the_program_builds_the_same_tens
             namespaces[0]["scores_of"](1, cuda=True)  # the CUDA tensor type: unavailable here
         with pytest.raises((RuntimeError, AssertionError)):
             after["scores_of"](1, cuda=True)  # the CUDA device: unavailable here too
+
+
+def test_attribute_type_aliases_go_with_their_reads_and_the_program_builds_the_same_tensors() -> None:
+    """``self.dtype_long = torch.cuda.LongTensor if args.cuda else torch.LongTensor`` (three on
+    one condition share one device attribute), read by the class's methods as constructors and
+    ``.type(...)`` arguments: executed before and after on the CPU, the same shapes, dtypes,
+    devices and values; with ``cuda=True`` the rewrite asks for the CUDA device where the original
+    asked for a CUDA tensor type."""
+    folder = Path(__file__).parent / "fixtures" / "cuda_tensor_type"
+    results, namespaces = [], []
+    for name in ("attribute_type_aliases.in.py", "attribute_type_aliases.out.py"):
+        namespace: dict = {"print": lambda *a: None}
+        exec(compile((folder / name).read_text(encoding="utf-8"), name, "exec"), namespace)
+        memory, env = namespace["memory"], namespace["env"]
+        made = [*memory.sample(4), memory.weights, env.reset(3)]
+        results.append([(t.shape, t.dtype, t.device.type, t.tolist()) for t in made])
+        namespaces.append(namespace)
+    assert results[0] == results[1]
+    assert [r[1] for r in results[1]] == [torch.int64, torch.uint8, torch.float32, torch.float32, torch.float32]
+    after = namespaces[1]
+    assert after["memory"].tensor_device == torch.device("cpu") and after["env"].device == "not a torch device"
+    on_cuda = type("Args", (), {"cuda": True})()
+    if not torch.cuda.is_available():
+        with pytest.raises((RuntimeError, AssertionError, TypeError)):
+            namespaces[0]["Memory"](on_cuda, 2)  # the CUDA tensor type: unavailable here
+        with pytest.raises((RuntimeError, AssertionError)):
+            after["Memory"](on_cuda, 2)  # the CUDA device: unavailable here too

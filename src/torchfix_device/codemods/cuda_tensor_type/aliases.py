@@ -164,8 +164,6 @@ def _alias_of(codemod: "Codemod", statement: cst.CSTNode, scope: cst.CSTNode, ow
     name = _nodes.code_of(assign.targets[0].target)
     if "torch.cuda" in codemod.qualified_names(choice.body) and "torch" in codemod.qualified_names(choice.orelse):
         return Alias(name, line, choice, MODULE, scope, owner=owner)
-    if owner is not None:
-        return None
     on_cuda = torch_api.legacy_tensor_type(codemod.qualified_names(choice.body, ending_in=torch_api.LEGACY_TENSOR_TYPE_NAMES))
     if on_cuda is None or not on_cuda[1]:
         return None
@@ -173,8 +171,57 @@ def _alias_of(codemod: "Codemod", statement: cst.CSTNode, scope: cst.CSTNode, ow
     on_cpu = torch_api.legacy_tensor_type(otherwise)
     if not (on_cpu == (on_cuda[0], False) or ("torch.Tensor" in otherwise and on_cuda[0] == "float32")):
         return None
-    return Alias(name, line, choice, on_cuda[0], scope)
+    return Alias(name, line, choice, on_cuda[0], scope, owner=owner)
 
+
+
+def attribute_device(alias: Alias, chosen: list[Alias], taken: set[str]) -> None:
+    """The device attribute of an attribute alias (``self.tt = torch.cuda if cuda else torch``,
+    ``self.dtype = torch.cuda.FloatTensor if cuda else torch.FloatTensor``): the one an earlier
+    alias of the same ``__init__`` binds on the same condition, where no statement between them
+    calls anything or binds what the condition reads (this alias's line then goes); else a free
+    attribute name, one no alias of the same class (or of a base or subclass of the file) took. ``chosen``: those so far (appended to)."""
+    init = cst.ensure_type(alias.scope, cst.FunctionDef)
+    body = list(statements_of(init))
+    test = _nodes.code_of(alias.choice.test)
+    read = {n.value for n in traversal.walk(alias.choice.test) if isinstance(n, cst.Name)}
+    for earlier in chosen:
+        if earlier.scope is not init or earlier.removed or _nodes.code_of(earlier.choice.test) != test:
+            continue
+        start = next(i for i, s in enumerate(body) if s is earlier.statement)
+        end = next(i for i, s in enumerate(body) if s is alias.statement)
+        between = body[start + 1:end]
+        if start < end and not any(_calls_or_binds(s, read) for s in between):
+            alias.device, alias.removed = earlier.device, True
+            chosen.append(alias)
+            return
+    names = taken | {cst.ensure_type(a.device, str).partition(".")[2] for a in chosen if _related(a.owner, alias.owner)}
+    free = next((n for n in ("device", "tensor_device", "default_device", "device_") if n not in names), None) or \
+        next(f"device{i}" for i in range(2, 1000) if f"device{i}" not in names)
+    params = [*init.params.posonly_params, *init.params.params]
+    alias.device = f"{params[0].name.value}.{free}"
+    chosen.append(alias)
+
+
+def _related(one: cst.ClassDef | None, other: cst.ClassDef | None) -> bool:
+    """The same class, or one names the other among its bases."""
+    if one is None or other is None:
+        return False
+    based = lambda c, on: any(isinstance(b.value, (cst.Name, cst.Attribute)) and _nodes.code_of(b.value).rpartition(".")[2] == on.name.value for b in c.bases)  # noqa: E731
+    return one is other or based(one, other) or based(other, one)
+
+
+def _calls_or_binds(statement: cst.CSTNode, names: set[str]) -> bool:
+    """``statement`` calls something, or binds (or deletes) a name of ``names`` or an attribute
+    or item of one."""
+    for node in traversal.walk(statement):
+        if isinstance(node, cst.Call):
+            return True
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.For, cst.With, cst.NamedExpr)):
+            part = node.target if isinstance(node, cst.Del) else _binding_part(node)
+            if any(isinstance(n, cst.Name) and n.value in names for n in traversal.walk(part)):
+                return True
+    return False
 
 def _bound_in_expressions(module: cst.Module, name: str) -> bool:
     """A lambda parameter or comprehension target of that name (it would hide the alias)."""

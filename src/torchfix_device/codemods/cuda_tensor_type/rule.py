@@ -10,7 +10,7 @@ from torchfix_device.syntax import imports, nodes, traversal
 from torchfix_device import torch_api
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
-from torchfix_device.codemods.cuda_tensor_type.aliases import MODULE, Alias, ValueOf, constructor, find_aliases, read_kind
+from torchfix_device.codemods.cuda_tensor_type.aliases import MODULE, Alias, ValueOf, attribute_device, constructor, find_aliases, read_kind
 from torchfix_device.devices.source import NoDevice
 from torchfix_device.devices.flag_scan import statements_of
 from torchfix_device.facts import kinds
@@ -51,7 +51,10 @@ class CudaTensorType(Codemod):
     `tt = torch.cuda if cuda else torch` (and `self.tt = ...` in `__init__`, read as
     `self.tt.LongTensor(...)` by the class's methods), go the same way, each read taking its own
     type's dtype: the alias line binds the device (`self.device = torch.device("cuda" if cuda
-    else "cpu")`, a free attribute name).
+    else "cpu")`, a free attribute name). A tensor-type alias set on `self` in `__init__`
+    (`self.dtype = torch.cuda.FloatTensor if args.cuda else torch.FloatTensor`) goes the same way;
+    the aliases of one `__init__` on the same condition share the first one's device attribute
+    (their lines go), where nothing between them calls anything or rebinds what the condition reads.
 
     ## Why is this bad?
     `torch.cuda.FloatTensor` exists only with CUDA: the code fails on a CPU-only machine
@@ -130,6 +133,8 @@ class CudaTensorType(Codemod):
         self._blockers: dict[int, Alias] = {}
         """A read (a call, or a name used otherwise) that keeps its alias from going: reported there."""
         self._removed: list[cst.CSTNode] = []
+        self._attribute_devices: list[Alias] = []
+        """The attribute aliases given a device so far, in the order of the file."""
         """The alias statements that go (the objects: the engine may keep either)."""
         aliases = [a for found in find_aliases(self, node).values() for a in found]
         if aliases:
@@ -197,11 +202,7 @@ class CudaTensorType(Codemod):
         binding of a function's flag in a function (``outer``) that reads an alias bound
         outside it: those reads take a device the binding's name could hide."""
         if alias.owner is not None:
-            init = cst.ensure_type(alias.scope, cst.FunctionDef)
-            taken = _attribute_names(self.visited_module)
-            free = next((n for n in ("device", "tensor_device", "default_device", "device_") if n not in taken), None) or \
-                next(f"device{i}" for i in range(2, 1000) if f"device{i}" not in taken)
-            alias.device = f"{init.params.params[0].name.value if init.params.params else init.params.posonly_params[0].name.value}.{free}"
+            attribute_device(alias, self._attribute_devices, _attribute_names(self.visited_module))
             return
         flags = self.device_source.flags
         flag = flags.guard_flag(alias.choice)
