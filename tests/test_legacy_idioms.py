@@ -309,3 +309,32 @@ def test_attribute_type_aliases_go_with_their_reads_and_the_program_builds_the_s
             namespaces[0]["Memory"](on_cuda, 2)  # the CUDA tensor type: unavailable here
         with pytest.raises((RuntimeError, AssertionError)):
             after["Memory"](on_cuda, 2)  # the CUDA device: unavailable here too
+
+
+def test_a_cuda_type_bound_to_a_name_becomes_the_device_cuda_has_where_there_is_one() -> None:
+    """``dtype = torch.cuda.FloatTensor`` (and ``self.dtype = ...`` in ``__init__``), read as
+    ``.type(dtype)`` and as constructors: the original runs only with CUDA; the rewrite runs
+    everywhere, on CUDA where there is one, building tensors of the same dtypes and values."""
+    folder = Path(__file__).parent / "fixtures" / "cuda_tensor_type"
+    namespaces = []
+    for name in ("unconditional_type_alias.in.py", "unconditional_type_alias.out.py"):
+        namespace: dict = {}
+        exec(compile((folder / name).read_text(encoding="utf-8"), name, "exec"), namespace)
+        namespaces.append(namespace)
+
+    def made(namespace: dict) -> list:
+        torch.manual_seed(0)
+        x, labels, half = namespace["batch"](3)
+        out = namespace["Net"]().to(x.device)(x)
+        return [(t.dtype, t.device.type, t.tolist()) for t in (x, labels, half, out)]
+
+    after = made(namespaces[1])
+    expected_device = "cuda" if torch.cuda.is_available() else "cpu"
+    assert [(d, where) for d, where, _ in after] == [(torch.float32, expected_device), (torch.int64, expected_device),
+                                                     (torch.float32, expected_device), (torch.float32, expected_device)]
+    assert after[0][2] == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]] and after[2][2] == [[0.5]] * 3
+    if torch.cuda.is_available():
+        assert made(namespaces[0]) == after
+    else:
+        with pytest.raises((RuntimeError, TypeError, AssertionError)):
+            made(namespaces[0])  # the CUDA tensor type: unavailable here

@@ -71,6 +71,9 @@ class Alias:
     device: str | None = None
     removed: bool = False
     """The alias statement goes (the device is a binding made earlier); else it becomes one."""
+    unconditional: bool = False
+    """``dtype = torch.cuda.FloatTensor``: :attr:`choice` is made up, on ``torch.cuda.is_available()``
+    (the device TFD001 gives a hard-coded ``.cuda()``)."""
 
 
 def find_aliases(codemod: "Codemod", module: cst.Module) -> dict[str, list[Alias]]:
@@ -155,13 +158,21 @@ def _body_statements(module: cst.Module):
 
 def _alias_of(codemod: "Codemod", statement: cst.CSTNode, scope: cst.CSTNode, owner: cst.ClassDef | None = None) -> Alias | None:
     target = m.Name() if owner is None else m.Attribute(value=m.Name(_self_name(cst.ensure_type(scope, cst.FunctionDef))))
-    pattern = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=target)], value=m.IfExp())])
+    pattern = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=target)], value=m.IfExp() | m.Attribute())])
     if not m.matches(statement, pattern):
         return None
     line = cst.ensure_type(statement, cst.SimpleStatementLine)
     assign = cst.ensure_type(line.body[0], cst.Assign)
-    choice = cst.ensure_type(assign.value, cst.IfExp)
     name = _nodes.code_of(assign.targets[0].target)
+    if isinstance(assign.value, cst.Attribute):  # `dtype = torch.cuda.FloatTensor`: CUDA wherever there is one
+        on_cuda = torch_api.legacy_tensor_type(codemod.qualified_names(assign.value, ending_in=torch_api.LEGACY_TENSOR_TYPE_NAMES))
+        if on_cuda is None or not on_cuda[1]:
+            return None
+        torch_name = getattr(codemod, "_torch", "torch")
+        test = cst.parse_expression(f"{torch_name}.cuda.is_available()")
+        choice = cst.IfExp(test=test, body=assign.value, orelse=cst.parse_expression(f"{torch_name}.Tensor"))
+        return Alias(name, line, choice, on_cuda[0], scope, owner=owner, unconditional=True)
+    choice = cst.ensure_type(assign.value, cst.IfExp)
     if "torch.cuda" in codemod.qualified_names(choice.body) and "torch" in codemod.qualified_names(choice.orelse):
         return Alias(name, line, choice, MODULE, scope, owner=owner)
     on_cuda = torch_api.legacy_tensor_type(codemod.qualified_names(choice.body, ending_in=torch_api.LEGACY_TENSOR_TYPE_NAMES))
@@ -191,7 +202,7 @@ def attribute_device(alias: Alias, chosen: list[Alias], taken: set[str]) -> None
         start = next(i for i, s in enumerate(body) if s is earlier.statement)
         end = next(i for i, s in enumerate(body) if s is alias.statement)
         between = body[start + 1:end]
-        if start < end and not any(_calls_or_binds(s, read) for s in between):
+        if start < end and (alias.unconditional and earlier.unconditional or not any(_calls_or_binds(s, read) for s in between)):
             alias.device, alias.removed = earlier.device, True
             chosen.append(alias)
             return

@@ -55,6 +55,8 @@ class CudaTensorType(Codemod):
     (`self.dtype = torch.cuda.FloatTensor if args.cuda else torch.FloatTensor`) goes the same way;
     the aliases of one `__init__` on the same condition share the first one's device attribute
     (their lines go), where nothing between them calls anything or rebinds what the condition reads.
+    A CUDA type bound with no condition (`dtype = torch.cuda.FloatTensor`) is an alias on
+    `torch.cuda.is_available()`, the device a hard-coded `.cuda()` gets; such names share one binding.
 
     ## Why is this bad?
     `torch.cuda.FloatTensor` exists only with CUDA: the code fails on a CPU-only machine
@@ -134,7 +136,7 @@ class CudaTensorType(Codemod):
         """A read (a call, or a name used otherwise) that keeps its alias from going: reported there."""
         self._removed: list[cst.CSTNode] = []
         self._attribute_devices: list[Alias] = []
-        """The attribute aliases given a device so far, in the order of the file."""
+        """The aliases given a device so far (of ``self`` or not), in the order of the file."""
         """The alias statements that go (the objects: the engine may keep either)."""
         aliases = [a for found in find_aliases(self, node).values() for a in found]
         if aliases:
@@ -204,6 +206,11 @@ class CudaTensorType(Codemod):
         if alias.owner is not None:
             attribute_device(alias, self._attribute_devices, _attribute_names(self.visited_module))
             return
+        shared = next((a for a in self._attribute_devices if a.unconditional and a.scope is alias.scope and not a.removed), None)
+        if alias.unconditional and shared is not None:  # `dtype = torch.cuda.FloatTensor`, `ltype = ...`: one device
+            alias.device, alias.removed = shared.device, True
+            return
+        self._attribute_devices.append(alias)
         flags = self.device_source.flags
         flag = flags.guard_flag(alias.choice)
         if flag is not None and flag.usable and id(alias.choice) not in flag.before:
@@ -234,6 +241,7 @@ class CudaTensorType(Codemod):
             return updated_node
         test = nodes.code_of(alias.choice.test)
         what = "a CUDA tensor type alias" if alias.dtype != MODULE else "an alias of `torch.cuda` or `torch`"
+        on = f"on `{test}`" if not alias.unconditional else "(CUDA only: the device becomes CUDA where there is one)"
         if alias.reason == "it is never called":
             self.report(original_node, f"`{alias.name}` is {what} that is never called: remove it", fixable=False)
             return updated_node
@@ -243,10 +251,10 @@ class CudaTensorType(Codemod):
             return updated_node
         if alias.removed:
             dtype = f"dtype={self._torch}.{alias.dtype}, " if alias.dtype != MODULE else "a dtype and "
-            if self.report(original_node, f"`{alias.name}` is {what} on `{test}`: its reads take `{dtype}device={alias.device}`"):
+            if self.report(original_node, f"`{alias.name}` is {what} {on}: its reads take `{dtype}device={alias.device}`"):
                 self._removed += [original_node, updated_node]  # taken out of its block, its blank lines kept
             return updated_node
-        if not self.report(original_node, f"`{alias.name}` is {what} on `{test}`: bind the device instead, as `{alias.device}`"):
+        if not self.report(original_node, f"`{alias.name}` is {what} {on}: bind the device instead, as `{alias.device}`"):
             return updated_node
         value = cst.parse_expression(f'{self._torch}.device("cuda" if {test} else "cpu")')
         assign = cst.ensure_type(updated_node.body[0], cst.Assign)
