@@ -338,3 +338,51 @@ def test_a_cuda_type_bound_to_a_name_becomes_the_device_cuda_has_where_there_is_
     else:
         with pytest.raises((RuntimeError, TypeError, AssertionError)):
             made(namespaces[0])  # the CUDA tensor type: unavailable here
+
+
+SIZES_OR_DATA = '''
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super(Net, self).__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x, batch, scale):
+        probs, ids = zip(*batch)
+        if scale > 1:
+            shape = [1.0, float(scale)]
+        else:
+            shape = [float(scale), 1.0]
+        noise = np.arange(6, dtype=np.float32).reshape(2, 3)
+        made = (
+            torch.FloatTensor(probs), torch.LongTensor(list(ids)), torch.FloatTensor(shape),
+            torch.FloatTensor(noise), torch.FloatTensor(int(scale * 2)), torch.FloatTensor(len(batch)),
+        )
+        noise[0, 0] = 100.0  # a tensor that shares the array's memory sees it
+        return made
+'''
+
+
+def test_a_legacy_constructor_becomes_the_factory_its_argument_calls_for_and_builds_the_same_tensors() -> None:
+    """What the facts say each lone argument is (a zipped part, ``list(...)`` and a name bound to
+    a list on both branches: data; an array: shared memory; ``int(...)``, ``len(...)``: sizes)
+    decides the factory: executed before and after, the same shapes and dtypes, the same values
+    where the legacy constructor gave values (a size's memory is uninitialised in both), and the
+    array's memory shared in both."""
+    from torchfix_device.codemods.factory_without_device import FactoryWithoutDevice
+
+    after = transform_source(SIZES_OR_DATA, [FactoryWithoutDevice], options=RunOptions())
+    assert after.text.count("torch.tensor(") == 3 and after.text.count("torch.as_tensor(") == 1
+    assert after.text.count("torch.empty(") == 2 and "FloatTensor" not in after.text
+    results = []
+    for text in (SIZES_OR_DATA, after.text):
+        namespace: dict = {}
+        exec(compile(text, "<net>", "exec"), namespace)
+        made = namespace["Net"]()(torch.zeros(2), [(0.5, 1), (0.25, 0)], 2)
+        results.append([(t.shape, t.dtype, t.device.type) for t in made] + [t.tolist() for t in made[:4]])
+    assert results[0] == results[1]
+    assert results[1][-1][0][0] == 100.0  # shared with the array, as the legacy constructor shared it

@@ -68,7 +68,10 @@ class FactoryWithoutDevice(Codemod):
     - Plain functions: reported when they also deal with devices (mention `device`, `.to(` or
       `cuda`), since a CPU tensor there is a likely mismatch; otherwise left alone (data
       preparation on the CPU is normal).
-    - Legacy constructors given a name (`torch.FloatTensor(x)`: a size or data?) are reported.
+    - Legacy constructors given a lone argument the facts do not show to be a size, data or a
+      NumPy array (`torch.FloatTensor(x)`, `x` a parameter: a size or data?) are reported; the
+      others become `torch.empty`, `torch.tensor` or `torch.as_tensor` (an array's memory is
+      shared on the CPU, as the legacy constructor shared it), as in TFD008.
 
     ## Fix safety
     Safe. The values are drawn from the same generator in the same order; only where the new
@@ -121,7 +124,8 @@ class FactoryWithoutDevice(Codemod):
             self.report(original_node, f"`{shown}(...)` creates a CPU tensor: {device.reason}", fixable=False)
             return updated_node
         if legacy:
-            rewritten = legacy_constructors.legacy_constructor_call(updated_node, self._torch, legacy[0], device.code, legacy_constructors.lone_data(self, original_node))
+            made_by, _ = legacy_constructors.factory(self, original_node)
+            rewritten = legacy_constructors.rewritten(updated_node, self._torch, made_by, legacy[0], device.code) if made_by else None
             if rewritten is None:
                 factory = f"{self._torch}.empty(..., dtype={self._torch}.{legacy[0]}, device={device.code})"
                 data = f"{self._torch}.tensor(..., dtype={self._torch}.{legacy[0]}, device={device.code})"

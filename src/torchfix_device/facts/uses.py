@@ -380,43 +380,6 @@ def _number_literal(value: cst.BaseExpression | None) -> bool:
     return isinstance(value, (cst.Integer, cst.Float))
 
 
-NUMPY_ARRAYS = frozenset({
-    "array", "asarray", "ascontiguousarray", "argsort", "sort", "arange", "zeros", "ones", "empty", "full", "linspace",
-    "concatenate", "stack", "vstack", "hstack", "flip", "fliplr", "flipud", "unique", "cumsum", "repeat", "tile",
-    "eye", "identity", "where",
-})
-"""NumPy functions that return an array (never a scalar: ``np.float32(x)``, ``np.sum(x)`` are not here)."""
-
-
-def holds_data(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """``expr`` is data, never a size, for a legacy constructor (``torch.LongTensor(idx_sort)``):
-    a list or tuple literal or list comprehension, an array a NumPy function of
-    :data:`NUMPY_ARRAYS` returns (``np.argsort(-lengths)``), a slice or negation of one
-    (``np.sort(x)[::-1]``), or a name every binding of which reaching the read is one (an
-    element of a tuple unpacked from a literal tuple included)."""
-    if depth > MAX_DEPTH:
-        return False
-    if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp)):
-        return True
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        return holds_data(values, expr.expression, depth + 1)
-    if isinstance(expr, cst.Subscript):
-        return all(isinstance(e.slice, cst.Slice) for e in expr.slice) and holds_data(values, expr.value, depth + 1)
-    if isinstance(expr, cst.Call):
-        names = values.names(expr.func)
-        return bool(names) and all(q.startswith("numpy.") and q.rpartition(".")[2] in NUMPY_ARRAYS for q in names)
-    if isinstance(expr, cst.Name):
-        reach = values.reach(expr)
-        if reach.why is not None or not reach.bindings:
-            return False
-        for node in reach.bindings:
-            bound = values.bound(node)
-            if bound.kind != VALUE or bound.value is expr or not holds_data(values, bound.value, depth + 1):
-                return False
-        return True
-    return False
-
-
 def container_kind(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0, plain: bool = False) -> str | None:
     """``"dict"``, ``"sequence"`` (list, tuple, range, string) or ``"tensor"`` where every value
     ``expr`` may hold is shown to be one of these; None otherwise. With ``plain``, a dict only

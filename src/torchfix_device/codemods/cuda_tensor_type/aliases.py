@@ -4,14 +4,10 @@ An alias is a name bound once, in the body of the module or of a function, to
 ``torch.cuda.XTensor if <condition> else torch.XTensor`` (``torch.Tensor`` for ``FloatTensor``),
 and read only after that statement, each read being one of:
 
-- ``Alias(...)``, a constructor whose arguments show what they are: no argument, or two and more
-  (sizes: ``Alias(n, 1)``, ``Alias(imgs.shape[0], *patch)``) → ``torch.empty(..., dtype=, device=)``;
-  one size (``Alias(3)``, ``Alias(x.size(0))``, a name bound to one) → the same; a list or
-  tuple display, a list comprehension, or a name bound to one → ``torch.tensor(...)``; a NumPy
-  array of at least one dimension (``np.random.normal(0, 1, (n, d))``, ``np.ones(shape)``, a
-  name bound to one) →
-  ``torch.as_tensor(...)``, which like the legacy constructor shares the array's memory on the
-  CPU when the dtype matches and copies otherwise;
+- ``Alias(...)``, a constructor whose arguments show what they are, as for the legacy
+  constructors themselves (:mod:`torchfix_device.codemods.common.legacy_constructors`: sizes →
+  ``torch.empty(..., dtype=, device=)``, data → ``torch.tensor(...)``, a NumPy array →
+  ``torch.as_tensor(...)``);
 - ``x.type(Alias)`` → ``x.to(device=..., dtype=...)``.
 
 The device is the alias's own condition: ``torch.device("cuda" if <condition> else "cpu")``, the
@@ -34,21 +30,7 @@ from torchfix_device import torch_api
 from torchfix_device.devices.flag_scan import statements_of
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from torchfix_device.codemods.base import Codemod
-
-ARRAY_FUNCTIONS = {  # NumPy functions returning an array, and where their shape argument is (None: always)
-    "array": None, "asarray": None, "ascontiguousarray": None, "stack": None, "concatenate": None,
-    "vstack": None, "hstack": None, "arange": None, "linspace": None, "eye": None, "identity": None,
-    "zeros": 0, "ones": 0, "empty": 0, "full": 0, "zeros_like": None, "ones_like": None,
-}
-RANDOM_FUNCTIONS = {  # numpy.random functions: index of the `size` argument (an array when given)
-    "normal": 2, "uniform": 2, "randint": 2, "binomial": 2, "beta": 2, "gamma": 2, "poisson": 1,
-    "exponential": 1, "choice": 1, "random": 0, "random_sample": 0, "rand": 0, "randn": 0,
-    "standard_normal": 0, "permutation": None,
-}
-
 
 MODULE = ""
 """The dtype of a module alias (``tt = torch.cuda if cuda else torch``): each read names its own."""
@@ -268,90 +250,6 @@ def read_kind(codemod: "Codemod", read: cst.BaseExpression, parent: cst.CSTNode 
     return None
 
 
-def constructor(call: cst.Call, torch_name: str, dtype: str, device: str, values: "ValueOf") -> cst.Call | str:
-    """The rewrite of ``Alias(...)``, or why there is none."""
-    args = list(call.args)
-    if any(a.keyword is not None or a.star == "**" for a in args):
-        return "keyword arguments"
-    if args and args[0].star:
-        return "it starts with `*`: sizes or data?"
-    if len(args) == 1:
-        value = args[0].value
-        if _is_list(value, values):
-            factory = "tensor"
-        elif _is_size(value, values):
-            factory = "empty"
-        elif _is_array(value, values):
-            factory = "as_tensor"
-        else:
-            return f"nothing shows whether `{_nodes.code_of(value)}` is a size or data"
-    else:
-        factory = "empty"
-        if not args:
-            args = [cst.Arg(cst.Integer("0"))]
-    new = call.with_changes(func=cst.parse_expression(f"{torch_name}.{factory}"), args=args)
-    new = _nodes.add_keyword_arg(new, "dtype", f"{torch_name}.{dtype}")
-    return _nodes.add_keyword_arg(new, "device", device)
-
-
-class ValueOf:
-    """The value a name read in ``statement`` (of the statements ``block``, in the functions
-    ``chain``) is bound to: the nearest ``name = value`` before it in the same block with no
-    other binding of the name in between, else the one binding of the scope it resolves to,
-    when that is ``name = value`` (read from the syntax: no scope analysis)."""
-
-    def __init__(self, codemod: "Codemod", module: cst.Module, chain: list[cst.FunctionDef],
-                 statement: cst.CSTNode | None = None, block: "Sequence[cst.CSTNode]" = ()) -> None:
-        self.codemod = codemod
-        self.module = module
-        self.chain = chain
-        self.statement = statement
-        self.block = block
-
-    def __call__(self, name: cst.Name) -> cst.BaseExpression | None:
-        index = next((i for i, s in enumerate(self.block) if s is self.statement), None)
-        for previous in reversed(self.block[:index] if index is not None else ()):
-            found = _bindings_under([previous], name.value)
-            if found:
-                whole = isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1
-                return found[0] if len(found) == 1 and whole else None
-        for scope in [*reversed(self.chain), self.module]:
-            found = _bindings_in(scope, name.value)
-            if found:
-                return found[0] if len(found) == 1 else None
-        return None
-
-
-def _bindings_in(scope: cst.CSTNode, name: str) -> list[cst.BaseExpression | None]:
-    """The values bound to ``name`` by ``scope`` itself (None for a binding that is not
-    ``name = value``: a parameter, a loop target, an import, a ``global``...)."""
-    found: list[cst.BaseExpression | None] = []
-    if isinstance(scope, cst.FunctionDef) and any(p.name.value == name for p in _nodes.all_params(scope)):
-        found.append(None)
-    return found + _bindings_under(list(statements_of(scope)), name)
-
-
-def _bindings_under(nodes: "list[cst.CSTNode]", name: str) -> list[cst.BaseExpression | None]:
-    found: list[cst.BaseExpression | None] = []
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            found.extend([None] if node.name.value == name else [])
-            continue
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and m.matches(node.targets[0].target, m.Name(name)):
-            found.append(node.value)
-            continue
-        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.With, cst.Import, cst.ImportFrom,
-                             cst.Global, cst.Nonlocal, cst.Del, cst.ExceptHandler, cst.NamedExpr)):
-            if name in traversal.all_names(_binding_part(node)):
-                found.append(None)
-        if isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-            continue
-        stack.extend(traversal.children(node))
-    return found
-
-
 def _binding_part(node: cst.CSTNode) -> cst.CSTNode:
     if isinstance(node, cst.Assign):
         return cst.Module(body=[]) if not node.targets else node.targets[0].target if len(node.targets) == 1 else node
@@ -363,72 +261,3 @@ def _binding_part(node: cst.CSTNode) -> cst.CSTNode:
     if isinstance(node, cst.ExceptHandler):
         return node.name.name if node.name is not None else cst.Module(body=[])
     return node
-
-
-def _bound_to(name: cst.Name, values: ValueOf, depth: int, test) -> bool:
-    """``name`` is bound once to a value ``test`` holds of (followed through three names at most)."""
-    value = values(name) if depth < 3 else None
-    return value is not None and test(value, values, depth + 1)
-
-
-def _is_list(node: cst.BaseExpression, values: ValueOf, depth: int = 0) -> bool:
-    """Data: a list or tuple display, a list comprehension, or a name bound once to one."""
-    if isinstance(node, (cst.List, cst.Tuple, cst.ListComp)):
-        return True
-    if isinstance(node, cst.Name):
-        return _bound_to(node, values, depth, _is_list)
-    return False
-
-
-def _is_size(node: cst.BaseExpression, values: ValueOf, depth: int = 0) -> bool:
-    """An ``int``: a literal, ``len(...)``, ``x.size(i)``, ``x.shape[i]``, arithmetic of those,
-    or a name bound once to one."""
-    if isinstance(node, cst.Integer):
-        return True
-    if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.Divide):
-        return _is_size(node.left, values, depth) and _is_size(node.right, values, depth)
-    if isinstance(node, cst.Call):
-        if _nodes.dotted_name(node.func) == "len":
-            return True
-        return m.matches(node.func, m.Attribute(attr=m.Name("size"))) and len(node.args) == 1 and node.args[0].keyword is None
-    if isinstance(node, cst.Subscript) and m.matches(node.value, m.Attribute(attr=m.Name("shape"))):
-        return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
-    if isinstance(node, cst.Name):
-        return _bound_to(node, values, depth, _is_size)
-    return False
-
-
-def _is_array(node: cst.BaseExpression, values: ValueOf, depth: int = 0) -> bool:
-    """A NumPy array of at least one dimension (a scalar or 0-d array is a size to the legacy
-    constructor), or a name bound once to one."""
-    if isinstance(node, cst.Name):
-        return _bound_to(node, values, depth, _is_array)
-    if not isinstance(node, cst.Call):
-        return False
-    qualified = values.codemod.qualified_names(node.func)
-    for name in qualified:
-        parts = name.split(".")
-        if parts[0] != "numpy" or any(a.star for a in node.args):
-            continue
-        if len(parts) == 2 and parts[1] in ARRAY_FUNCTIONS:
-            shape = ARRAY_FUNCTIONS[parts[1]]
-            if parts[1] in ("array", "asarray", "ascontiguousarray"):
-                return bool(node.args) and isinstance(node.args[0].value, (cst.List, cst.Tuple, cst.ListComp))
-            return shape is None or _given(node, shape, "shape")
-        if len(parts) == 3 and parts[1] == "random" and parts[2] in RANDOM_FUNCTIONS:
-            size = RANDOM_FUNCTIONS[parts[2]]
-            if parts[2] in ("rand", "randn"):
-                return bool(node.args)
-            return size is None or _given(node, size, "size")
-    return False
-
-
-def _given(call: cst.Call, index: int, keyword: str) -> bool:
-    """The shape or size argument is given, and is not ``None`` nor ``()``."""
-    positional = [a for a in call.args if a.keyword is None]
-    chosen = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
-    if chosen is None and len(positional) > index:
-        chosen = positional[index].value
-    if chosen is None or _nodes.is_none(chosen):
-        return False
-    return not (isinstance(chosen, cst.Tuple) and not chosen.elements)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import libcst as cst
 import libcst.matchers as m
@@ -10,14 +10,11 @@ from torchfix_device.syntax import imports, nodes, traversal
 from torchfix_device import torch_api
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
-from torchfix_device.codemods.cuda_tensor_type.aliases import MODULE, Alias, ValueOf, attribute_device, constructor, find_aliases, read_kind
+from torchfix_device.codemods.cuda_tensor_type.aliases import MODULE, Alias, attribute_device, find_aliases, read_kind
 from torchfix_device.devices.source import NoDevice
 from torchfix_device.devices.flag_scan import statements_of
 from torchfix_device.facts import kinds
 from torchfix_device.facts import values as facts_values
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 SET_DEFAULT_LAST = frozenset({"set_default_tensor_type"})
 
@@ -80,10 +77,12 @@ class CudaTensorType(Codemod):
     ```
 
     ## Not rewritten
-    A constructor given a lone name that nothing binds to a size, a list or an array
-    (`torch.cuda.FloatTensor(n)`, `n` a parameter: a size or data?) or keyword arguments, and
-    the types used as values: reported for manual review (a list display or comprehension, or a
-    name bound once to one, is data: `torch.tensor`). An alias any of whose
+    A constructor given a lone argument the facts do not show to be a size, data or an array
+    (`torch.cuda.FloatTensor(n)`, `n` a parameter; a name bound to a size on one branch and a
+    list on the other) or keyword arguments, and the types used as values: reported for manual
+    review. Sizes: `int(...)`, `len(...)`, `x.size(i)`, `x.shape[i]` and their arithmetic; data:
+    displays, `list(...)`, a part of `a, b = zip(...)`; a name where every binding reaching it is
+    one of these (both branches of an `if` too). An alias any of whose
     reads cannot be rewritten — an argument that shows neither a size nor data (`Tensor(x)`, a
     0-dimensional array, `Tensor(*shape)`), the alias passed as a value or to `isinstance`, a
     read before it is bound, a second binding of its name — is left whole, with its reads, and
@@ -193,9 +192,9 @@ class CudaTensorType(Codemod):
                 return "one of its reads is suppressed", None
             if kind in ("call", "member"):
                 call = cst.ensure_type(parent if kind == "call" else grand, cst.Call)
-                done = constructor(call, self._torch, _dtype_of(alias, call), "device", found.values(self, module))
-                if isinstance(done, str):
-                    return done, call
+                made_by, why = legacy_constructors.factory(self, call)
+                if made_by is None:
+                    return why, call
         return None, None
 
     def _choose_device(self, alias: Alias, chains: list[list[cst.FunctionDef]], outer: set[int]) -> None:
@@ -346,7 +345,8 @@ class CudaTensorType(Codemod):
         if isinstance(device, NoDevice):
             self.report(original, f"`{shown}(...)`: {device.reason}", fixable=False)
             return updated
-        rewritten = legacy_constructors.legacy_constructor_call(updated, self._torch, dtype, device.code, legacy_constructors.lone_data(self, original))
+        made_by, _ = legacy_constructors.factory(self, original)
+        rewritten = legacy_constructors.rewritten(updated, self._torch, made_by, dtype, device.code) if made_by else None
         if rewritten is None:
             factory = f"{self._torch}.empty(..., dtype={self._torch}.{dtype}, device={device.code})"
             data = f"{self._torch}.tensor(..., dtype={self._torch}.{dtype}, device={device.code})"
@@ -363,9 +363,10 @@ class CudaTensorType(Codemod):
                 return updated
             return self._to_call(updated, device, alias.dtype)
         dtype = _dtype_of(alias, original)
-        done = constructor(updated, self._torch, dtype, device, read.values(self, self.visited_module))
-        if isinstance(done, str):  # decided on the original call: cannot happen
+        made_by, _ = legacy_constructors.factory(self, original)
+        if made_by is None:  # decided on the original call when planned: cannot happen
             return updated
+        done = legacy_constructors.rewritten(updated, self._torch, made_by, dtype, device)
         factory = nodes.dotted_name(done.func)
         if self.report(original, f"`{nodes.code_of(original.func)}(...)`: use `{factory}(..., dtype={self._torch}.{dtype}, device={device})`"):
             return done
@@ -447,32 +448,24 @@ class _Read(NamedTuple):
     grand: cst.CSTNode | None
     chain: list
     top: int
-    statement: cst.CSTNode | None
-    block: "Sequence[cst.CSTNode]"
-
-    def values(self, codemod: Codemod, module: cst.Module) -> ValueOf:
-        return ValueOf(codemod, module, self.chain, self.statement, self.block)
 
 
 def _walk_reads(module: cst.Module, wanted: dict[int, Alias], seen: dict) -> None:
-    """For each read of ``wanted``: its parent, grandparent, the functions around it, the index
-    of the statement of its scope's body holding it, and its innermost statement with the
-    statements of that statement's block."""
-    stack: list[tuple] = [(module, None, None, [], -1, None, ())]
+    """For each read of ``wanted``: its parent, grandparent, the functions around it and the
+    index of the statement of its scope's body holding it."""
+    stack: list[tuple] = [(module, None, None, [], -1)]
     while stack:
-        node, parent, grand, chain, top, statement, block = stack.pop()
+        node, parent, grand, chain, top = stack.pop()
         if id(node) in wanted:
-            seen[id(node)] = _Read(parent, grand, chain, top, statement, block)
+            seen[id(node)] = _Read(parent, grand, chain, top)
         inner = [*chain, node] if isinstance(node, cst.FunctionDef) else chain
         body = node.body if isinstance(node, (cst.Module, cst.IndentedBlock)) else None
         scope_body = isinstance(node, cst.Module) or (isinstance(node, cst.IndentedBlock) and isinstance(parent, cst.FunctionDef))
         for child in traversal.children(node):
-            child_top, child_statement, child_block = top, statement, block
-            if body is not None and isinstance(child, cst.BaseStatement):
-                child_statement, child_block = child, body
-                if scope_body:
-                    child_top = next(i for i, s in enumerate(body) if s is child)
-            stack.append((child, node, parent, inner, child_top, child_statement, child_block))
+            child_top = top
+            if body is not None and scope_body and isinstance(child, cst.BaseStatement):
+                child_top = next(i for i, s in enumerate(body) if s is child)
+            stack.append((child, node, parent, inner, child_top))
 
 
 # -- stage 1 ---------------------------------------------------------------------------------
