@@ -51,6 +51,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import tokenize
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -586,6 +587,28 @@ def changed_regions(before: str, after: str, *, fine: bool = False) -> dict[int,
     return result
 
 
+CONTINUED = {"torch.load map_location": "map_location"}
+"""Idioms whose fix may edit only a later line of the site's statement (the site is labelled on
+the first line of a multi-line call: ``torch.load(\n    open(path)\n)`` gains ``map_location``
+beside ``open(path)``), with the text the fix leaves there."""
+
+
+def continued_region(idiom: str, before_lines: list[str], line_no: int, regions: dict[int, str]) -> str | None:
+    """For a site whose own line is unchanged: the new text of the later lines of its statement,
+    where one changed and shows :data:`CONTINUED`'s text for ``idiom``; None otherwise."""
+    last = line_no
+    try:
+        for token in tokenize.generate_tokens(io.StringIO("\n".join(before_lines[line_no - 1:]) + "\n").readline):
+            if token.type == tokenize.NEWLINE:
+                last = line_no + token.start[0] - 1
+                break
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    found = [regions[i] for i in range(line_no + 1, last + 1) if i in regions]
+    text = "\n".join(dict.fromkeys(found))
+    return text if found and CONTINUED[idiom] in text else None
+
+
 def read_manifest(path: Path) -> list[dict[str, str]]:
     with path.open(newline="", encoding="utf-8") as handle:
         rows = [row for row in csv.DictReader(line for line in handle if not line.startswith("#"))]
@@ -961,7 +984,9 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs, r
             before_lines = before_cache[rel]
             before_line = before_lines[line_no - 1] if line_no <= len(before_lines) else ""
             region = reg.get(line_no)
-            ok = score_site(row, region, before_line, fine.get(line_no))
+            if region is None and row["idiom"] in CONTINUED:
+                region = continued_region(row["idiom"], before_lines, line_no, reg)
+            ok = score_site(row, region, before_line, fine.get(line_no) if region is reg.get(line_no) else region)
             shown = (f"- {row['repo']} `{row['path']}:{line_no}` ({row['idiom']}): `{before_line.strip()[:120]}`"
                      + (f" → `{region.strip()[:120]}`" if region is not None else " (unchanged)"))
             if row["expected"] == "fix" and is_other(row):

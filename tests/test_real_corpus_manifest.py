@@ -111,6 +111,23 @@ def test_a_fix_site_in_a_re_indented_region_is_scored_on_its_own_line():
     assert not script.score_site(keep, coarse[4], lines[3], fine[4])
 
 
+
+def test_a_map_location_added_on_a_later_line_of_the_call_counts_for_its_first_line():
+    """``torch.load(\n    open(path)\n)`` is labelled on its first line; the fix adds
+    ``map_location`` beside ``open(path)``: the site is fixed. A change of a later line of the
+    statement that adds no ``map_location``, or of a line of the next statement, is not."""
+    script = _load_script()
+    before = "m.load(torch.load(\n    open(p)\n))\nx = torch.load(q)\n"
+    fixed = "m.load(torch.load(\n    open(p), map_location=device\n))\nx = torch.load(q)\n"
+    other = "m.load(torch.load(\n    open(p, 'rb')\n))\nx = torch.load(q, map_location=device)\n"
+    row = {"idiom": "torch.load map_location", "expected": "fix"}
+    lines = before.splitlines()
+    for after, ok in ((fixed, True), (other, False)):
+        regions = script.changed_regions(before, after)
+        assert 1 not in regions
+        region = script.continued_region(row["idiom"], lines, 1, regions)
+        assert script.score_site(row, region, lines[0]) is ok
+
 def test_notebook_view_numbers_cells_like_the_tool():
     script = _load_script()
     notebook = (

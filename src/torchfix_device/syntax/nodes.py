@@ -49,8 +49,10 @@ def add_keyword_arg(call: cst.Call, name: str, value: str | cst.BaseExpression) 
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=separator))
         args.append(new_arg.with_changes(comma=last.comma))
     else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(new_arg)
+        # What followed the old last argument (a line break before ``)``) follows the new one.
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+                                     whitespace_after_arg=cst.SimpleWhitespace(""))
+        args.append(new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg))
     return call.with_changes(args=args)
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
