@@ -35,7 +35,7 @@ from torchfix_device.facts.values import PART, VALUE
 from torchfix_device.syntax import nodes
 
 if TYPE_CHECKING:
-    from torchfix_device.facts.values import ModuleValues
+    from torchfix_device.facts.values import Bound, ModuleValues
 
 SIZE, DATA, ARRAY = "size", "data", "array"
 MAX_DEPTH = 6
@@ -138,21 +138,11 @@ def _given(call: cst.Call, index: int, keyword: str) -> bool:
 
 
 def _name_kind(values: "ModuleValues", name: cst.Name, depth: int) -> str | None:
-    reach = values.reach(name)
-    if reach.why is not None or not reach.bindings:
-        return None
-    found: set[str | None] = set()
-    for binding in reach.bindings:
-        bound = values.bound(binding)
+    def answer(bound: "Bound") -> str | None:
         if bound.kind == VALUE and bound.value is not name:
-            found.add(argument_kind(values, bound.value, depth + 1))
-        elif bound.kind == PART and _a_zipped_part(values, binding, bound.value):
-            found.add(DATA)
-        else:
-            return None
-        if None in found or len(found) > 1:
-            return None
-    return found.pop() if found else None
+            return argument_kind(values, bound.value, depth + 1)
+        return DATA if bound.kind == PART and _a_zipped_part(values, bound.node, bound.value) else None
+    return values.agreed(name, answer)
 
 
 def _a_zipped_part(values: "ModuleValues", binding: cst.CSTNode, value: cst.BaseExpression) -> bool:

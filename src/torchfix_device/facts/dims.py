@@ -50,7 +50,7 @@ from torchfix_device.facts.values import ITEM, PARAM, PART, VALUE
 from torchfix_device.syntax import nodes, traversal
 
 if TYPE_CHECKING:
-    from torchfix_device.facts.values import ModuleValues
+    from torchfix_device.facts.values import Bound, ModuleValues
 
 MAX_DEPTH = 16
 WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
@@ -139,29 +139,22 @@ def pair_dims(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
 
 # -- the forms ------------------------------------------------------------------------------------
 def _name_dims(values: "ModuleValues", name: cst.Name, depth: int) -> int | None:
-    reach = values.reach(name)
-    if reach.why is not None or not reach.bindings:
-        return None
-    found: set[int | None] = set()
-    for node in reach.bindings:
-        bound = values.bound(node)
+    def answer(bound: "Bound") -> int | None:
+        node = bound.node
         if bound.kind == VALUE and bound.value is not name:
-            found.add(dims(values, bound.value, depth + 1))
-        elif bound.kind == PART and _pair_target(values, node) and pair_dims(values, bound.value, depth + 1) is not None:
-            found.add(pair_dims(values, bound.value, depth + 1))  # `_, pred = x.max(1)`
-        elif bound.kind == PART and _element_target(values, node) and isinstance(bound.value, cst.Call):
+            return dims(values, bound.value, depth + 1)
+        if bound.kind == PART and _pair_target(values, node) and pair_dims(values, bound.value, depth + 1) is not None:
+            return pair_dims(values, bound.value, depth + 1)  # `_, pred = x.max(1)`
+        if bound.kind == PART and _element_target(values, node) and isinstance(bound.value, cst.Call):
             summary = values.call_returns(bound.value)  # `prec1, prec5 = accuracy(...)`
-            found.add(summary.element_dims if summary is not None else None)
-        elif bound.kind == ITEM and _whole_target(values, node):
+            return summary.element_dims if summary is not None else None
+        if bound.kind == ITEM and _whole_target(values, node):
             over = dims(values, bound.value, depth + 1)  # `for row in x`: one fewer
-            found.add(over - 1 if over is not None and over >= 1 else None)
-        elif bound.kind == PARAM and isinstance(bound.value, cst.FunctionDef):
-            found.add(_param_dims(values, node, bound.value, depth))
-        else:
-            return None
-        if None in found or len(found) > 1:
-            return None
-    return found.pop() if found else None
+            return over - 1 if over is not None and over >= 1 else None
+        if bound.kind == PARAM and isinstance(bound.value, cst.FunctionDef):
+            return _param_dims(values, node, bound.value, depth)
+        return None
+    return values.agreed(name, answer)
 
 
 def _whole_target(values: "ModuleValues", node: cst.CSTNode) -> bool:

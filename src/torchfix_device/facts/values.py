@@ -97,15 +97,12 @@ class ModuleValues:
         codemod that visits the tree: only for facts of the syntax alone (never of names, whose
         answers may take the asking codemod's shortcuts)."""
         facets = self.tree.facets
-        if name not in facets:
-            facets[name] = compute()
-        return facets[name]
+        return facets[name] if name in facets else facets.setdefault(name, compute())
 
     def source_order(self, node: cst.CSTNode) -> int:
         """Where ``node`` comes in a walk of the module (binding sets arrive in the order of
         memory addresses: answers must not depend on that)."""
-        order = self.tree.order
-        return order.get(id(node), len(order))
+        return self.tree.order.get(id(node), len(self.tree.order))
 
     def block_of(self, statement: cst.CSTNode) -> tuple[tuple[cst.CSTNode, ...], int] | None:
         """The statements of the block that holds ``statement`` and its index there (None where
@@ -180,6 +177,16 @@ class ModuleValues:
         if known is None:
             known = self._reach[id(read)] = self._reaching(read)
         return known
+
+    def agreed(self, read: cst.Name, answer: "Callable[[Bound], Any]") -> Any:
+        """The one answer ``answer`` gives of every binding that may reach ``read`` (None where
+        one gives none, or two differ): a name's kind, dimensionality..., from its bindings'."""
+        reach, found = self.reach(read), set()
+        for node in reach.bindings if reach.why is None else ():
+            found.add(answer(self.bound(node)))
+            if None in found or len(found) > 1:
+                return None
+        return found.pop() if found else None
 
     def _reaching(self, read: cst.Name) -> Reach:
         bindings = [b for b in self.bindings(read.value, read) if getattr(b, "node", None) is not None]
