@@ -5,7 +5,8 @@ and the other ``F.*_loss`` functions, ``nn.*Loss(...)`` constructors, neither wi
 ``reduction="none"``, ``reduce=False`` nor anything by position that may be one of them; the
 call of a name bound to such a module (moved or not: a module's ``.cuda()``/``.to()`` return it)
 or to such a function; ``self.x(...)`` where this class's ``__init__`` sets ``self.x`` to such a
-module and nothing in the file assigns an attribute ``x`` anything else. Names are resolved by
+module (or to a parameter every construction of the class passes one: ``self.criterion =
+criterion``) and nothing in the file assigns an attribute ``x`` anything else. Names are resolved by
 the module's shared resolution (:mod:`.values`). A parameter every call of whose function passes
 a loss module is one too, with the calls of the other files of the run where the engine shows
 them (:meth:`LossEvidence.calls_elsewhere`).
@@ -104,10 +105,39 @@ class LossEvidence:
             stripped = strip_moves(value)
             if isinstance(stripped, cst.Attribute) and stripped.attr.value == attr:
                 continue  # self.x = self.x.cuda()
+            if isinstance(value, cst.Name) and _set_in_init(cls, target) and self._init_param_losses(cls, value):
+                in_init = True  # `self.criterion = criterion`, every `Trainer(..., nn.KLDivLoss())` passing one
+                continue
             if not (isinstance(value, cst.Call) and (self.is_loss_constructor(value) or self._builds_loss(value))):
                 return False
             in_init = in_init or _set_in_init(cls, target)
         return in_init
+
+    def _init_param_losses(self, cls: cst.ClassDef, name: cst.Name) -> bool:
+        """``name`` reads only a parameter of ``cls.__init__`` to which every construction of the
+        class passes a loss module: the calls of this file and, certainly, of the other files of
+        the run (:meth:`calls_elsewhere`, the class's name as a function's); the class is
+        undecorated, at module level, subclassed by no class of this file."""
+        reach = self.values.reach(name)
+        param = reach.bindings[0] if reach.why is None and len(reach.bindings) == 1 else None
+        param = self.values.parent(param) if isinstance(param, cst.Name) else param
+        init = self.values.enclosing(param, cst.FunctionDef) if isinstance(param, cst.Param) else None
+        if init is None or init.name.value != "__init__" or param not in init.params.params[1:] or cls.decorators:
+            return False
+        if not isinstance(self.values.parent(cls), cst.Module) or any(
+                isinstance(c, cst.ClassDef) and _related(c, cls) and c is not cls for c in traversal.walk_statements(self.module)):
+            return False
+        position = list(init.params.params).index(param) - 1
+        reads = self._reads_of(cls)
+        for read in reads:
+            call = self.values.parent(read)
+            if not (isinstance(call, cst.Call) and call.func is read) or nodes.has_star_args(call):
+                return False
+            passed = nodes.argument(call, position, param.name.value)
+            if passed is None or not self.is_loss_argument(passed.value, frozenset(), True):
+                return False
+        elsewhere = self.calls_elsewhere(cls, position, param)
+        return elsewhere is not None and len(reads) + elsewhere > 0
 
     def assigned_to_attribute(self) -> dict[str, list[tuple[cst.Attribute, cst.BaseExpression | None]]]:
         """Attribute name → every (target, value) assigning an attribute of that name in the file
@@ -235,7 +265,7 @@ class LossEvidence:
             return False
         return calls + (elsewhere or 0) > 0
 
-    def calls_elsewhere(self, function: cst.FunctionDef, position: int, param: cst.Param) -> int | None:
+    def calls_elsewhere(self, function: cst.FunctionDef | cst.ClassDef, position: int, param: cst.Param) -> int | None:
         """How many calls the other files of the run make of ``function``, every one passing a loss
         module for ``param`` (the engine's ``view.foreign_callers``); 0 where no other file may
         call it (no file of the run imports this one); None where that is not shown."""
@@ -264,7 +294,7 @@ class LossEvidence:
             param = self.values.parent(param)
         return isinstance(param, cst.Param) and self.passed_losses(param, seen, certain=certain)
 
-    def _reads_of(self, function: cst.FunctionDef) -> list[cst.Name] | list:
+    def _reads_of(self, function: cst.FunctionDef | cst.ClassDef) -> list[cst.Name] | list:
         """Every read of ``function``'s name that only its ``def`` binds; [] where another
         binding of the name exists."""
         reads = []

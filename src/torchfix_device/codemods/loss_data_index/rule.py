@@ -53,7 +53,10 @@ class LossDataIndex(Codemod):
     `criterion = nn.CrossEntropyLoss()` passed to `evaluate(model, data, criterion)` of a library
     file, also through up to three files: `lib.train(crit)` → `evaluate(..., crit)`), or where
     no file of the run imports this one; an unsafe one otherwise (a file that spells the
-    function's name without calling it, or imports it under another name, shows nothing).
+    function's name without calling it, or imports it under another name, shows nothing). So is
+    `self.criterion = criterion` in `__init__` where every construction of the class in the run
+    (`Trainer(args, model, nn.KLDivLoss(), optimizer)` in the script that imports it) passes a
+    torch loss for that parameter, and no class of the file derives from it.
 
     The dimensions fact (:mod:`torchfix_device.facts.dims`) is evidence too: an item of a tensor
     shown 1-dim (`for s in scores: if s.data[0] > 0`, also where `scores` is a parameter of a
