@@ -128,7 +128,7 @@ class LossEvidence:
                 isinstance(c, cst.ClassDef) and _related(c, cls) and c is not cls for c in traversal.walk_statements(self.module)):
             return False
         position = list(init.params.params).index(param) - 1
-        reads = self._reads_of(cls)
+        reads = [r for r in self._reads_of(cls) if not self._in_super(r)]
         for read in reads:
             call = self.values.parent(read)
             if not (isinstance(call, cst.Call) and call.func is read) or nodes.has_star_args(call):
@@ -264,6 +264,12 @@ class LossEvidence:
         if certain and elsewhere is None:
             return False
         return calls + (elsewhere or 0) > 0
+
+    def _in_super(self, read: cst.Name) -> bool:
+        """``read`` is the class named in ``super(C, self)``: no construction."""
+        arg = self.values.parent(read)
+        call = self.values.parent(arg) if isinstance(arg, cst.Arg) else None
+        return isinstance(call, cst.Call) and m.matches(call.func, m.Name("super")) and call.args[0] is arg
 
     def calls_elsewhere(self, function: cst.FunctionDef | cst.ClassDef, position: int, param: cst.Param) -> int | None:
         """How many calls the other files of the run make of ``function``, every one passing a loss
