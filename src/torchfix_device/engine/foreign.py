@@ -62,13 +62,14 @@ def _parsed(path: str) -> tuple[str, cst.Module] | None:
         text = read_source(Path(path)).text
     except (SourceError, OSError, ValueError):
         return None
-    for code in (text, readable(text)):
-        if code is not None:
-            try:
-                return code, cst.parse_module(code)
-            except (cst.ParserSyntaxError, RecursionError, ValueError):
-                pass
-    return None
+    try:
+        return text, cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        fixed = readable(text)  # only where the file as written does not parse
+    try:
+        return (fixed, cst.parse_module(fixed)) if fixed is not None else None
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
 
 
 class ForeignReturns:

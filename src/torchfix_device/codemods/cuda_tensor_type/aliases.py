@@ -167,13 +167,13 @@ def _alias_of(codemod: "Codemod", statement: cst.CSTNode, scope: cst.CSTNode, ow
     return Alias(name, line, choice, on_cuda[0], scope, owner=owner)
 
 
-
 def attribute_device(alias: Alias, chosen: list[Alias], taken: set[str]) -> None:
     """The device attribute of an attribute alias (``self.tt = torch.cuda if cuda else torch``,
     ``self.dtype = torch.cuda.FloatTensor if cuda else torch.FloatTensor``): the one an earlier
     alias of the same ``__init__`` binds on the same condition, where no statement between them
-    calls anything or binds what the condition reads (this alias's line then goes); else a free
-    attribute name, one no alias of the same class (or of a base or subclass of the file) took. ``chosen``: those so far (appended to)."""
+    calls anything or binds what the condition reads (this alias's line then goes; CUDA types bound
+    with no condition share one always); else a free attribute name, one no alias of the same
+    class (or of a base or subclass of the file) took. ``chosen``: those so far (appended to)."""
     init = cst.ensure_type(alias.scope, cst.FunctionDef)
     body = list(statements_of(init))
     test = _nodes.code_of(alias.choice.test)
@@ -215,6 +215,7 @@ def _calls_or_binds(statement: cst.CSTNode, names: set[str]) -> bool:
             if any(isinstance(n, cst.Name) and n.value in names for n in traversal.walk(part)):
                 return True
     return False
+
 
 def _bound_in_expressions(module: cst.Module, name: str) -> bool:
     """A lambda parameter or comprehension target of that name (it would hide the alias)."""

@@ -134,9 +134,9 @@ class CudaTensorType(Codemod):
         self._blockers: dict[int, Alias] = {}
         """A read (a call, or a name used otherwise) that keeps its alias from going: reported there."""
         self._removed: list[cst.CSTNode] = []
-        self._attribute_devices: list[Alias] = []
-        """The aliases given a device so far (of ``self`` or not), in the order of the file."""
         """The alias statements that go (the objects: the engine may keep either)."""
+        self._devices_given: list[Alias] = []
+        """The aliases given a device so far (of ``self`` or not), in the order of the file."""
         aliases = [a for found in find_aliases(self, node).values() for a in found]
         if aliases:
             self._plan(node, aliases)
@@ -203,13 +203,13 @@ class CudaTensorType(Codemod):
         binding of a function's flag in a function (``outer``) that reads an alias bound
         outside it: those reads take a device the binding's name could hide."""
         if alias.owner is not None:
-            attribute_device(alias, self._attribute_devices, _attribute_names(self.visited_module))
+            attribute_device(alias, self._devices_given, _attribute_names(self.visited_module))
             return
-        shared = next((a for a in self._attribute_devices if a.unconditional and a.scope is alias.scope and not a.removed), None)
+        shared = next((a for a in self._devices_given if a.unconditional and a.scope is alias.scope and not a.removed), None)
         if alias.unconditional and shared is not None:  # `dtype = torch.cuda.FloatTensor`, `ltype = ...`: one device
             alias.device, alias.removed = shared.device, True
             return
-        self._attribute_devices.append(alias)
+        self._devices_given.append(alias)
         flags = self.device_source.flags
         flag = flags.guard_flag(alias.choice)
         if flag is not None and flag.usable and id(alias.choice) not in flag.before:
