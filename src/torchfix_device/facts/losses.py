@@ -60,6 +60,8 @@ class LossEvidence:
         self.values = values
         self.module = values.module
         self._attribute_values: dict[str, list[tuple[cst.Attribute, cst.BaseExpression | None]]] | None = None
+        self._param_losses: dict[tuple[int, int], bool] = {}
+        """(class, the name ``__init__`` assigns) → :meth:`_init_param_losses`' answer."""
 
     def loss_call_reduces(self, function: str, call: cst.Call) -> bool:
         """``F.<function>(...)`` with a scalar reduction: neither ``reduction="none"`` nor
@@ -117,7 +119,13 @@ class LossEvidence:
         """``name`` reads only a parameter of ``cls.__init__`` to which every construction of the
         class passes a loss module: the calls of this file and, certainly, of the other files of
         the run (:meth:`calls_elsewhere`, the class's name as a function's); the class is
-        undecorated, at module level, subclassed by no class of this file."""
+        undecorated, at module level, subclassed by no class of this file (memoised)."""
+        key = (id(cls), id(name))
+        if key not in self._param_losses:
+            self._param_losses[key] = self._find_param_losses(cls, name)
+        return self._param_losses[key]
+
+    def _find_param_losses(self, cls: cst.ClassDef, name: cst.Name) -> bool:
         reach = self.values.reach(name)
         param = reach.bindings[0] if reach.why is None and len(reach.bindings) == 1 else None
         param = self.values.parent(param) if isinstance(param, cst.Name) else param

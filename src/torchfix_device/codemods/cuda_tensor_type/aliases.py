@@ -147,6 +147,8 @@ def _alias_of(codemod: "Codemod", statement: cst.CSTNode, scope: cst.CSTNode, ow
     assign = cst.ensure_type(line.body[0], cst.Assign)
     name = _nodes.code_of(assign.targets[0].target)
     if isinstance(assign.value, cst.Attribute):  # `dtype = torch.cuda.FloatTensor`: CUDA wherever there is one
+        if assign.value.attr.value not in torch_api.LEGACY_TENSOR_DTYPES:
+            return None  # `self.x = self.y`, `w = m.weight`: no type (before asking for names)
         on_cuda = torch_api.legacy_tensor_type(codemod.qualified_names(assign.value, ending_in=torch_api.LEGACY_TENSOR_TYPE_NAMES))
         if on_cuda is None or not on_cuda[1]:
             return None
