@@ -85,6 +85,21 @@ def test_what_a_name_cannot_say_stays_for_review(call: str) -> None:
     assert out.text == source and [f.fixed for f in out.findings] == [False]
 
 
+FIXTURE_ROOT = Path(__file__).parent / "fixtures"
+
+def _run_pair(folder: str, case: str, **given) -> tuple[dict, dict]:
+    """The namespaces of ``<case>.in.py`` and ``<case>.out.py`` of ``fixtures/<folder>`` run as
+    modules (``given``: names set first, e.g. a silent ``print``)."""
+    spaces = []
+    for name in (f"{case}.in.py", f"{case}.out.py"):
+        scope: dict = dict(given)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile((FIXTURE_ROOT / folder / name).read_text(encoding="utf-8"), name, "exec"), scope)
+        spaces.append(scope)
+    return spaces[0], spaces[1]
+
+
 def test_variable_unsafe_unwrap_held_back_by_default() -> None:
     """`x` (not shown to be grad-free) keeps `Variable`'s detach by default; the plain unwrap is
     the unsafe fix."""
@@ -115,14 +130,7 @@ def test_a_legacy_constructor_given_sizes_needs_no_detach() -> None:
     b, c).zero_())`` and its rewrite without ``.detach()`` give the same zeros, neither needing
     grad (the sizes may be any values, even 0-dim tensors); a one-argument constructor keeps the
     grad of a tensor it is given, so that rewrite keeps ``.detach()``."""
-    folder = Path(__file__).parent / "fixtures" / "variable_wrapper"
-    spaces = []
-    for name in ("legacy_sizes.in.py", "legacy_sizes.out.py"):
-        scope: dict = {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            exec(compile((folder / name).read_text(encoding="utf-8"), name, "exec"), scope)
-        spaces.append(scope)
+    spaces = _run_pair("variable_wrapper", "legacy_sizes")
     for scope in spaces:
         h, c = scope["initial_state"](2, torch.tensor(3), 4)
         assert h.shape == (2, 3, 4) and not h.requires_grad and not h.any()
@@ -243,12 +251,7 @@ def test_type_of_an_instance_keeps_the_device_it_had_in_0_3() -> None:
     included (``torch.cuda.FloatTensor``); since 0.4 ``type(x.data)`` is ``torch.Tensor``, so it
     moves ``priors`` to the CPU. Executed: ``type_as`` keeps ``x``'s device (a stand-in device
     here) where the old line lands on the CPU; on the CPU both give the same tensor."""
-    folder = Path(__file__).parent / "fixtures" / "cuda_tensor_type"
-    namespaces = []
-    for name in ("type_of_instance.in.py", "type_of_instance.out.py"):
-        namespace: dict = {}
-        exec(compile((folder / name).read_text(encoding="utf-8"), name, "exec"), namespace)
-        namespaces.append(namespace)
+    namespaces = _run_pair("cuda_tensor_type", "type_of_instance")
     before, after = (n["priors_like"] for n in namespaces)
     priors, x = torch.arange(4.0), torch.ones(2)
     assert torch.equal(before(priors, x), after(priors, x)) and after(priors, x).dtype == torch.float32
@@ -262,12 +265,7 @@ def test_a_module_alias_goes_with_its_reads_and_the_program_builds_the_same_tens
     class's methods): executed before and after on the CPU (``cuda=False``), the same shapes,
     dtypes and values; with ``cuda=True`` the rewrite asks for the CUDA device where the
     original asked for a CUDA tensor type."""
-    folder = Path(__file__).parent / "fixtures" / "cuda_tensor_type"
-    namespaces = []
-    for name in ("module_alias.in.py", "module_alias.out.py"):
-        namespace: dict = {}
-        exec(compile((folder / name).read_text(encoding="utf-8"), name, "exec"), namespace)
-        namespaces.append(namespace)
+    namespaces = _run_pair("cuda_tensor_type", "module_alias")
     results = []
     for namespace in namespaces:
         scores, ids = namespace["scores_of"](3)
@@ -290,15 +288,12 @@ def test_attribute_type_aliases_go_with_their_reads_and_the_program_builds_the_s
     ``.type(...)`` arguments: executed before and after on the CPU, the same shapes, dtypes,
     devices and values; with ``cuda=True`` the rewrite asks for the CUDA device where the original
     asked for a CUDA tensor type."""
-    folder = Path(__file__).parent / "fixtures" / "cuda_tensor_type"
-    results, namespaces = [], []
-    for name in ("attribute_type_aliases.in.py", "attribute_type_aliases.out.py"):
-        namespace: dict = {"print": lambda *a: None}
-        exec(compile((folder / name).read_text(encoding="utf-8"), name, "exec"), namespace)
+    namespaces = _run_pair("cuda_tensor_type", "attribute_type_aliases", print=lambda *a: None)
+    results = []
+    for namespace in namespaces:
         memory, env = namespace["memory"], namespace["env"]
         made = [*memory.sample(4), memory.weights, env.reset(3)]
         results.append([(t.shape, t.dtype, t.device.type, t.tolist()) for t in made])
-        namespaces.append(namespace)
     assert results[0] == results[1]
     assert [r[1] for r in results[1]] == [torch.int64, torch.uint8, torch.float32, torch.float32, torch.float32]
     after = namespaces[1]
@@ -315,12 +310,7 @@ def test_a_cuda_type_bound_to_a_name_becomes_the_device_cuda_has_where_there_is_
     """``dtype = torch.cuda.FloatTensor`` (and ``self.dtype = ...`` in ``__init__``), read as
     ``.type(dtype)`` and as constructors: the original runs only with CUDA; the rewrite runs
     everywhere, on CUDA where there is one, building tensors of the same dtypes and values."""
-    folder = Path(__file__).parent / "fixtures" / "cuda_tensor_type"
-    namespaces = []
-    for name in ("unconditional_type_alias.in.py", "unconditional_type_alias.out.py"):
-        namespace: dict = {}
-        exec(compile((folder / name).read_text(encoding="utf-8"), name, "exec"), namespace)
-        namespaces.append(namespace)
+    namespaces = _run_pair("cuda_tensor_type", "unconditional_type_alias")
 
     def made(namespace: dict) -> list:
         torch.manual_seed(0)

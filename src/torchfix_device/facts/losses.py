@@ -100,7 +100,7 @@ class LossEvidence:
         in_init = False
         for target, value in values:
             other = self.method_around(target)
-            if other is not None and other[0] is not cls and not _related(cls, other[0]):
+            if other is not None and other[0] is not cls and not related_classes(cls, other[0]):
                 continue  # `self.criterion = criterion` of another class's instances
             if value is None:
                 return False
@@ -133,7 +133,7 @@ class LossEvidence:
         if init is None or init.name.value != "__init__" or param not in init.params.params[1:] or cls.decorators:
             return False
         if not isinstance(self.values.parent(cls), cst.Module) or any(
-                isinstance(c, cst.ClassDef) and _related(c, cls) and c is not cls for c in traversal.walk_statements(self.module)):
+                isinstance(c, cst.ClassDef) and related_classes(c, cls) and c is not cls for c in traversal.walk_statements(self.module)):
             return False
         position = list(init.params.params).index(param) - 1
         reads = [r for r in self._reads_of(cls) if not self._in_super(r)]
@@ -372,7 +372,7 @@ def _reduction_position_ok(positional: list[cst.Arg], position: int | None) -> b
     return isinstance(value, cst.SimpleString) and value.evaluated_value != "none"
 
 
-def _related(a: cst.ClassDef, b: cst.ClassDef) -> bool:
+def related_classes(a: cst.ClassDef, b: cst.ClassDef) -> bool:
     """One class names the other among its bases (their instances may share attributes)."""
     def bases(cls: cst.ClassDef) -> set[str]:
         return {n.value for arg in cls.bases for n in (arg.value, getattr(arg.value, "attr", None)) if isinstance(n, cst.Name)}

@@ -22,7 +22,7 @@ import tokenize
 import warnings
 
 from torchfix_device.syntax import async_arguments, print_statements
-from torchfix_device.syntax.token_fixes import apply_fixes, tokens
+from torchfix_device.syntax.token_fixes import apply_fixes, outside_brackets, tokens
 
 CONVERT = "convert it to Python 3 first, e.g. with 2to3 or python-modernize, then run torchfix-device again"
 _BY_MESSAGE = (
@@ -97,16 +97,7 @@ def python2_construct(text: str, line: int, message: str) -> str | None:
 
 
 def _top_level_comma(line_tokens: list[tokenize.TokenInfo]) -> bool:
-    depth = 0
-    for token in line_tokens:
-        if token.type == tokenize.OP:
-            if token.string in "([{":
-                depth += 1
-            elif token.string in ")]}":
-                depth -= 1
-            elif token.string == "," and depth == 0:
-                return True
-    return False
+    return next(outside_brackets(line_tokens, (",",)), None) is not None
 
 
 def _async_names(text: str, line: int) -> list[tuple[tokenize.TokenInfo, tokenize.TokenInfo | None]]:

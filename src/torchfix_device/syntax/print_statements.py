@@ -11,7 +11,7 @@ from __future__ import annotations
 import tokenize
 from typing import Iterator
 
-from torchfix_device.syntax.token_fixes import TokenFix, tokens
+from torchfix_device.syntax.token_fixes import TokenFix, outside_brackets, tokens
 
 _SKIPPED = (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
 _NOT_A_STATEMENT = frozenset({"(", "=", ".", ",", ")", "[", "]", ":", ">>", "+=", "-=", "*=", "/=", "%=", "**=", "//="})
@@ -93,28 +93,12 @@ def _print_to_file(first: tokenize.TokenInfo, rest: list[tokenize.TokenInfo]) ->
 
 def _top_level_comma(rest: list[tokenize.TokenInfo]) -> int:
     """The index of the first ``,`` outside brackets, or ``len(rest)``."""
-    depth = 0
-    for index, token in enumerate(rest):
-        if token.type == tokenize.OP and token.string in "([{":
-            depth += 1
-        elif token.type == tokenize.OP and token.string in ")]}":
-            depth -= 1
-        elif depth == 0 and token.type == tokenize.OP and token.string == ",":
-            return index
-    return len(rest)
+    return next(outside_brackets(rest, (",",)), len(rest))
 
 
 def _closing(rest: list[tokenize.TokenInfo]) -> int:
     """The index of the bracket that closes ``rest[0]``."""
-    depth = 0
-    for index, token in enumerate(rest):
-        if token.type == tokenize.OP and token.string in "([{":
-            depth += 1
-        elif token.type == tokenize.OP and token.string in ")]}":
-            depth -= 1
-            if depth == 0:
-                return index
-    return len(rest)
+    return next(outside_brackets(rest, (")", "]", "}")), len(rest))
 
 
 def _gap(first: tokenize.TokenInfo, second: tokenize.TokenInfo) -> str:
@@ -131,13 +115,8 @@ def _statement_starts(statement: list[tokenize.TokenInfo]) -> Iterator[int]:
     if not statement:
         return
     yield 0
-    depth = 0
-    for index, token in enumerate(statement[:-1]):
-        if token.type == tokenize.OP and token.string in "([{":
-            depth += 1
-        elif token.type == tokenize.OP and token.string in ")]}":
-            depth -= 1
-        elif depth == 0 and token.type == tokenize.OP and token.string in (";", ":") and not _in_lambda(statement, index):
+    for index in outside_brackets(statement[:-1], (";", ":")):
+        if not _in_lambda(statement, index):
             yield index + 1
 
 
@@ -147,16 +126,7 @@ def _in_lambda(statement: list[tokenize.TokenInfo], index: int) -> bool:
 
 def _statement_end(statement: list[tokenize.TokenInfo], start: int) -> int:
     """The index just past the last token of the simple statement starting at ``start``."""
-    depth = 0
-    for index in range(start, len(statement)):
-        token = statement[index]
-        if token.type == tokenize.OP and token.string in "([{":
-            depth += 1
-        elif token.type == tokenize.OP and token.string in ")]}":
-            depth -= 1
-        elif depth == 0 and token.type == tokenize.OP and token.string == ";":
-            return index
-    return len(statement)
+    return next((start + i for i in outside_brackets(statement[start:], (";",))), len(statement))
 
 
 def _shown(rest: list[tokenize.TokenInfo], limit: int = 40) -> str:

@@ -17,7 +17,7 @@ import io
 import tokenize
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,22 @@ def tokens(text: str) -> list[tokenize.TokenInfo]:
         pass
     return found
 
+
+
+def outside_brackets(found: Sequence[tokenize.TokenInfo], strings: tuple[str, ...]) -> Iterator[int]:
+    """The indexes of the operators of ``found`` spelt one of ``strings`` outside brackets (a
+    closing bracket: where it closes the outermost one), in order."""
+    depth = 0
+    for index, token in enumerate(found):
+        if token.type != tokenize.OP:
+            continue
+        if token.string in ("(", "[", "{"):
+            depth += 1
+            continue
+        if token.string in (")", "]", "}"):
+            depth -= 1
+        if depth == 0 and token.string in strings:
+            yield index
 
 def _lines(text: str) -> list[str]:
     """The lines as :func:`tokens` numbers them (ended by ``\\n`` only, endings kept)."""

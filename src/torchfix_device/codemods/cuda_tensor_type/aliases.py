@@ -28,6 +28,7 @@ from torchfix_device.syntax import nodes as _nodes
 from torchfix_device.syntax import traversal
 from torchfix_device import torch_api
 from torchfix_device.devices.flag_scan import statements_of
+from torchfix_device.facts.losses import related_classes
 
 if TYPE_CHECKING:
     from torchfix_device.codemods.base import Codemod
@@ -190,20 +191,13 @@ def attribute_device(alias: Alias, chosen: list[Alias], taken: set[str]) -> None
             alias.device, alias.removed = earlier.device, True
             chosen.append(alias)
             return
-    names = taken | {cst.ensure_type(a.device, str).partition(".")[2] for a in chosen if _related(a.owner, alias.owner)}
+    names = taken | {cst.ensure_type(a.device, str).partition(".")[2] for a in chosen
+                     if a.owner is not None and (a.owner is alias.owner or related_classes(a.owner, alias.owner))}
     free = next((n for n in ("device", "tensor_device", "default_device", "device_") if n not in names), None) or \
         next(f"device{i}" for i in range(2, 1000) if f"device{i}" not in names)
     params = [*init.params.posonly_params, *init.params.params]
     alias.device = f"{params[0].name.value}.{free}"
     chosen.append(alias)
-
-
-def _related(one: cst.ClassDef | None, other: cst.ClassDef | None) -> bool:
-    """The same class, or one names the other among its bases."""
-    if one is None or other is None:
-        return False
-    based = lambda c, on: any(isinstance(b.value, (cst.Name, cst.Attribute)) and _nodes.code_of(b.value).rpartition(".")[2] == on.name.value for b in c.bases)  # noqa: E731
-    return one is other or based(one, other) or based(other, one)
 
 
 def _calls_or_binds(statement: cst.CSTNode, names: set[str]) -> bool:
