@@ -104,3 +104,33 @@ def test_where_a_construction_may_pass_something_else_the_loss_is_not_shown(tmp_
     root = _project(tmp_path / "p", criterion, **others)
     line = _test_line(root)
     assert "[*]" not in line and "manual review" in line, line
+
+
+def _package(root: Path, init: str) -> Path:
+    """treelstm's layout: the class in ``pkg/trainer.py``, handed on by ``pkg/__init__.py``."""
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "trainer.py").write_text(TRAINER, encoding="utf-8")
+    (root / "pkg" / "__init__.py").write_text(init, encoding="utf-8")
+    (root / "main.py").write_text(MAIN.replace("{criterion}", "nn.CrossEntropyLoss()").replace("from trainer", "from pkg"), encoding="utf-8")
+    return root
+
+
+def test_a_class_a_package_imports_to_hand_on_is_followed_to_its_constructions(tmp_path: Path) -> None:
+    root = _package(tmp_path / "p", "from .trainer import Trainer\n\n__all__ = [Trainer]\n")  # objects, not names
+    assert run_script("main.py", cwd=root).returncode != 0
+    assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
+    assert (root / "pkg" / "trainer.py").read_text(encoding="utf-8").count("total_loss += loss.item()") == 2
+    after = run_script("main.py", cwd=root)
+    assert after.returncode == 0, after.stderr
+
+
+@pytest.mark.parametrize("init", [
+    "from .trainer import Trainer\n\nDEFAULT = Trainer(None, None, print, None)\n",  # the package constructs one
+    "from .trainer import Trainer\n\nmake = Trainer\n",  # and hands the class on under another name
+    "from .trainer import Trainer\nTrainer = None\n",  # bound twice: main's `Trainer` is not the class
+])
+def test_a_package_that_uses_the_class_it_hands_on_leaves_the_loss_unshown(tmp_path: Path, init: str) -> None:
+    root = _package(tmp_path / "p", init)
+    out = run_cli("check", ".", "--no-cache", cwd=root).stdout.decode()
+    line = next(line for line in out.splitlines() if line.startswith("pkg/trainer.py:27:") and "TFD006" in line)
+    assert "[*]" not in line and "manual review" in line, line

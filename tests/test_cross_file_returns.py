@@ -117,8 +117,35 @@ def test_the_run_maps_uses_to_the_defining_file_through_a_star_export(tmp_path: 
 
 def test_module_functions_leave_out_names_bound_twice_and_decorated_ones() -> None:
     code = b"import f\n\ndef f():\n    return 1\n\n@dec\ndef g():\n    return 2\n\ndef h():\n    return 3\n\n__all__ = ['h', 'f']\n"
-    functions, stars, exported = module_functions(code)
-    assert functions == {"h": 1} and stars == [] and exported == frozenset({"h", "f"})
+    functions, stars, exported, named = module_functions(code)
+    assert functions == {"h": 1} and stars == [] and exported == frozenset({"h", "f"}) and named == {}
+
+
+def test_the_run_maps_uses_through_a_package_that_imports_a_name_to_hand_it_on(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    (root / "utils" / "misc.py").write_text("class Trainer:\n    pass\n\ndef helper():\n    return 2\n", encoding="utf-8")
+    (root / "utils" / "__init__.py").write_text(
+        "from .eval import accuracy as acc\nfrom .misc import Trainer\nfrom .misc import helper\nhelper = 3\n"
+        "from .eval import missing\n__all__ = [acc, Trainer]\n",
+        encoding="utf-8",
+    )
+    init, eval_, misc, train = (root / "utils" / "__init__.py", root / "utils" / "eval.py", root / "utils" / "misc.py", root / "train.py")
+    programs = {p: p.read_bytes() for p in (init, eval_, misc, train)}
+    resolved = {train: [("utils", 0, init)], init: [("eval", 1, eval_), ("misc", 1, misc)], eval_: [], misc: []}
+    table, _ = imported_functions(programs, resolved)[train]
+    # `helper` is bound twice in the package (imported, then assigned): not handed on
+    assert table == {"utils.acc": (str(eval_), "accuracy"), "utils.Trainer": (str(misc), "Trainer")}
+    assert module_functions(programs[init])[3]["acc"] == ("eval", 1, "accuracy")
+
+
+def test_a_cycle_of_packages_handing_names_on_ends(tmp_path: Path) -> None:
+    a, b, train = tmp_path / "a.py", tmp_path / "b.py", tmp_path / "train.py"
+    a.write_text("from b import f\n", encoding="utf-8")
+    b.write_text("from a import f\n", encoding="utf-8")
+    train.write_text("from a import f\nf()\n", encoding="utf-8")
+    programs = {p: p.read_bytes() for p in (a, b, train)}
+    resolved = {a: [("b", 0, b)], b: [("a", 0, a)], train: [("a", 0, a)]}
+    assert imported_functions(programs, resolved) == {}
 
 
 LOSSES = '''import torch.nn as nn

@@ -193,6 +193,8 @@ class _Callers(Codemod):
         binders = (cst.ImportAlias, cst.FunctionDef, cst.ClassDef, cst.Param)
         uses += [read for read in values.name_reads(node).get(name, ()) if not isinstance(values.parent(read), binders)]
         for use in uses:
+            if _listed_in_all(values, use):
+                continue  # a package's `__all__ = [Trainer]` names what it hands on, calling nothing
             if not values.names(use) & qualified:
                 return False  # the file's own `name`, or one this question cannot follow
             call = values.parent(use)
@@ -204,3 +206,16 @@ class _Callers(Codemod):
             calls += 1
         self.answer = calls
         return False
+
+
+def _listed_in_all(values: Any, use: cst.BaseExpression) -> bool:
+    """``use`` is an element of the list or tuple a module assigns to ``__all__``."""
+    element = values.parent(use)
+    listed = values.parent(element) if isinstance(element, cst.Element) else None
+    statement = values.parent(listed) if isinstance(listed, (cst.List, cst.Tuple)) else None
+    if isinstance(statement, cst.Assign):
+        targets = [t.target for t in statement.targets]
+    else:
+        targets = [statement.target] if isinstance(statement, cst.AugAssign) else []
+    return any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets) and isinstance(
+        values.parent(values.parent(statement)), cst.Module)

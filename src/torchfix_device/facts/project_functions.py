@@ -7,8 +7,10 @@ function (``utils.accuracy`` for ``from utils import accuracy``, ``.eval.accurac
 relative import) to the file that defines it and its name there: the module-level, undecorated,
 non-async ``def`` of the file an import resolves to, or of a file that file star-imports
 (``utils/__init__.py``'s ``from .eval import *``, within its ``__all__`` where it has one, else
-the public names). A name the importing module also binds otherwise (assigned, imported again,
-defined twice) is left out. Read with CPython's ``ast``, one parse per file
+the public names) or imports by name to hand on (a package's ``from .trainer import Trainer``,
+followed from package to package; an ``__all__`` of objects, not strings, limits nothing). A
+name the importing module also binds otherwise (assigned, imported again, defined twice) is
+left out. Read with CPython's ``ast``, one parse per file
 (:func:`~torchfix_device.facts.project_classes.parsed`).
 
 The other way round, :func:`function_callers` tells each file which other files may call its
@@ -34,16 +36,23 @@ Functions = dict[str, tuple[str, str]]
 """Qualified name of a use → (the defining file's absolute path, the function's name there)."""
 
 
-def module_functions(data: bytes) -> tuple[dict[str, int], list[tuple[str, int]], frozenset[str] | None]:
+Summary = tuple[dict[str, int], list[tuple[str, int]], frozenset[str] | None, dict[str, tuple[str, int, str]]]
+"""What :func:`module_functions` reads of a file."""
+
+
+def module_functions(data: bytes) -> Summary:
     """The module-level functions (and undecorated classes) of a file a caller may summarise (name → how many times the
-    module binds the name), its star imports ``(module, level)``, and its ``__all__`` (None where
-    it has none or it is not a literal)."""
+    module binds the name), its star imports ``(module, level)``, its ``__all__`` (None where
+    it has none or it is not a literal of strings) and the names it imports from a module to
+    bind them once (``from .trainer import Trainer``: ``Trainer`` → ``("trainer", 1, "Trainer")``),
+    which a package's ``__init__`` hands on."""
     tree = parsed(data)
     if tree is None:
-        return {}, [], None
+        return {}, [], None, {}
     bound: dict[str, int] = {}
     plain: set[str] = set()
     stars: list[tuple[str, int]] = []
+    named: dict[str, tuple[str, int, str]] = {}
     exported: frozenset[str] | None = None
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
@@ -62,6 +71,8 @@ def module_functions(data: bytes) -> tuple[dict[str, int], list[tuple[str, int]]
             for alias in node.names:
                 name = (alias.asname or alias.name).split(".")[0]
                 bound[name] = bound.get(name, 0) + 1
+                if isinstance(node, ast.ImportFrom):
+                    named[name] = (node.module or "", node.level, alias.name)
         elif isinstance(node, ast.Assign):
             for target in node.targets:
                 for name in ast.walk(target):
@@ -70,36 +81,47 @@ def module_functions(data: bytes) -> tuple[dict[str, int], list[tuple[str, int]]
                 if isinstance(target, ast.Name) and target.id == "__all__" and isinstance(node.value, (ast.List, ast.Tuple)):
                     names = [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
                     exported = frozenset(names) if len(names) == len(node.value.elts) else None
-    return {name: 1 for name in plain if bound.get(name) == 1}, stars, exported
+    once = {name: 1 for name in plain if bound.get(name) == 1}
+    return once, stars, exported, {name: where for name, where in named.items() if bound[name] == 1}
 
 
 def imported_functions(programs: Mapping[Path, bytes], resolved: Imports) -> dict[Path, tuple[Functions, str]]:
     """For each file of ``programs`` that imports a function of another file of the run: its
     :data:`Functions` and a digest of them and of the defining files' code (the cache key)."""
-    summaries: dict[Path, tuple[dict[str, int], list[tuple[str, int]], frozenset[str] | None]] = {}
-    exports: dict[Path, dict[str, Path]] = {}
+    summaries: dict[Path, Summary] = {}
+    exports: dict[Path, dict[str, tuple[Path, str]]] = {}
 
-    def own(path: Path) -> tuple[dict[str, int], list[tuple[str, int]], frozenset[str] | None]:
+    def own(path: Path) -> Summary:
         """A file's functions, read only for the files some import reaches (most are scripts)."""
         known = summaries.get(path)
         if known is None:
             data = programs.get(path, b"")
-            known = summaries[path] = module_functions(data) if b"def " in data or b"class " in data or b"import *" in data else ({}, [], None)
+            known = summaries[path] = module_functions(data) if b"def " in data or b"class " in data or b"import" in data else ({}, [], None, {})
         return known
 
-    def exported(target: Path) -> dict[str, Path]:
+    def modules(target: Path, module: str, level: int) -> list[Path]:
+        return [other for spelt, found_level, other in resolved.get(target) or () if (spelt, found_level) == (module, level) and other in programs and other != target]
+
+    def exported(target: Path) -> dict[str, tuple[Path, str]]:
+        """Name a file gives → the file defining that function or class and its name there."""
         known = exports.get(target)
         if known is None:
-            functions, stars, names = own(target)
-            known = exports[target] = {name: target for name in functions if names is None or name in names}
+            exports[target] = {}  # an import cycle hands on nothing more
+            functions, stars, names, named = own(target)
+            known = {name: (target, name) for name in functions if names is None or name in names}
             for module, level in stars:
-                for spelt, found_level, other in resolved.get(target) or ():
-                    if (spelt, found_level) == (module, level) and other in programs and other != target:
-                        other_functions, _, other_names = own(other)
-                        for name in other_functions:
-                            public = not name.startswith("_") if other_names is None else name in other_names
-                            if public and (names is None or name in names):
-                                known.setdefault(name, other)
+                for other in modules(target, module, level):
+                    other_functions, _, other_names, _ = own(other)
+                    for name in other_functions:
+                        public = not name.startswith("_") if other_names is None else name in other_names
+                        if public and (names is None or name in names):
+                            known.setdefault(name, (other, name))
+            for name, (module, level, original) in named.items():  # a package's `from .trainer import Trainer`
+                if names is None or name in names:
+                    found = [exported(other).get(original) for other in modules(target, module, level)]
+                    if len(found) == 1 and found[0] is not None:
+                        known.setdefault(name, found[0])
+            exports[target] = known
         return known
 
     found: dict[Path, tuple[Functions, str]] = {}
@@ -107,8 +129,8 @@ def imported_functions(programs: Mapping[Path, bytes], resolved: Imports) -> dic
         table: Functions = {}
         for spelt, level, target in imports or ():
             prefix = "." * level + (f"{spelt}." if spelt else "")
-            for name, where in exported(target).items():
-                table[prefix + name] = (str(where), name)
+            for name, (where, original) in exported(target).items():
+                table[prefix + name] = (str(where), original)
         if table:
             digest = hashlib.sha256()
             for key in sorted(table):
