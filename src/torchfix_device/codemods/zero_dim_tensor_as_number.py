@@ -76,7 +76,9 @@ class ZeroDimTensorAsNumber(Codemod):
     `q.max(1)[1].data[0]` of a `q` of unknown shape: on a 2-dim tensor it is a row, which
     `.item()` refuses), or where the value reaches a use that is not shown to take a number (an
     argument of another function, the index of a container not shown to be a dict or a
-    sequence, a `return` whose callers are not in the file).
+    sequence, a `return` of a function whose callers are not all shown: the calls of this file
+    and, in a run over a project, those of the other files that import it, each read in its own
+    file; a caller that uses the result as a tensor keeps it one).
 
     Safe also where the first thing the program does with the value fails for a tensor of any
     shape, on every path: it is the action of `env.step` of a gym environment that checks its

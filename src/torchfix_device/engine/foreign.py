@@ -9,6 +9,10 @@ about a call of one of them, the defining file is read and parsed with libcst on
 same facts every codemod asks, in that file's own module. A file that cannot be read or parsed
 shows nothing. The importing file's cached answer is keyed with a digest of the defining files'
 code (:func:`~torchfix_device.facts.project_functions.imported_functions`).
+
+The other way round, :class:`ForeignCallers` reads the files that may call a file's function and
+answers, from each call read in its own module: does every call pass a loss module at a
+parameter (TFD006), and where is what the calls return used (TFD019's ``return``)?
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from torchfix_device.engine.visiting import engine_class
 from torchfix_device.facts.losses import LossEvidence
 from torchfix_device.facts.project_functions import MAX_HOPS, Callers
 from torchfix_device.facts.returns import Returned, made_by_class, returned
+from torchfix_device.facts.uses import Place, uses_of_call
 from torchfix_device.syntax import nodes, traversal
 from torchfix_device.files.sources import SourceError, read_source
 from torchfix_device.syntax.legacy import readable
@@ -123,44 +128,57 @@ class ForeignCallers:
         self._callers, self._run, self._hops = callers, run, hops
 
     def __call__(self, name: str, position: int, keyword: str) -> int | None:
+        found = self._each_file(_Callers, name, (name, position, keyword))
+        return None if found is None else sum(found)
+
+    def return_uses(self, name: str, position: int | None, length: int) -> list[Place] | None:
+        """Where the other files of the run use what their calls of the function ``name`` return
+        (:func:`~torchfix_device.facts.uses.uses_of_call`: the element at ``position`` of a
+        returned tuple of ``length`` elements, every call unpacking it so); [] where no other
+        file calls it; None where that is not shown."""
+        found = self._each_file(_ReturnUses, name, (name, position, length))
+        return None if found is None else [place for places in found for place in places]
+
+    def _each_file(self, asking: type, name: str, question: tuple) -> list | None:
+        """The answer of each file that may call ``name``; None where one is not shown."""
         if name in self._callers.unsure or self._hops >= MAX_HOPS:
             return None
-        calls = 0
+        answers = []
         for path, shown, qualified in self._callers.files.get(name, ()):
             attributes = self._run.of(shown) if self._run is not None else None
-            found = _passed(path, _stamp(path), frozenset(qualified), (name, position, keyword),
-                            getattr(attributes, "callers", None), self._run, self._hops + 1)
+            found = _asked(asking, path, _stamp(path), frozenset(qualified), question,
+                           getattr(attributes, "callers", None), self._run, self._hops + 1)
             if found is None:
                 return None
-            calls += found
-        return calls
+            answers.append(found)
+        return answers
 
 
-_PASSED: dict[tuple, int | None] = {}
-""":func:`_passed`'s answers, by the caller file's path and stamp, the question and its own
-callers' digest (the run's other facts are the same for the same files)."""
+_ASKED: dict[tuple, Any] = {}
+""":func:`_asked`'s answers, by the question's kind, the caller file's path and stamp, the
+question and its own callers' digest (the run's other facts are the same for the same files)."""
 
 
-def _passed(path: str, stamp: tuple[int, int], qualified: frozenset[str], question: tuple[str, int, str],
-            callers: Callers | None, run: Any, hops: int) -> int | None:
-    key = (path, stamp, qualified, question, hops, callers.digest if callers is not None else None)
-    if key not in _PASSED:
-        if len(_PASSED) > 256:
-            _PASSED.clear()
-        _PASSED[key] = None  # while it is being found: a cycle of callers shows nothing
-        _PASSED[key] = _find_passed(path, stamp, qualified, question, callers, run, hops)
-    return _PASSED[key]
+def _asked(asking: type, path: str, stamp: tuple[int, int], qualified: frozenset[str], question: tuple,
+           callers: Callers | None, run: Any, hops: int) -> Any:
+    key = (asking, path, stamp, qualified, question, hops, callers.digest if callers is not None else None)
+    if key not in _ASKED:
+        if len(_ASKED) > 256:
+            _ASKED.clear()
+        _ASKED[key] = None  # while it is being found: a cycle of callers shows nothing
+        _ASKED[key] = _find(asking, path, stamp, qualified, question, callers, run, hops)
+    return _ASKED[key]
 
 
-def _find_passed(path: str, stamp: tuple[int, int], qualified: frozenset[str], question: tuple[str, int, str],
-                 callers: Callers | None, run: Any, hops: int) -> int | None:
+def _find(asking: type, path: str, stamp: tuple[int, int], qualified: frozenset[str], question: tuple,
+          callers: Callers | None, run: Any, hops: int) -> Any:
     if stamp[1] < 0 or stamp[1] > MAX_FOREIGN_BYTES:
         return None
     parsed = _parsed(path)
     if parsed is None:
         return None
     text, module = parsed
-    caller = engine_class(_Callers)(CodemodContext(filename=path))
+    caller = engine_class(asking)(CodemodContext(filename=path))
     caller.configure(  # type: ignore[attr-defined]
         text, suppressions=NO_SUPPRESSIONS, device_expression=None, keeps_findings=False,
         foreign_callers=ForeignCallers(callers, run, hops) if callers is not None else None,
@@ -171,20 +189,18 @@ def _find_passed(path: str, stamp: tuple[int, int], qualified: frozenset[str], q
     return caller.answer
 
 
-class _Callers(Codemod):
-    """Counts the calls of one imported function in a module, each passing a loss module at one
-    parameter (:meth:`~torchfix_device.facts.losses.LossEvidence.is_loss_argument`); None where a
-    use is no such call (not a rule: no code)."""
+class _Calls(Codemod):
+    """Asks one question of every call of one imported function in a module (not a rule: no
+    code); the answer is None where a use of the function's name is no call of it."""
 
-    question: tuple[frozenset[str], str, int, str]
-    answer: int | None = None
+    question: tuple[frozenset[str], str, Any, Any]
+    answer: Any = None
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
-        qualified, name, position, keyword = self.question
+        qualified, name = self.question[0], self.question[1]
         values = self.values
-        losses = LossEvidence(values)
-        calls, uses = 0, []
+        uses = []
         for found in traversal.walk(node):  # `x.name` (its `.name` is no read of its own), and aliases
             if isinstance(found, cst.ImportAlias) and found.asname is not None and (nodes.dotted_name(found.name) or "").rpartition(".")[2] == name:
                 return False  # `from utils import f as g`: its calls spell `g`
@@ -192,20 +208,49 @@ class _Callers(Codemod):
                 uses.append(found)
         binders = (cst.ImportAlias, cst.FunctionDef, cst.ClassDef, cst.Param)
         uses += [read for read in values.name_reads(node).get(name, ()) if not isinstance(values.parent(read), binders)]
+        calls = []
         for use in uses:
             if _listed_in_all(values, use):
                 continue  # a package's `__all__ = [Trainer]` names what it hands on, calling nothing
             if not values.names(use) & qualified:
                 return False  # the file's own `name`, or one this question cannot follow
             call = values.parent(use)
-            if not (isinstance(call, cst.Call) and call.func is use) or nodes.has_star_args(call):
+            if not (isinstance(call, cst.Call) and call.func is use):
                 return False
-            arg = nodes.argument(call, position, keyword)
-            if arg is None or not losses.is_loss_argument(arg.value):
-                return False
-            calls += 1
-        self.answer = calls
+            calls.append(call)
+        self.answer = self.answer_for(calls)
         return False
+
+    def answer_for(self, calls: list[cst.Call]) -> Any:
+        raise NotImplementedError
+
+
+class _Callers(_Calls):
+    """How many calls pass a loss module at one parameter
+    (:meth:`~torchfix_device.facts.losses.LossEvidence.is_loss_argument`); None where one may not."""
+
+    def answer_for(self, calls: list[cst.Call]) -> int | None:
+        _, _, position, keyword = self.question
+        losses = LossEvidence(self.values)
+        for call in calls:
+            arg = None if nodes.has_star_args(call) else nodes.argument(call, position, keyword)
+            if arg is None or not losses.is_loss_argument(arg.value):
+                return None
+        return len(calls)
+
+
+class _ReturnUses(_Calls):
+    """Where what the calls return is used (:func:`~torchfix_device.facts.uses.uses_of_call`)."""
+
+    def answer_for(self, calls: list[cst.Call]) -> list[Place] | None:
+        _, _, position, length = self.question
+        places: list[Place] = []
+        for call in calls:
+            found = uses_of_call(self.values, call, position, length)
+            if found is None:
+                return None
+            places.extend(found)
+        return places
 
 
 def _listed_in_all(values: Any, use: cst.BaseExpression) -> bool:

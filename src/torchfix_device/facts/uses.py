@@ -10,7 +10,8 @@ literal or such an addition, then the counter's reads), the elements of a litera
 or dict (an element unpacked by position, ``a, b = x, v`` or ``return x, v`` where every call
 is unpacked so, ``loss, n = f()``: the name it is bound to), a list that starts empty and grows
 by it (``xs += [v]``, ``xs.append(v)``: the list's reads, holding it), and the ``return`` of a
-function of this file to the calls of it in this file. Each place is a :class:`Use`:
+function of this file to the calls of it in this file and in the other files of the run
+(:func:`foreign_uses`). Each place is a :class:`Use`:
 
 - where a 0-dim tensor breaks what a number did (the number was meant): ``KEY`` (a key of a
   dict shown to be one: ``d[v]``, ``d[v] += 1``, ``d.get(v)``, ``v in d``: tensors hash by
@@ -219,7 +220,8 @@ def _element(values, element, found, depth, seen, held, add) -> None:  # noqa: A
         return _index(values, operation, add)  # `d[(a, v)]`: part of a key
     unpacked = _unpacked(values, holder, element, seen)
     if unpacked is not None:
-        names, seen = unpacked
+        names, seen, elsewhere = unpacked
+        found.extend(Place(Use.UNKNOWN if held and p.use is Use.TENSOR else p.use, p.node) for p in elsewhere)
         for name in names:
             _follow(values, name, found, depth + 1, seen, held)
         return
@@ -228,21 +230,26 @@ def _element(values, element, found, depth, seen, held, add) -> None:  # noqa: A
     add(Use.UNKNOWN)
 
 
-def _unpacked(values, holder, element, seen) -> tuple[list[cst.Name], frozenset[int]] | None:  # noqa: ANN001
+def _unpacked(values, holder, element, seen) -> tuple[list[cst.Name], frozenset[int], list[Place]] | None:  # noqa: ANN001
     """The names an element of a tuple or list literal is bound to by position: ``a, b = x, v``,
     or ``return x, v`` of a function of this file whose every call is unpacked alike
-    (``loss, n = f()``); None where any of them is not so (starred, another length, a call
+    (``loss, n = f()``), with the uses of that element by the calls of the other files of the run
+    (:func:`foreign_uses`); None where any of them is not so (starred, another length, a call
     kept whole)."""
     if not isinstance(holder, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in holder.elements):
         return None
     position = next(i for i, e in enumerate(holder.elements) if e is element)
     parent = values.parent(holder)
     sources: list[cst.BaseExpression] = [holder]
+    elsewhere: list[Place] | None = []
     if isinstance(parent, cst.Return):
         function = values.enclosing(parent, (cst.FunctionDef, cst.Lambda))
         if not isinstance(function, cst.FunctionDef) or function.decorators or id(function) in seen:
             return None
         sources, seen = list(calls_of(values, function)), seen | {id(function)}
+        elsewhere = foreign_uses(values, function, position, len(holder.elements))
+        if elsewhere is None or not (sources or elsewhere):
+            return None
     names = []
     for source in sources:
         statement = values.parent(source)
@@ -255,7 +262,7 @@ def _unpacked(values, holder, element, seen) -> tuple[list[cst.Name], frozenset[
         if isinstance(bound, cst.StarredElement) or not isinstance(bound.value, cst.Name):
             return None
         names.append(bound.value)
-    return (names, seen) if names else None
+    return (names, seen, elsewhere) if names or elsewhere else None
 
 
 def _grown(values, name: cst.Name, found, depth, seen, add, node) -> None:  # noqa: ANN001
@@ -314,15 +321,52 @@ def _counter(values, statement: cst.AugAssign, found, depth, seen, held, add) ->
 
 
 def _returned(values, statement: cst.Return, found, depth, seen, held, add) -> None:  # noqa: ANN001
-    """``return v`` of a function of this file: the uses of each call of it in this file."""
+    """``return v`` of a function of this file: the uses of each call of it in this file, and
+    in the other files of the run (:func:`foreign_uses`)."""
     function = values.enclosing(statement, (cst.FunctionDef, cst.Lambda))
     if not isinstance(function, cst.FunctionDef) or function.decorators or id(function) in seen:
         return add(Use.UNKNOWN, statement)
     calls = calls_of(values, function)
-    if not calls:
+    foreign = foreign_uses(values, function, None, 0)
+    if foreign is None or not (calls or foreign):
         return add(Use.UNKNOWN, statement)
+    found.extend(Place(Use.UNKNOWN if held and p.use is Use.TENSOR else p.use, p.node) for p in foreign)
     for call in calls:
         _context(values, call, found, depth + 1, seen | {id(function)}, held)
+
+
+def foreign_uses(values: "ModuleValues", function: cst.FunctionDef, position: int | None, length: int) -> list[Place] | None:
+    """Where the other files of the run use what their calls of ``function`` (at module level)
+    return, element ``position`` of a tuple of ``length`` where given (the engine's
+    ``view.foreign_callers``, each file's calls read in their own module); [] where no other
+    file calls it, or where the run's files are not known (a file transformed alone: its own
+    calls decide, as they always did); None where a call elsewhere is not shown."""
+    ask = getattr(values.view, "foreign_callers", None)
+    if ask is None or getattr(values.view, "imported_by_none", False):
+        return []
+    if not isinstance(values.parent(function), cst.Module):
+        return []  # a method or nested function: no other file names it
+    return ask.return_uses(function.name.value, position, length)
+
+
+def uses_of_call(values: "ModuleValues", call: cst.Call, position: int | None, length: int) -> list[Place] | None:
+    """The uses of what ``call`` returns (:func:`uses_of`), or, with ``position``, of the element
+    bound by position where the call is unpacked into ``length`` names (``model, acc =
+    finetune(...)``); None where it is not unpacked so."""
+    if position is None:
+        return uses_of(values, call)
+    statement = values.parent(call)
+    if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1):
+        return None
+    target = statement.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != length:
+        return None
+    bound = target.elements[position]
+    if isinstance(bound, cst.StarredElement) or not isinstance(bound.value, cst.Name):
+        return None
+    found: list[Place] = []
+    _follow(values, bound.value, found, 1, frozenset(), False)
+    return found
 
 
 def calls_of(values: "ModuleValues", function: cst.FunctionDef) -> list[cst.Call]:

@@ -1,0 +1,100 @@
+"""TFD019 where a PyTorch 0.3 number leaves its file by a ``return``: what the other files of
+the run do with the calls' results decides (``facts.uses.foreign_uses``, the engine's
+``ForeignCallers.return_uses``), as the calls of the defining file always did. ``metrics.py``'s
+``accuracy`` counts with ``correct += pred.eq(y).sum()`` (a number in 0.3, a 0-dim tensor
+since 0.4) and returns ``correct / total``; ``main.py`` writes the result as JSON, which a
+tensor cannot be. Where a caller uses the result as a tensor the number is not made; where a
+caller hands it to something unknown the fix stays unsafe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, run_script
+
+pytest.importorskip("torch")
+
+METRICS = '''import torch
+
+
+def accuracy(batches):
+    correct, total = 0, 0
+    for pred, y in batches:
+        correct += pred.eq(y).sum()
+        total += len(y)
+    return correct / total
+
+
+def train(batches):
+    return "model", accuracy(batches)
+'''
+
+BATCHES = "[(torch.tensor([1, 0, 1]), torch.tensor([1, 1, 1])), (torch.tensor([0, 0]), torch.tensor([0, 1]))]"
+
+MAIN = f'''import json
+
+import torch
+
+from metrics import accuracy, train
+
+batches = {BATCHES}
+acc = accuracy(batches)
+model, again = train(batches)
+print(json.dumps({{"accuracy": acc, "again": again}}))
+'''
+
+
+def _project(root: Path, main: str = MAIN, **others: str) -> Path:
+    root.mkdir(parents=True)
+    (root / "metrics.py").write_text(METRICS, encoding="utf-8")
+    (root / "main.py").write_text(main, encoding="utf-8")
+    for name, text in others.items():
+        (root / f"{name}.py").write_text(text, encoding="utf-8")
+    return root
+
+
+def _line(root: Path) -> str:
+    out = run_cli("check", ".", "--no-cache", cwd=root).stdout.decode()
+    return next(line for line in out.splitlines() if line.startswith("metrics.py:7:") and "TFD019" in line)
+
+
+def test_a_number_the_other_files_write_as_json_is_made_again_and_the_script_runs(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    before = run_script("main.py", cwd=root)
+    assert before.returncode != 0 and "not JSON serializable" in before.stderr, before.stderr
+    assert "[*]" in _line(root)
+    assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
+    assert "correct += pred.eq(y).sum().item()" in (root / "metrics.py").read_text(encoding="utf-8")
+    after = run_script("main.py", cwd=root)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.strip() == '{"accuracy": 0.6, "again": 0.6}'
+
+
+def test_without_the_other_files_the_return_is_not_shown_to_take_a_number(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p")
+    out = run_cli("check", "metrics.py", "--no-cache", cwd=root).stdout.decode()
+    line = next(line for line in out.splitlines() if line.startswith("metrics.py:7:") and "TFD019" in line)
+    assert "[*]" not in line and "unsafe" in line, line
+
+
+@pytest.mark.parametrize("main, others", [
+    (MAIN, {"report": "from metrics import accuracy\n\nprint(accuracy([]).item())\n"}),  # a tensor's method
+    (MAIN, {"report": "from metrics import train\n\n_, acc = train([])\nacc.backward()\n"}),  # the element, as a tensor
+])
+def test_a_caller_that_uses_the_result_as_a_tensor_keeps_it(tmp_path: Path, main: str, others: dict) -> None:
+    root = _project(tmp_path / "p", main, **others)
+    out = run_cli("check", ".", "--no-cache", "--unsafe-fixes", cwd=root).stdout.decode()
+    assert not [line for line in out.splitlines() if line.startswith("metrics.py:7:") and "TFD019" in line], out
+
+
+@pytest.mark.parametrize("others", [
+    {"report": "from metrics import accuracy\nimport logger\n\nlogger.log(accuracy([]))\n"},  # handed to unknown code
+    {"report": "from metrics import train\n\nfound = train([])\n"},  # the tuple kept whole
+    {"report": "import metrics\n\nscore = metrics.accuracy\n"},  # the function handed on
+])
+def test_a_caller_whose_use_is_not_shown_leaves_the_fix_unsafe(tmp_path: Path, others: dict) -> None:
+    root = _project(tmp_path / "p", **others)
+    line = _line(root)
+    assert "[*]" not in line and "unsafe" in line, line
