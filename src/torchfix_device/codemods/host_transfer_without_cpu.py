@@ -137,7 +137,7 @@ class HostTransferWithoutCpu(Codemod):
             if not self.values.module_path(func):
                 return self._numpy(original_node, updated_node)
             return updated_node
-        names = self.values.names(func, ending_in=CONVERTER_LAST_PARTS)
+        names = self.qualified_names(func, ending_in=CONVERTER_LAST_PARTS)  # the node visited: the codemod's own answer holds
         if names & TO_ARRAY:
             return self._arguments(original_node, updated_node, "np." + next(iter(names & TO_ARRAY)).rpartition(".")[2], first_only=True)
         if names & PLOTTING:

@@ -115,9 +115,9 @@ class LossTargetShape(Codemod):
         """The loss ``call`` computes (``BCELoss``, ``mse_loss``...), where shown."""
         if nodes.has_star_args(call):
             return None
-        for qualified in self.values.torch_names(call.func):
-            last = qualified.rpartition(".")[2]
-            if qualified.startswith("torch.nn.functional.") and last in LOSSES:
+        for qualified in self.qualified_names(call.func, ending_in=LOSSES):  # the node visited: its own answer holds
+            package, _, last = qualified.rpartition(".")
+            if package == "torch.nn.functional" and last in LOSSES:
                 return last
         if isinstance(call.func, cst.Name):
             layer = layer_class(self.values, call.func)
