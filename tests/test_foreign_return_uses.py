@@ -98,3 +98,40 @@ def test_a_caller_whose_use_is_not_shown_leaves_the_fix_unsafe(tmp_path: Path, o
     root = _project(tmp_path / "p", **others)
     line = _line(root)
     assert "[*]" not in line and "unsafe" in line, line
+
+
+OTHER_PROJECT = '''import torch
+
+
+def accuracy(scores):
+    return scores.sum()
+
+
+print(accuracy(torch.ones(2)).item())
+'''
+
+
+def test_a_file_of_another_project_that_spells_the_name_is_no_caller(tmp_path: Path) -> None:
+    """Issue 31: a run over a folder of two projects writes what one run per project writes. The
+    other project's ``accuracy`` (its own, used as a tensor) cannot reach ``metrics.py`` by any
+    import, so it casts no doubt on the callers of this one."""
+    for layout in ("together", "apart"):
+        _project(tmp_path / layout / "app")
+        (tmp_path / layout / "tools").mkdir()
+        (tmp_path / layout / "tools" / "score.py").write_text(OTHER_PROJECT, encoding="utf-8")
+    assert run_cli("apply", ".", "--no-cache", cwd=tmp_path / "together").returncode == 0
+    for name in ("app", "tools"):
+        assert run_cli("apply", ".", "--no-cache", cwd=tmp_path / "apart" / name).returncode == 0
+    compared = 0
+    for path in sorted((tmp_path / "apart").rglob("*.py")):
+        assert (tmp_path / "together" / path.relative_to(tmp_path / "apart")).read_bytes() == path.read_bytes(), path
+        compared += 1
+    assert compared == 3
+    assert "pred.eq(y).sum().item()" in (tmp_path / "together" / "app" / "metrics.py").read_text(encoding="utf-8")
+
+
+def test_a_file_of_the_same_project_that_spells_the_name_without_importing_it_casts_doubt(tmp_path: Path) -> None:
+    # `report.py` reaches `metrics.py` through `helpers.py`, which imports the module, not the name
+    root = _project(tmp_path / "p", helpers="import metrics\n", report="import helpers\n\nprint(helpers.metrics.accuracy([]).item())\n")
+    line = _line(root)
+    assert "[*]" not in line and "unsafe" in line, line

@@ -305,7 +305,7 @@ def run_attributes(
     files = _class_and_function_tables(programs, shown, resolved, importable, functions)
     dynamic = [(path, importable(path)) for path, found in resolved.items() if found is None]
     doubtful = {target for target in programs if any(can(target) for path, can in dynamic if path != target)}
-    for path, callers in function_callers(programs, functions, shown, doubtful).items():
+    for path, callers in function_callers(programs, functions, shown, doubtful, resolved).items():
         found = files.get(shown[path]) or FileAttributes()
         digest = hashlib.sha256(f"{found.digest}:callers:{callers.digest}".encode()).hexdigest()[:16]
         files[shown[path]] = replace(found, callers=callers, digest=digest)

@@ -159,12 +159,16 @@ class Callers:
 
 def function_callers(
     programs: Mapping[Path, bytes], functions: Mapping[Path, tuple[Functions, str]], shown: Mapping[Path, str],
-    doubtful: "set[Path] | frozenset[Path]" = frozenset(),
+    doubtful: "set[Path] | frozenset[Path]" = frozenset(), resolved: "Imports | None" = None,
 ) -> dict[Path, Callers]:
     """For each file whose functions another file of the run imports (``functions``: the tables
-    of :func:`imported_functions`): every other file that spells one of their names, as a
-    possible caller (the run taken as the project, as for the files no file imports). In the
-    ``doubtful`` files (which a file that imports dynamically may import), every name is unsure."""
+    of :func:`imported_functions`): every other file that spells one of their names and can reach
+    the defining file by the run's imports (``resolved``, followed from module to module; a file
+    that imports dynamically reaches every file), as a possible caller (the run taken as the
+    project, as for the files no file imports: a file of another project in the same run is none).
+    In the ``doubtful`` files (which a file that imports dynamically may import), every name is
+    unsure. Without ``resolved``, every file that spells a name may call it."""
+    reaching = _reaching(resolved, programs) if resolved is not None else None
     importers: dict[tuple[Path, str], dict[Path, list[str]]] = {}
     for path, (table, _) in functions.items():
         for qualified, (where, name) in table.items():
@@ -182,7 +186,7 @@ def function_callers(
     for (target, name), users in importers.items():
         key = name.encode()
         for path in programs:
-            if path == target or key not in spelt(path):
+            if path == target or key not in spelt(path) or (reaching is not None and path not in reaching(target)):
                 continue
             readers.setdefault(target, set()).add(path)
             if path in users:
@@ -201,3 +205,27 @@ def function_callers(
         names = {name for known, name in importers if known == target} if target in doubtful else unsure.get(target, ())
         result[target] = Callers(files, frozenset(names), digest.hexdigest()[:16])
     return result
+
+
+def _reaching(resolved: Imports, programs: Mapping[Path, bytes]):  # noqa: ANN202 - a memoised lookup
+    """``reaching(target)``: the files of the run from which ``target`` is imported, directly or
+    through other files' imports (a file with dynamic imports reaches every file)."""
+    importers: dict[Path, set[Path]] = {}
+    dynamic = {path for path, found in resolved.items() if found is None}
+    for path, found in resolved.items():
+        for _, _, target in found or ():
+            importers.setdefault(target, set()).add(path)
+    known: dict[Path, frozenset[Path]] = {}
+
+    def reaching(target: Path) -> frozenset[Path]:
+        if target not in known:
+            seen, stack = set(), [target]
+            while stack:
+                for importer in importers.get(stack.pop(), ()):
+                    if importer not in seen:
+                        seen.add(importer)
+                        stack.append(importer)
+            known[target] = frozenset(seen | (dynamic & programs.keys()))
+        return known[target]
+
+    return reaching
