@@ -376,3 +376,23 @@ def test_a_legacy_constructor_becomes_the_factory_its_argument_calls_for_and_bui
         results.append([(t.shape, t.dtype, t.device.type) for t in made] + [t.tolist() for t in made[:4]])
     assert results[0] == results[1]
     assert results[1][-1][0][0] == 100.0  # shared with the array, as the legacy constructor shared it
+
+
+def test_a_loop_over_a_dict_of_losses_kept_on_the_object_reads_their_numbers() -> None:
+    """``loss_data_index/dict_attribute_loop``, executed: the original's ``var.data[0]`` of each
+    0-dim loss raises on PyTorch 2.x; the rewrite writes every loss's number, those the losses
+    themselves hold."""
+    before, after = _run_pair("loss_data_index", "dict_attribute_loop")
+    torch.manual_seed(0)
+    x, labels, boxes = torch.randn(5, 4), torch.tensor([0, 1, 2, 1, 0]), torch.randn(5, 2)
+    old, new = before["Network"](), after["Network"]()
+    new.load_state_dict(old.state_dict())
+    for network in (old, new):
+        network.add_losses(x, labels, boxes)
+    with pytest.raises(IndexError, match="0-dim"):
+        old.summary()
+    written = dict(new.summary())
+    assert set(written) == {"cross_entropy", "box_loss", "total"}
+    assert all(isinstance(v, float) for v in written.values())
+    assert written["total"] == pytest.approx(written["cross_entropy"] + written["box_loss"])
+    assert new.values_written() == [old.losses[k].item() for k in ("cross_entropy", "box_loss", "total")]

@@ -38,6 +38,10 @@ from torchfix_device.facts.proof_memo import ProofMemo
 REGISTERING = {"register_buffer", "register_parameter", "add_module", "register_module"}
 
 
+CONTAINER_FILLS = frozenset({"update", "setdefault", "append", "extend", "insert", "__setitem__", "fromkeys"})
+"""Methods that give a dict or list items their arguments hold."""
+
+
 class SelfAttributeEvidence(ProofMemo):
     """``self_attribute_missing`` of :class:`GradEvidence` (which supplies ``parent``,
     ``module``, ``missing`` and ``args_missing``)."""
@@ -144,7 +148,7 @@ class SelfAttributeEvidence(ProofMemo):
             return None
         cls = self.class_of_self(expr.value)
         values = self._attribute_values(cls, expr.attr.value) if cls is not None else None
-        if not values:
+        if not values or (item and self._filled_by_methods(expr.attr.value)):
             return None
         found: list[cst.BaseExpression] = []
         for value in values:
@@ -162,6 +166,31 @@ class SelfAttributeEvidence(ProofMemo):
             else:
                 found.append(value)
         return found
+
+    def _filled_by_methods(self, attr: str) -> bool:
+        """Some receiver's attribute ``attr`` is given items by a method (``self.scores.update(d)``,
+        ``.setdefault``, ``.append``...): what its items hold is not all shown."""
+        for node in self.attribute_index().attributes.get(attr, ()):
+            above = self.parent(node)
+            if isinstance(above, cst.Attribute) and above.value is node and above.attr.value in CONTAINER_FILLS:
+                return True
+        return False
+
+    def held_by_loop(self, target: cst.Name, loop: cst.For) -> list[cst.BaseExpression] | None:
+        """What the loop variable ``target`` of ``loop`` may hold where the loop goes over the
+        values of a dict or list kept on ``self`` (``for key, var in self.summaries.items()``:
+        ``var``; ``for var in self.summaries.values()``): every value :meth:`held` by an item
+        of the attribute; None otherwise."""
+        call, whole = loop.iter, loop.target
+        method = call.func.attr.value if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and not call.args else None
+        if method == "items" and isinstance(whole, (cst.Tuple, cst.List)) and len(whole.elements) == 2:
+            whole = whole.elements[1].value
+        elif method != "values":
+            return None
+        if whole is not target:
+            return None
+        attribute = cst.ensure_type(call.func, cst.Attribute).value  # `self.summaries`: its items, any key
+        return self.held(cst.Subscript(attribute, [cst.SubscriptElement(cst.Index(cst.Name("key")))]))
 
     def backward_called(self, expr: cst.BaseExpression) -> bool:
         """``self.attr.backward()``, with no gradient, in some method of the file: the

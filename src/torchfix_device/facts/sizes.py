@@ -17,8 +17,9 @@ The answer comes from what the code shows a value to be, never from its name:
   file of the run, every ``return`` of which is one (:mod:`.returns`); the call of an instance
   of a class of the project whose ``forward`` (``__call__``) returns one (a project's loss
   module, bound to a name or set on ``self`` in ``__init__``: :mod:`.losses`);
-- an attribute of ``self`` or an item of one (``self.acc_loss``, ``self._losses["total"]``)
-  every value of which the class gives it is one (one ``self.x.backward()`` shows one element);
+- an attribute of ``self`` or an item of one (``self.acc_loss``, ``self._losses["total"]``, ``v``
+  of ``for k, v in self._losses.items()``) every value of which the class gives it is one (no
+  ``update``/``append`` fills it; one ``self.x.backward()`` shows one element);
 - a binding of a name that reaches a ``.backward()`` with no argument on it, or on an
   arithmetic expression it is an operand of (which only a one-element tensor allows: ``loss``
   bound in both branches of an ``if``/``else``, then ``loss.backward()``;
@@ -63,7 +64,7 @@ from torchfix_device.facts.counts import is_count
 from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts import kinds
 from torchfix_device.facts.losses import LOSS_FUNCTIONS, SHAPE_PART, LossEvidence
-from torchfix_device.facts.values import AUGMENTED, PARAM, PART, VALUE, ModuleValues
+from torchfix_device.facts.values import AUGMENTED, ITEM, PARAM, PART, VALUE, ModuleValues
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax.nodes import element_form, numpy_subject, zero_index
 from torchfix_device.syntax import traversal
@@ -282,6 +283,12 @@ class SizeEvidence(LossEvidence):
             value = self.value_of(node)
             if value is SHAPE_PART:
                 continue  # `_, c, h, w = x.size()`: a number
+            held = self._loop_held(node) if value is None else None
+            if held is not None:  # `for key, var in self.losses.items()`: every value an item holds
+                found = reduce(combine, (self.size(v) for v in held), found)
+                if found is None:
+                    return None
+                continue
             parts = self.values.returned_parts(node) if value is None else None  # `loss, n = f(...)`
             if parts is None and not isinstance(value, cst.BaseExpression):
                 return None
@@ -294,6 +301,10 @@ class SizeEvidence(LossEvidence):
                 if found is None:
                     return None
         return found
+
+    def _loop_held(self, node: cst.CSTNode) -> list[cst.BaseExpression] | None:
+        loop = self.values.enclosing(node, cst.For) if self.values.bound(node).kind == ITEM else None
+        return self.grad().held_by_loop(node, loop) if isinstance(node, cst.Name) and isinstance(loop, cst.For) else None
 
     # -- .backward() ------------------------------------------------------------------------
     def shown_one_element(self, binding: cst.CSTNode) -> bool:

@@ -56,7 +56,11 @@ class LossDataIndex(Codemod):
     function's name without calling it, or imports it under another name, shows nothing). So is
     `self.criterion = criterion` in `__init__` where every construction of the class in the run
     (`Trainer(args, model, nn.KLDivLoss(), optimizer)` in the script that imports it) passes a
-    torch loss for that parameter, and no class of the file derives from it.
+    torch loss for that parameter, and no class of the file derives from it. An attribute of
+    `self`, or an item of one, every value of which its class gives is one of those
+    (`self.losses["total"] = cls_loss + box_loss`), and the values of such a dict taken by a
+    loop (`for key, var in self.losses.items()`, `.values()`), where no method fills it
+    (`update`, `setdefault`, `append`...).
 
     The dimensions fact (:mod:`torchfix_device.facts.dims`) is evidence too: an item of a tensor
     shown 1-dim (`for s in scores: if s.data[0] > 0`, also where `scores` is a parameter of a
