@@ -125,7 +125,15 @@ def _space_to_depth(ns: dict) -> dict:
     return {"y": y, "grad": x.grad}
 
 
+def _kept_shift(ns: dict) -> dict:
+    x = _leaf(ns["x"])
+    y = x * 3.0 + 0.5
+    (y * torch.arange(6.0).view(2, 3)).sum().backward()
+    return {"y": y, "grad": x.grad, "shifted": torch.full((2,), 5.0)}
+
+
 REFERENCES = {
+    "state_kept_on_instance": _kept_shift,
     "state_read_into_a_local": _space_to_depth,
     "state_before_defaults": _scale_shift,
     "stateful": _stateful,
@@ -314,3 +322,69 @@ def test_one_run_over_two_projects_with_a_class_of_the_same_name_writes_what_two
     assert b"RoIPool.apply(3, 0.0, x)" in both[Path("a/train.py")]
     after = run_script("train.py", cwd=tmp_path / "both" / "b")
     assert after.returncode == 0 and after.stdout.strip() == "[6.0, 21.0, 46.0] [10.0, 20.0, 30.0]", after.stderr
+
+
+# -- instances that keep their own state, across files ---------------------------------------------
+KEPT_ROI = '''import torch
+import torch.nn as nn
+from torch.autograd import Function
+
+
+class RoI(Function):
+    def __init__(self, scale):
+        self.scale = torch.tensor(float(scale))  # built here: it cannot move into `forward`
+
+    def forward(self, x):
+        self.size = x.size()
+        return x * self.scale
+
+    def backward(self, grad_output):
+        return grad_output.view(self.size) * self.scale
+
+
+class Pool(nn.Module):
+    def __init__(self, scale):
+        super(Pool, self).__init__()
+        self.RoI = RoI(scale)  # the attribute spelt as the class
+
+    def forward(self, x):
+        return self.RoI(x)
+'''
+
+KEPT_NOTEBOOK = '''{"cells": [
+ {"cell_type": "markdown", "metadata": {}, "source": ["The RoI layer of the model, pooled."]},
+ {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [{"name": "stdout", "output_type": "stream", "text": ["RoI\\\\n"]}],
+  "source": ["print('pooled')"]}
+ ],
+ "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+  "language_info": {"name": "python"}},
+ "nbformat": 4, "nbformat_minor": 2}
+'''
+
+
+def test_instances_that_keep_their_state_stay_and_a_notebook_spelling_the_name_elsewhere_blocks_nothing(tmp_path: Path) -> None:
+    (tmp_path / "roi.py").write_text(KEPT_ROI, encoding="utf-8")
+    (tmp_path / "main.py").write_text(
+        "import torch\n\nfrom roi import Pool, RoI\n\nx = torch.ones(3, requires_grad=True)\ny = Pool(2.0)(x) + RoI(1.0)(x)\n"
+        "y.sum().backward()\nprint(y.tolist(), x.grad.tolist())\n", encoding="utf-8")
+    (tmp_path / "demo.ipynb").write_text(KEPT_NOTEBOOK, encoding="utf-8")
+    before = run_script("main.py", cwd=tmp_path)
+    assert before.returncode != 0 and LEGACY_ERROR in before.stderr
+    main = (tmp_path / "main.py").read_bytes()
+    assert run_cli("apply", "--select", "TFD017", "--no-cache", ".", cwd=tmp_path).returncode == 0
+    roi = (tmp_path / "roi.py").read_text(encoding="utf-8")
+    assert "    def __call__(self, *args):\n        return RoI.apply(self, *args)\n" in roi
+    assert "def forward(ctx, instance, x):\n        ctx.__dict__.update(vars(instance))" in roi
+    assert "return None, grad_output.view(ctx.size) * ctx.scale" in roi and "self.RoI = RoI(scale)" in roi
+    assert (tmp_path / "main.py").read_bytes() == main  # the calls stay as they were
+    after = run_script("main.py", cwd=tmp_path)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.strip() == "[3.0, 3.0, 3.0] [3.0, 3.0, 3.0]"
+    assert run_cli("apply", "--diff", "--no-cache", ".", cwd=tmp_path).stdout == b""  # a second run changes nothing
+
+
+def test_a_notebook_whose_code_spells_the_class_still_blocks_it(tmp_path: Path) -> None:
+    (tmp_path / "roi.py").write_text(KEPT_ROI, encoding="utf-8")
+    (tmp_path / "demo.ipynb").write_text(KEPT_NOTEBOOK.replace("print('pooled')", "from roi import RoI\\n\", \"print(RoI(1.0).scale)"), encoding="utf-8")
+    out = run_cli("check", "--select", "TFD017", "--no-cache", ".", cwd=tmp_path).stdout.decode()
+    assert "where a notebook spells it" in out and "[manual review]" in out

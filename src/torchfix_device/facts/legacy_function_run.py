@@ -8,6 +8,7 @@ rewritten, only when no use of its name anywhere in the run stands in the way (s
 from __future__ import annotations
 
 import ast
+import re
 import hashlib
 import os
 from collections import defaultdict
@@ -137,6 +138,7 @@ def scan_run(
     files: Sequence[Path], first: dict[Path, bytes], read: Callable[[Path], bytes | None], *,
     will_skip: Callable[[Path, str], bool] = lambda path, text: False, shown: Callable[[Path], str] = str,
     reach: "Callable[[Mapping[Path, frozenset[str]]], Mapping[Path, frozenset[str]]] | None" = None,
+    notebook_code: "Callable[[bytes], str | None] | None" = None,
 ) -> RunLegacyFunctions:
     """:class:`RunLegacyFunctions` of the run's ``files``. ``first``: the bytes of the files that
     may define a legacy class (:func:`may_define`, tested by the caller as it reads every file
@@ -145,7 +147,9 @@ def scan_run(
     ``@generated``, over the size limit): a use there blocks, and a class there is left alone.
     ``reach(defined)``: for each file, which of ``defined``'s names (file → class keys) it can
     reach by import (:func:`~torchfix_device.facts.project_classes.reachable_classes`); None:
-    every file reaches every class."""
+    every file reaches every class. ``notebook_code(data)``: the code of a notebook's cells (None
+    where they cannot be read): a notebook whose code spells no class blocks none (its outputs,
+    a base64 image, may spell anything)."""
     from torchfix_device.syntax.suppressions import may_hold_directives, parse_suppressions
 
     classes: list[RunClass] = []
@@ -184,6 +188,10 @@ def scan_run(
         data = read(path) if data is None else data
         text = data.decode("utf-8", "replace") if data is not None else None
         spelt = sorted(n for n in names if text is not None and n in text)
+        if spelt and path.suffix == ".ipynb" and notebook_code is not None and data is not None:
+            code = notebook_code(data)
+            words = None if code is None else set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code))
+            spelt = spelt if words is None else [n for n in spelt if n in words]
         if text is None or not spelt:
             continue
         where = _normal(path)

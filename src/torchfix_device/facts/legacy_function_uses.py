@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from torchfix_device.facts.legacy_functions import LegacyClass, _method
+from torchfix_device.facts.legacy_functions import KEPT, LegacyClass, _method
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,11 @@ def uses(tree: ast.Module, names: Iterable[str] | Mapping[str, State], own_class
     parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     removed_inits = _removed_inits(tree, own_classes)
     defined_here = {c.name for c in own_classes if c.top_level}
+    kept = _kept_on_self(tree, wanted, parents)
     found: list[Use] = []
     for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in kept and isinstance(node.value, ast.Name) and node.value.id == "self":
+            continue  # `self.RoI = RoI(...)`, then `self.RoI(x, rois)`: the kept instance, not the class
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.name in wanted and alias.asname not in (None, alias.name):
@@ -96,6 +99,8 @@ def fit_state(positional: int, keywords: Sequence[str | None], state: tuple[tupl
     ``keywords`` (None: ``**``) of a class keeping ``state``: the index of a positional
     argument, the name of a keyword, or its default's source (``"=<source>"``); None where the
     arguments do not fit (too many, unknown, missing, ``**``)."""
+    if state == KEPT:
+        return []  # the instance stays and keeps its arguments itself
     if positional > len(state) or None in keywords or len(set(keywords)) != len(keywords):
         return None
     given = set(keywords)
@@ -128,13 +133,36 @@ def _only_called(target: ast.expr, tree: ast.Module, parents: dict) -> bool:  # 
     )
 
 
+def _kept_on_self(tree: ast.Module, wanted: set[str], parents: dict) -> set[str]:  # noqa: ANN001
+    """Names of ``self`` attributes spelt as a class of ``wanted`` that hold an instance of it
+    (``self.RoI = RoI(...)``), every ``self.<name>`` store being such and every read a call."""
+    stores: dict[str, list[bool]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in wanted and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                and not isinstance(node.ctx, ast.Load):
+            assign = parents.get(node)
+            value = assign.value if isinstance(assign, ast.Assign) and assign.targets == [node] else None
+            func = value.func if isinstance(value, ast.Call) else None
+            spelt = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            stores.setdefault(node.attr, []).append(spelt in wanted and _only_called(node, tree, parents))
+    return {name for name, each in stores.items() if all(each)}
+
+
 def _removed_inits(tree: ast.Module, own_classes: Sequence[LegacyClass]) -> set[int]:
-    """``id`` of each trivial ``__init__`` the migration removes."""
+    """``id`` of each trivial ``__init__`` the migration removes, and of each call of the base's
+    ``__init__`` it removes from an ``__init__`` that stays (:data:`KEPT`)."""
     dropping = {c.name for c in own_classes if c.drop_init and c.problem is None}  # with state too
-    return {
-        id(init) for cls in tree.body if isinstance(cls, ast.ClassDef) and cls.name in dropping
-        for init in [_method(cls, "__init__")] if init is not None
-    }
+    keeping = {c.name for c in own_classes if c.state == KEPT and c.problem is None}
+    found = set()
+    for cls in tree.body:
+        init = _method(cls, "__init__") if isinstance(cls, ast.ClassDef) and cls.name in dropping | keeping else None
+        if init is not None:
+            found |= {id(init)} if cls.name in dropping else {
+                id(s) for s in init.body
+                if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+                and s.value.func.attr == "__init__"
+            }
+    return found
 
 
 def _inside(node: ast.AST, holders: set[int], parents: dict) -> bool:  # noqa: ANN001

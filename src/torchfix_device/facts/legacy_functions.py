@@ -19,7 +19,9 @@ of them or none. A class is migrated only when
   (``self.scale = float(scale)``: made of its positional arguments, constants and a few
   builtins; defaults constants): those become ``forward``'s first arguments after ``ctx``, set
   on ``ctx`` as ``__init__`` set them, and each ``return`` of ``backward`` gives one ``None``
-  more per argument (a tuple display, or one value where ``forward`` takes one input);
+  more per argument (a tuple display, or one value where ``forward`` takes one input); or it
+  keeps other state (a kernel it loads, a global's value), which ``forward``/``backward`` only
+  read: the instances stay (:data:`KEPT`, :func:`_kept_problem`);
 - every use of its name in the run (:mod:`.legacy_function_uses`) is a call ``F(a)(args)``
   whose ``a`` fits ``__init__`` and without keywords to ``(args)``, or an instance kept
   (``self.pool = F(2)``) whose every read in its file is a call (an import of it under its own
@@ -69,7 +71,16 @@ class LegacyClass:
     state: tuple[tuple[str, str | None], ...] = ()
     """The parameters of an ``__init__`` that keeps state (``self.scale = scale``), each with its
     default's source (None: none): ``forward`` takes them first, after ``ctx``, and sets what
-    ``__init__`` set on ``ctx``; ``F(a)(x)`` becomes ``F.apply(a, x)``."""
+    ``__init__`` set on ``ctx``; ``F(a)(x)`` becomes ``F.apply(a, x)``. :data:`KEPT`: the
+    instances keep their ``__init__`` (other state: a kernel it loads, a global's value)."""
+
+
+KEPT = (("*", None),)
+"""The :attr:`LegacyClass.state` of a class whose instances stay, each holding what its
+``__init__`` sets: calling one (``F(a)(x)``, or ``self.pool(x)`` of ``self.pool = F(a)``) runs
+the new ``__call__``, ``F.apply(instance, x)``, whose static ``forward`` first copies the
+instance's attributes onto ``ctx``; the calls are written as they were."""
+KEPT_PARAMETER = "instance"
 
 
 # -- one file --------------------------------------------------------------------------------
@@ -200,7 +211,10 @@ def _judge(cls: ast.ClassDef, bindings: _Bindings, top_level: bool) -> LegacyCla
             return problem(bad)
         renames.append((method.name, own, own if own == NEW_NAME or _spells(method, NEW_NAME) else NEW_NAME))
     if init_problem is not None:
-        return problem(init_problem)
+        kept = _kept_problem(cls, init_attrs, stored)
+        if kept is not None:
+            return problem(f"{init_problem} ({kept})")
+        return LegacyClass(cls.name, cls.lineno, None, tuple(renames), False, top_level, KEPT)
     state_problem = _state_problem(cls, state)
     if state_problem is not None:
         return problem(state_problem)
@@ -226,6 +240,36 @@ def _state_problem(cls: ast.ClassDef, state: tuple[tuple[str, str | None], ...])
     for ret in _returns(backward) if backward is not None else ():
         if ret.value is None or (inputs != 1 and not isinstance(ret.value, ast.Tuple)):
             return f"`backward` returns at line {ret.lineno} what cannot be given one more `None` per `__init__` argument"
+    return None
+
+
+def _kept_problem(cls: ast.ClassDef, init_attrs: set[str], stored: set[str]) -> str | None:
+    """Why the instances cannot simply stay, each holding what its ``__init__`` sets
+    (:data:`KEPT`): an ``__init__`` that is no plain method or calls another ``__init__`` with
+    arguments, an attribute it sets that ``forward``/``backward`` set too (per call, now on
+    ``ctx``) or that the context has, a ``__call__`` or ``apply`` of the class's own, a
+    ``forward`` spelling the new parameter's name, or a ``return`` of ``backward`` that cannot
+    be given one more ``None`` first."""
+    init = _method(cls, "__init__")
+    forward, backward = _method(cls, "forward"), _method(cls, "backward")
+    if init is None or isinstance(init, ast.AsyncFunctionDef) or init.decorator_list or not [*init.args.posonlyargs, *init.args.args]:
+        return "its `__init__` is no plain method"
+    me = positional_arg(init).arg
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__" \
+                and not any(_trivial_init_statement(s, me, cls.name) and s.value is node for s in init.body if isinstance(s, ast.Expr)):
+            return f"its `__init__` calls another `__init__` (line {node.lineno})"
+    clash = sorted(init_attrs & (stored | CONTEXT_API))
+    if clash:
+        return f"`self.{clash[0]}` is set by `__init__` and by `forward`/`backward` or is the context's"
+    if _method(cls, "__call__") is not None or "apply" in _class_members(cls):
+        return "it defines its own `__call__` or `apply`"
+    if forward is None or _spells(forward, KEPT_PARAMETER):
+        return f"`forward` spells `{KEPT_PARAMETER}`" if forward is not None else "it has no `forward`"
+    inputs = len([*forward.args.posonlyargs, *forward.args.args]) - 1
+    for ret in _returns(backward) if backward is not None else ():
+        if ret.value is None or (inputs != 1 and not isinstance(ret.value, ast.Tuple)):
+            return f"`backward` returns at line {ret.lineno} what cannot be given one more `None`"
     return None
 
 

@@ -177,7 +177,7 @@ def _project_facts(
         def reach(defined: Mapping[Path, frozenset[str]]) -> Mapping[Path, frozenset[str]]:
             return reachable_classes(defined, imports, resolver.module_files, resolver.importable)
 
-        functions = scan_run(files, defining, _read_or_none, will_skip=will_skip, shown=display_path, reach=reach)
+        functions = scan_run(files, defining, _read_or_none, will_skip=will_skip, shown=display_path, reach=reach, notebook_code=_notebook_program)
     shown = {resolver.absolute(path): str(path) for path in programs}
     resolved = resolved_imports(imports, resolver.module_files)
     attributes = run_attributes(
@@ -225,7 +225,7 @@ def _read_or_none(path: Path) -> bytes | None:
 
 
 def _notebook_program(data: bytes) -> str | None:
-    from torchfix_device.run import notebook  # libcst and nbformat: only for a notebook with a star import
+    from torchfix_device.run import notebook  # libcst and nbformat: only for a notebook that may spell a name asked about
 
     return notebook.program_of(data)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchfix_device.facts.legacy_function_uses import fit_state
-from torchfix_device.facts.legacy_functions import LegacyClass
+from torchfix_device.facts.legacy_functions import KEPT, KEPT_PARAMETER, LegacyClass
 
 
 def migrate_class(node: cst.ClassDef, legacy: LegacyClass) -> cst.ClassDef:
@@ -15,6 +15,8 @@ def migrate_class(node: cst.ClassDef, legacy: LegacyClass) -> cst.ClassDef:
     read of it) is renamed as :attr:`LegacyClass.renames` says; an ``__init__`` that only
     called the base's is removed (nothing makes an instance any more)."""
     renames = {method: (old, new) for method, old, new in legacy.renames}
+    if legacy.state == KEPT:
+        return _keep_instances(node, renames)
     body: list[cst.BaseStatement] = []
     lines_of_removed: list[cst.EmptyLine] | None = None
     init = next((s for s in node.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
@@ -62,6 +64,61 @@ def _with_state(method: cst.FunctionDef, init: cst.FunctionDef, legacy: LegacyCl
         and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)) else 0
     body[at:at] = kept
     return method.with_changes(params=method.params.with_changes(params=params), body=method.body.with_changes(body=body))
+
+
+def _keep_instances(node: cst.ClassDef, renames: dict[str, tuple[str, str]]) -> cst.ClassDef:
+    """:data:`~torchfix_device.facts.legacy_functions.KEPT`: ``__init__`` stays (less a call of
+    the base's, which warns since PyTorch 2.x), ``__call__`` follows it and runs
+    ``F.apply(self, *args)``; ``forward`` and ``backward`` become static, ``forward`` taking the
+    instance after ``ctx`` and copying its attributes onto ``ctx`` first, each ``return`` of
+    ``backward`` giving one ``None`` more, first."""
+    body: list[cst.BaseStatement] = []
+    for statement in node.body.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
+            kept, carried = [], []  # a removed line's comments go with the next line
+            for line in statement.body.body:
+                if _calls_an_init(line):
+                    trailing = cst.ensure_type(line, cst.SimpleStatementLine).trailing_whitespace.comment
+                    carried += [e for e in line.leading_lines if e.comment is not None]
+                    carried += [cst.EmptyLine(comment=trailing)] if trailing is not None else []
+                    continue
+                kept.append(line.with_changes(leading_lines=[*carried, *line.leading_lines]) if carried else line)
+                carried = []
+            block = statement.body
+            footer = [*carried, *block.footer] if isinstance(block, cst.IndentedBlock) else []
+            statement = statement.with_changes(body=block.with_changes(body=kept or [cst.SimpleStatementLine([cst.Pass()])], **(
+                {"footer": footer} if carried else {})))
+            call = cst.parse_statement(f"def __call__(self, *args):\n    return {node.name.value}.apply(self, *args)\n")
+            body += [statement, cst.ensure_type(call, cst.FunctionDef).with_changes(leading_lines=[cst.EmptyLine(indent=False)])]
+            continue
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in renames:
+            old, new = renames[statement.name.value]
+            if statement.name.value == "backward":
+                statement = cst.ensure_type(statement.visit(_MoreNones(1)), cst.FunctionDef)
+            else:
+                statement = _copies_instance(statement, old)
+            statement = _static(statement, old, new)
+        body.append(statement)
+    return node.with_changes(body=node.body.with_changes(body=body))
+
+
+def _calls_an_init(statement: cst.BaseStatement) -> bool:
+    """``super(F, self).__init__()`` or ``Function.__init__(self)`` as a statement of its own."""
+    return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and isinstance(statement.body[0], cst.Expr) \
+        and isinstance(call := statement.body[0].value, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "__init__"
+
+
+def _copies_instance(forward: cst.FunctionDef, me: str) -> cst.FunctionDef:
+    """``forward(me, instance, ...)`` whose first statement (after a docstring) puts the
+    instance's attributes on ``me`` (renamed ``ctx`` later, with the rest)."""
+    params = list(forward.params.params)
+    params[1:1] = [cst.Param(cst.Name(KEPT_PARAMETER))]
+    copy = cst.parse_statement(f"{me}.__dict__.update(vars({KEPT_PARAMETER}))  # what `__init__` kept on the instance\n")
+    body = list(forward.body.body)
+    at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+        and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)) else 0
+    body[at:at] = [copy]
+    return forward.with_changes(params=forward.params.with_changes(params=params), body=forward.body.with_changes(body=body))
 
 
 class _MoreNones(cst.CSTTransformer):

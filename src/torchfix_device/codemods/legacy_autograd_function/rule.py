@@ -10,7 +10,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 
 from torchfix_device.codemods.legacy_autograd_function.rewrite import apply_call, migrate_class, partial_call, state_values
 from torchfix_device.facts.legacy_function_run import FileDecisions, RunLegacyFunctions, decide
-from torchfix_device.facts.legacy_functions import FUNCTION_BASES, SUPPRESSED_CLASS, parse
+from torchfix_device.facts.legacy_functions import FUNCTION_BASES, KEPT, SUPPRESSED_CLASS, parse
 from torchfix_device.prefilter.candidates import FileFacts
 
 BY_HAND = (
@@ -39,6 +39,15 @@ class LegacyAutogradFunction(Codemod):
     a `forward` with defaulted inputs keeps them, after the state: `forward(ctx, d, u, init=None)`),
     and an instance kept and only ever called (`self.roi = RoI(7, 7, 1/16.)`, then
     `self.roi(x, rois)`) becomes `functools.partial(RoI.apply, 7, 7, 1/16.)`.
+
+    Other state kept by `__init__` (a CUDA kernel it loads, a tensor it builds, a module-level
+    setting, a check that raises), which `forward` and `backward` only read: the instances stay,
+    each holding what its `__init__` set (less a call of the base's `__init__`, which warns
+    since PyTorch 2.x), and the calls are written as they were. A new `__call__` runs
+    `RoI.apply(self, *args)`; the static `forward` takes the instance after `ctx` and first
+    copies its attributes onto `ctx` (`ctx.__dict__.update(vars(instance))`), so every
+    `self.x` of both methods reads `ctx.x`, and what `forward` sets for `backward` is one
+    call's own; `backward` returns one `None` more, first, for the instance.
 
     ## Why is this bad?
     Since PyTorch 1.3 calling an instance of such a class raises `RuntimeError: Legacy autograd
@@ -81,8 +90,9 @@ class LegacyAutogradFunction(Codemod):
     A Function already in the new style (a static `forward`), and a class whose base is a
     project class called `Function` (or a name also bound otherwise in the file, or one a star
     import may bind) are left alone. Reported for manual review, with what to do, and left as
-    they are, class and calls alike: a class whose `__init__` keeps other state (a tensor it
-    builds, a value of a global), or whose arguments are spelt in `forward`/`backward` too, or
+    they are, class and calls alike: a class whose `__init__` keeps other state that
+    `forward`/`backward` set too, or that defines `__call__` or calls another `__init__` with
+    arguments, or whose `__init__` arguments are spelt in `forward`/`backward` too, or
     whose `backward` returns a name where `forward` takes several inputs (how many gradients it
     holds is not shown); one whose `forward`/`backward` use `self` otherwise than for the
     context's attributes and their own (a helper method, `self` passed on, a class attribute);
@@ -100,7 +110,11 @@ class LegacyAutogradFunction(Codemod):
     the same outputs with the same gradients. The class is migrated only when every use of it in
     the run is a call that becomes `apply` in the same run, so no half-migrated pair is left: the
     legacy code raised on every call, and the migrated code computes what it computed under
-    PyTorch 1.2 and before.
+    PyTorch 1.2 and before. Where the instances stay, calling one computes what calling it
+    computed then, from the same attributes; the one difference is where `forward` writes what
+    it keeps for `backward`: on that call's `ctx` rather than on the instance shared by every
+    call (where the legacy code read it only in that call's `backward`, as it must to have
+    worked: an instance whose attribute is read elsewhere is not migrated).
     """
 
     code = "TFD017"
@@ -156,7 +170,7 @@ class LegacyAutogradFunction(Codemod):
         if reason is not None:
             self.report(original_node, _review(name, reason), fixable=False)
             return updated_node
-        if self.report(original_node, _message(name)):
+        if self.report(original_node, _message(name, legacy.state == KEPT)):
             return migrate_class(updated_node, legacy)
         return updated_node
 
@@ -170,6 +184,8 @@ class LegacyAutogradFunction(Codemod):
         if target is None:
             return updated_node
         name, reason, state = target
+        if state == KEPT and reason is None:
+            return updated_node  # the instance stays: calling it runs the new `__call__`
         inner = original_node if kept else cst.ensure_type(original_node.func, cst.Call)
         values = state_values(inner, state)
         if reason is None and values is None:
@@ -210,7 +226,13 @@ class LegacyAutogradFunction(Codemod):
         return None
 
 
-def _message(name: str) -> str:
+def _message(name: str, kept: bool = False) -> str:
+    if kept:
+        return (
+            f"`{name}` is a legacy autograd Function (`forward(self, ...)`), which raises since PyTorch 1.3: "
+            f"static `forward`/`backward` taking `ctx`; its instances keep what `__init__` sets, and calling one "
+            f"runs `{name}.apply(instance, ...)`, whose `forward` puts those attributes on `ctx`"
+        )
     return (
         f"`{name}` is a legacy autograd Function (`forward(self, ...)`), which raises since PyTorch 1.3: "
         f"static `forward`/`backward` taking `ctx`, and `{name}.apply(...)` for `{name}()(...)`"
