@@ -213,7 +213,7 @@ def _judge(cls: ast.ClassDef, bindings: _Bindings, top_level: bool) -> LegacyCla
     if init_problem is not None:
         kept = _kept_problem(cls, init_attrs, stored)
         if kept is not None:
-            return problem(f"{init_problem} ({kept})")
+            return problem(f"{init_problem}; its instances cannot keep it either: {kept}")
         return LegacyClass(cls.name, cls.lineno, None, tuple(renames), False, top_level, KEPT)
     state_problem = _state_problem(cls, state)
     if state_problem is not None:
@@ -258,7 +258,7 @@ def _kept_problem(cls: ast.ClassDef, init_attrs: set[str], stored: set[str]) -> 
     for node in ast.walk(init):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__" \
                 and not any(_trivial_init_statement(s, me, cls.name) and s.value is node for s in init.body if isinstance(s, ast.Expr)):
-            return f"its `__init__` calls another `__init__` (line {node.lineno})"
+            return f"its `__init__` calls another `__init__` at line {node.lineno}"
     clash = sorted(init_attrs & (stored | CONTEXT_API))
     if clash:
         return f"`self.{clash[0]}` is set by `__init__` and by `forward`/`backward` or is the context's"
