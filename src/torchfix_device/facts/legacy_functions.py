@@ -234,12 +234,19 @@ def _state_problem(cls: ast.ClassDef, state: tuple[tuple[str, str | None], ...])
     for name, _ in state:
         if name == NEW_NAME or (forward is not None and _spells(forward, name) and not _local_of(forward, name)):
             return f"`__init__`'s `{name}` is also spelt in `forward`: rename it there, then migrate it"
-    inputs = len([*forward.args.posonlyargs, *forward.args.args]) - 1 if forward is not None else 0
     if forward is not None and (forward.args.vararg or forward.args.kwonlyargs or forward.args.kwarg):
         return "`forward` takes `*args` or keyword-only arguments, after which the state cannot come"
+    line = _return_without_room(forward, backward)
+    return f"`backward` returns at line {line} what cannot be given one more `None` per `__init__` argument" if line else None
+
+
+def _return_without_room(forward, backward) -> int | None:  # noqa: ANN001
+    """The line of a ``return`` of ``backward`` that cannot be given one more ``None`` first (no
+    tuple display where ``forward`` takes several inputs, or no value); None where there is none."""
+    inputs = len([*forward.args.posonlyargs, *forward.args.args]) - 1 if forward is not None else 0
     for ret in _returns(backward) if backward is not None else ():
         if ret.value is None or (inputs != 1 and not isinstance(ret.value, ast.Tuple)):
-            return f"`backward` returns at line {ret.lineno} what cannot be given one more `None` per `__init__` argument"
+            return ret.lineno
     return None
 
 
@@ -266,11 +273,8 @@ def _kept_problem(cls: ast.ClassDef, init_attrs: set[str], stored: set[str]) -> 
         return "it defines its own `__call__` or `apply`"
     if forward is None or _spells(forward, KEPT_PARAMETER):
         return f"`forward` spells `{KEPT_PARAMETER}`" if forward is not None else "it has no `forward`"
-    inputs = len([*forward.args.posonlyargs, *forward.args.args]) - 1
-    for ret in _returns(backward) if backward is not None else ():
-        if ret.value is None or (inputs != 1 and not isinstance(ret.value, ast.Tuple)):
-            return f"`backward` returns at line {ret.lineno} what cannot be given one more `None`"
-    return None
+    line = _return_without_room(forward, backward)
+    return f"`backward` returns at line {line} what cannot be given one more `None`" if line else None
 
 
 def _returns(function: ast.AST) -> list[ast.Return]:

@@ -144,6 +144,10 @@ class SelfAttributeEvidence(ProofMemo):
             if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
                 return None
             expr = expr.value
+        return self._held(expr, item)
+
+    def _held(self, expr: cst.BaseExpression, item: bool) -> list[cst.BaseExpression] | None:
+        """:meth:`held` of ``self.attr`` (``expr``) whole, or of any item of it."""
         if not isinstance(expr, cst.Attribute):
             return None
         cls = self.class_of_self(expr.value)
@@ -189,8 +193,7 @@ class SelfAttributeEvidence(ProofMemo):
             return None
         if whole is not target:
             return None
-        attribute = cst.ensure_type(call.func, cst.Attribute).value  # `self.summaries`: its items, any key
-        return self.held(cst.Subscript(attribute, [cst.SubscriptElement(cst.Index(cst.Name("key")))]))
+        return self._held(cst.ensure_type(call.func, cst.Attribute).value, True)  # `self.summaries`: its items
 
     def backward_called(self, expr: cst.BaseExpression) -> bool:
         """``self.attr.backward()``, with no gradient, in some method of the file: the

@@ -221,7 +221,7 @@ def _element(values, element, found, depth, seen, held, add) -> None:  # noqa: A
     unpacked = _unpacked(values, holder, element, seen)
     if unpacked is not None:
         names, seen, elsewhere = unpacked
-        found.extend(Place(Use.UNKNOWN if held and p.use is Use.TENSOR else p.use, p.node) for p in elsewhere)
+        found.extend(_as_held(elsewhere, held))
         for name in names:
             _follow(values, name, found, depth + 1, seen, held)
         return
@@ -250,19 +250,27 @@ def _unpacked(values, holder, element, seen) -> tuple[list[cst.Name], frozenset[
         elsewhere = foreign_uses(values, function, position, len(holder.elements))
         if elsewhere is None or not (sources or elsewhere):
             return None
-    names = []
-    for source in sources:
-        statement = values.parent(source)
-        if not (isinstance(statement, cst.Assign) and statement.value is source and len(statement.targets) == 1):
-            return None
-        target = statement.targets[0].target
-        if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(holder.elements):
-            return None
-        bound = target.elements[position]
-        if isinstance(bound, cst.StarredElement) or not isinstance(bound.value, cst.Name):
-            return None
-        names.append(bound.value)
-    return (names, seen, elsewhere) if names or elsewhere else None
+    names = [_bound_by_position(values, source, position, len(holder.elements)) for source in sources]
+    if None in names:
+        return None
+    return (names, seen, elsewhere) if names or elsewhere else None  # type: ignore[return-value]
+
+
+def _bound_by_position(values, source, position: int, length: int) -> cst.Name | None:  # noqa: ANN001
+    """The name ``a, v = source`` binds at ``position`` (of ``length`` targets); None otherwise."""
+    statement = values.parent(source)
+    if not (isinstance(statement, cst.Assign) and statement.value is source and len(statement.targets) == 1):
+        return None
+    target = statement.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != length:
+        return None
+    bound = target.elements[position]
+    return bound.value if isinstance(bound, cst.Element) and isinstance(bound.value, cst.Name) else None
+
+
+def _as_held(places: list[Place], held: bool) -> list[Place]:
+    """``places`` as uses of a value a container holds: a tensor's use of it is unknown."""
+    return [Place(Use.UNKNOWN, p.node) if held and p.use is Use.TENSOR else p for p in places]
 
 
 def _grown(values, name: cst.Name, found, depth, seen, add, node) -> None:  # noqa: ANN001
@@ -330,7 +338,7 @@ def _returned(values, statement: cst.Return, found, depth, seen, held, add) -> N
     foreign = foreign_uses(values, function, None, 0)
     if foreign is None or not (calls or foreign):
         return add(Use.UNKNOWN, statement)
-    found.extend(Place(Use.UNKNOWN if held and p.use is Use.TENSOR else p.use, p.node) for p in foreign)
+    found.extend(_as_held(foreign, held))
     for call in calls:
         _context(values, call, found, depth + 1, seen | {id(function)}, held)
 
@@ -355,17 +363,11 @@ def uses_of_call(values: "ModuleValues", call: cst.Call, position: int | None, l
     finetune(...)``); None where it is not unpacked so."""
     if position is None:
         return uses_of(values, call)
-    statement = values.parent(call)
-    if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1):
-        return None
-    target = statement.targets[0].target
-    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != length:
-        return None
-    bound = target.elements[position]
-    if isinstance(bound, cst.StarredElement) or not isinstance(bound.value, cst.Name):
+    name = _bound_by_position(values, call, position, length)
+    if name is None:
         return None
     found: list[Place] = []
-    _follow(values, bound.value, found, 1, frozenset(), False)
+    _follow(values, name, found, 1, frozenset(), False)
     return found
 
 
