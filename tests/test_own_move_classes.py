@@ -330,3 +330,130 @@ def test_statements_are_the_statements_ast_walk_gives_in_its_order() -> None:
     for tree in trees:
         assert list(statements(tree)) == [n for n in ast.walk(tree) if isinstance(n, kinds)]
     assert sum(isinstance(n, (ast.Import, ast.ImportFrom)) for n in statements(trees[0])) == 12
+
+
+READER = '''import torch
+
+
+class DocReader(object):
+    def __init__(self, size):
+        self.network = torch.nn.Linear(size, 2)
+        self.moved = False
+
+    def cuda(self):
+        self.network = self.network.cuda()
+        self.moved = True
+
+    @staticmethod
+    def load(size):
+        return DocReader(size)
+
+    @staticmethod
+    def load_checkpoint(size):
+        return DocReader(size), 3
+'''
+
+USES_READER = '''import sys
+
+import torch
+from reader import DocReader
+
+
+def init_from_scratch(size):
+    model = DocReader(size)
+    return model
+
+
+def main(how):
+    if how == "load":
+        model = DocReader.load(4)
+    elif how == "checkpoint":
+        model, epoch = DocReader.load_checkpoint(4)
+    else:
+        model = init_from_scratch(4)
+    if torch.cuda.is_available() or True:
+        model.cuda()
+    print(type(model).__name__, model.moved)
+
+
+class Pipeline(object):
+    def __init__(self):
+        self.reader = DocReader.load(4)
+        self.reader.cuda()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
+    print(Pipeline().reader.moved)
+'''
+
+OBSERVE_READER = (
+    "import torch, runpy, sys\n"
+    "torch.nn.Module.cuda = lambda self, *a, **k: self\n"  # no GPU here: keep the module
+    "sys.path.insert(0, '.')\n"
+    "for how in ('load', 'checkpoint', 'scratch'):\n"
+    "    sys.argv = ['train.py', how]\n"
+    "    try:\n"
+    "        runpy.run_path('train.py', run_name='__main__')\n"
+    "    except Exception as error:\n"
+    "        print(how, type(error).__name__)\n"
+)
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_what_a_class_or_a_function_builds_is_an_instance_of_it(tmp_path: Path, unsafe: bool) -> None:
+    """Issue 31: a receiver bound to what the class's own function returns
+    (``DocReader.load(...)``, a part of ``DocReader.load_checkpoint(...)``), or to what a function
+    of the file returns that builds it (``init_from_scratch``), may be an instance of the class
+    with its own ``cuda()``: its move is left for review, with ``--unsafe-fixes`` too (it was
+    rewritten ``model = model.to(device)`` there: AttributeError, the class has no ``to``)."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "reader.py").write_text(READER, encoding="utf-8")
+    (root / "train.py").write_text(USES_READER, encoding="utf-8")
+    observer = tmp_path / "observe.py"
+    observer.write_text(OBSERVE_READER, encoding="utf-8")
+    before = run_script(str(observer), cwd=root, timeout=300)
+    assert before.returncode == 0, before.stderr
+    assert before.stdout.split() == ["DocReader", "True", "True"] * 3
+
+    out = _cli("apply", *(["--unsafe-fixes"] if unsafe else []), ".", cwd=root)
+    assert out.returncode == 0, out.stderr
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert "        model.cuda()\n" in text and "        self.reader.cuda()\n" in text
+    assert ".to(" not in text
+    assert out.stderr.count("may be a `DocReader`") >= 2, out.stderr
+    after = run_script(str(observer), cwd=root, timeout=300)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout
+
+
+LOCAL_BUILDERS = STORAGE + '''
+
+def make_net():
+    net = torch.nn.Linear(4, 2)
+    return net
+
+
+def make_storage():
+    storage = RolloutStorage(2)
+    return storage
+
+
+def main():
+    net = make_net()
+    net.cuda()
+    rollouts = make_storage()
+    rollouts.cuda()
+'''
+
+
+def test_what_a_function_of_the_file_returns_is_asked_of_its_returns() -> None:
+    """The returns of a function of the file decide for its calls: a torch layer is moved as a
+    safe fix where the run defines a class with its own ``cuda()``; an instance of that class
+    is left for review. The scope of a name counts (``net`` there is not ``net`` here)."""
+    out = transform_source(LOCAL_BUILDERS, all_codemods(), options=RunOptions(unsafe_fixes=True))
+    assert "    net = net.to(device)\n" in out.text
+    assert "    rollouts.cuda()\n" in out.text
+    net_line = next(f for f in out.findings if f.code == "TFD001" and "`net.cuda()`" in f.message)
+    assert "unsafe" not in net_line.message and net_line.fixed and not net_line.unsafe

@@ -33,10 +33,8 @@ other array library (:data:`OTHER_ARRAY_LIBRARIES`: TensorFlow's tensors have ``
 on which a method only torch tensors have among the libraries the file imports is called
 (``x.numpy()``, ``.cpu()``, ``.eq(y)``, ``.view_as(y)``, ``.long()``; NumPy's arrays have
 none of them) is a tensor where that call succeeds. :func:`numpy_doubt` says why ``.numpy()``
-is no such evidence in a file. In a file
-that packs sequences, ``x.data`` may be a ``PackedSequence``'s, which can require grad
-(:func:`may_be_packed`). :func:`uses_show_a_tensor` tells from how a method uses a parameter
-that it is a tensor (a tuple it unpacks is not).
+is no such evidence in a file. In a file that packs sequences, ``x.data`` may be a
+``PackedSequence``'s, which can require grad (:func:`may_be_packed`).
 
 **An object that moves itself.** :func:`moves_itself`: may the receiver of a ``.cuda()`` /
 ``.to()`` be an instance of a project class with its own ``cuda()``/``to()`` (which need not
@@ -44,12 +42,13 @@ return it)? ``storage.cuda()`` on such an object is not ``storage = storage.to(d
 classes are those the file reaches by import (``CodemodView.own_move_classes``,
 :mod:`.project_classes`) and its own:
 
-- :data:`OWN`: it is bound to a call of such a class (``s = RolloutStorage(...)``, ``self.s =
-  RolloutStorage(...)`` in its class): the move is left for manual review;
+- :data:`OWN`: a binding of it is a call of such a class (``self.s = RolloutStorage(...)``), of
+  its functions (``DocReader.load(...)``, unpacked too) or of a function of this file returning
+  one: the move is left for manual review;
 - :data:`UNKNOWN`: such classes exist and nothing shows what it is (a parameter, an item): the
   fix needs ``--unsafe-fixes``;
-- None: no such class exists, or every binding is a torch object, a move of one, or an instance
-  of another class.
+- None: no such class exists, or every binding (every ``return`` of a function of this file
+  it calls) is a torch object, a move of one, or an instance of another class.
 """
 
 from __future__ import annotations
@@ -311,12 +310,16 @@ def _kind(codemod: "CodemodView", expr: cst.BaseExpression, classes: frozenset[s
     if isinstance(expr, cst.Call):
         return _call_kind(codemod, expr, classes, seen)
     if isinstance(expr, cst.Name):
-        if expr.value in seen:
-            return _OTHER, ""
-        found = bound_values(facts_values.of(codemod), expr)
-        if found is None:
-            return UNKNOWN, ""
-        return _combine([_kind(codemod, v, classes, seen | {expr.value}) for v in found])
+        values = facts_values.of(codemod)
+        key = f"{expr.value}@{id(values.enclosing(expr, (cst.FunctionDef, cst.Lambda)))}"  # the name in its scope
+        reach = values.reach(expr)
+        if key in seen or reach.why is not None or not reach.bindings:
+            return (_OTHER if key in seen else UNKNOWN), ""
+        found = []
+        for bound in map(values.bound, reach.bindings):  # one binding that may be an instance decides
+            kind = _kind(codemod, bound.value, classes, seen | {key}) if bound.kind in (VALUE, PART) else (UNKNOWN, "")
+            found.append(kind if bound.kind == VALUE or kind[0] == OWN else (UNKNOWN, ""))
+        return _combine(found)
     if m_self_attribute(expr):
         attr = cst.ensure_type(expr, cst.Attribute).attr.value
         if "self." + attr in seen:
@@ -335,6 +338,13 @@ def _call_kind(codemod: "CodemodView", call: cst.Call, classes: frozenset[str], 
         return OWN, last
     if isinstance(call.func, cst.Attribute) and call.func.attr.value in SAME_KIND_METHODS:
         return _kind(codemod, call.func.value, classes, seen)
+    owner = spelt.rpartition(".")[0].rpartition(".")[2]
+    if owner in classes:
+        return OWN, owner  # `DocReader.load(...)`: what a class's own function returns may be an instance
+    function = facts_values.of(codemod).function_called(call.func)  # a module-level function of this file: its returns
+    returned = [n.value for n in traversal.walk(function) if isinstance(n, cst.Return) and n.value] if function else []
+    if returned and function.name.value not in seen and facts_values.of(codemod).parent(function) is facts_values.of(codemod).module:
+        return _combine([_kind(codemod, v, classes, seen | {function.name.value}) for v in returned])
     if any(q.startswith("torch.") for q in codemod.qualified_names(call.func)):
         return _OTHER, ""
     if isinstance(call.func, cst.Name) and call.func.value in _local_class_names(codemod):
@@ -355,11 +365,7 @@ def _local_class_names(codemod: "CodemodView") -> frozenset[str]:
 
 
 def _combine(kinds: list[tuple[str, str]]) -> tuple[str, str]:
-    for wanted in (OWN, UNKNOWN):
-        for kind in kinds:
-            if kind[0] == wanted:
-                return kind
-    return _OTHER, ""
+    return next((kind for wanted in (OWN, UNKNOWN) for kind in kinds if kind[0] == wanted), (_OTHER, ""))
 
 
 def bound_values(values: ModuleValues, name: cst.Name) -> list[cst.BaseExpression] | None:
