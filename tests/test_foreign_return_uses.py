@@ -135,3 +135,44 @@ def test_a_file_of_the_same_project_that_spells_the_name_without_importing_it_ca
     root = _project(tmp_path / "p", helpers="import metrics\n", report="import helpers\n\nprint(helpers.metrics.accuracy([]).item())\n")
     line = _line(root)
     assert "[*]" not in line and "unsafe" in line, line
+
+
+
+SCORER = '''import json
+
+import torch
+
+
+class Scorer(object):
+    def hits(self, pred, y):
+        return pred.eq(y).sum()
+
+    def report(self, pred, y):
+        return json.dumps({"hits": self.hits(pred, y)})
+'''
+
+PAIR = "torch.tensor([1, 0, 1]), torch.tensor([1, 1, 1])"
+
+
+@pytest.mark.parametrize("main", [
+    f"import torch\nfrom scorer import Scorer\n\nprint(Scorer().hits({PAIR}).item() + 1)\n",  # a tensor's method
+    "from scorer import Scorer\n\nprint(Scorer.__name__)\n",  # a file that imports the class
+])
+def test_a_method_of_a_class_other_files_import_is_not_followed_to_its_own_calls_alone(tmp_path: Path, main: str) -> None:
+    """Issue 31: where a method returns a 0.3 number (``pred.eq(y).sum()``), its calls in its
+    own file used to decide (``json.dumps({"hits": self.hits(pred, y)})``: a number was meant),
+    though the instances of a class other files import may be called there too, and what those
+    calls do with the result is not read: ``main.py``'s ``.item()`` then failed on the number.
+    The fix is no longer safe there; the script runs as it did."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "scorer.py").write_text(SCORER, encoding="utf-8")
+    (root / "main.py").write_text(main, encoding="utf-8")
+    before = run_script("main.py", cwd=root)
+    assert before.returncode == 0, before.stderr
+    assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
+    assert "        return pred.eq(y).sum()\n" in (root / "scorer.py").read_text(encoding="utf-8")
+    after = run_script("main.py", cwd=root)
+    assert after.returncode == 0 and after.stdout == before.stdout, after.stderr
+    alone = run_cli("check", "scorer.py", "--no-cache", cwd=root).stdout.decode()  # the file alone: its calls decide
+    assert any(line.startswith("scorer.py:8:") and "TFD019" in line and "[*]" in line for line in alone.splitlines()), alone

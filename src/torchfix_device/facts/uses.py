@@ -344,16 +344,16 @@ def _returned(values, statement: cst.Return, found, depth, seen, held, add) -> N
 
 
 def foreign_uses(values: "ModuleValues", function: cst.FunctionDef, position: int | None, length: int) -> list[Place] | None:
-    """Where the other files of the run use what their calls of ``function`` (at module level)
-    return, element ``position`` of a tuple of ``length`` where given (the engine's
-    ``view.foreign_callers``, each file's calls read in their own module); [] where no other
-    file calls it, or where the run's files are not known (a file transformed alone: its own
-    calls decide, as they always did); None where a call elsewhere is not shown."""
+    """Where the other files of the run use what their calls of ``function`` return (element
+    ``position`` of a tuple of ``length`` where given; the engine's ``view.foreign_callers``, each
+    file's calls read in their own module); [] where no other file calls it, or where the run's
+    files are not known (a file transformed alone: its own calls decide, as they always did);
+    None where a call elsewhere is not shown, as a method's of a class other files import."""
     ask = getattr(values.view, "foreign_callers", None)
     if ask is None or getattr(values.view, "imported_by_none", False):
         return []
-    if not isinstance(values.parent(function), cst.Module):
-        return []  # a method or nested function: no other file names it
+    if not isinstance(values.parent(function), cst.Module):  # a method: None; a nested function: []
+        return None if isinstance(owner := values.parent(values.parent(function)), cst.ClassDef) and values.parent(owner) is values.module else []
     return ask.return_uses(function.name.value, position, length)
 
 
