@@ -20,8 +20,9 @@ since 0.4, while an element of a 2-dim tensor is a row, then as now.
   (``[0]``, ``[1]``, ``.values``, ``.indices``, or unpacked: ``_, pred = x.max(1)``): one fewer;
   of ``sort``/``topk``: the same; ``torch.multinomial(p, n)``: as ``p``; a full reduction: 0;
 - an integer index (``x[0]``, ``x[i]`` with ``i`` a number): one fewer; a slice: the same;
-- the output of a ``torch.nn`` layer called through a name every binding of which builds it
-  (:func:`~torchfix_device.facts.kinds.layer_class`): as its input for ``Linear``, activations,
+- the output of a ``torch.nn`` layer called through a name every binding of which builds it, or
+  through ``self.fc`` every value of which the class builds so (:func:`~.tensor_clues.layer_class`,
+  :func:`~.self_attributes.held_by_self`): as its input for ``Linear``, activations,
   dropout, normalisation, convolution and pooling; one more for ``Embedding``; through an
   ``nn.Sequential`` of such layers;
 - a name every binding of which that may reach the read shows the same number: an assignment,
@@ -33,7 +34,9 @@ since 0.4, while an element of a 2-dim tensor is a row, then as now.
   (``to_var(x)``: :func:`keeps_its_argument`): as the argument; the call of any other function
   of this file or of another file of the run: as every ``return`` of it shows
   (:mod:`.returns`), and an element unpacked from the list it returns (``prec1, prec5 =
-  accuracy(...)``): as every element of it.
+  accuracy(...)``): as every element of it; ``self.forward(x)`` / ``self(x)`` / ``self.m(x)`` of
+  a method its class defines once, which no class derives from (:func:`own_method`): as every
+  ``return`` of the method shows.
 
 None where it is not shown (a parameter of a method or of a function another file may call, a
 project module's output, any other ``x.squeeze()``, a ``torch.from_numpy`` of an array).
@@ -44,8 +47,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from torchfix_device.facts.self_attributes import class_of_self, held_by_self
 from torchfix_device.facts.tensor_clues import MOVES_OF_MODULES, layer_class
+from torchfix_device.facts import kinds
 from torchfix_device.facts.counts import is_count, is_number
+from torchfix_device.facts.methods import attributes_named, derived_in_file
+from torchfix_device.facts.project_attributes import subclassed_in_run
 from torchfix_device.facts.values import ITEM, PARAM, PART, VALUE
 from torchfix_device.syntax import nodes, traversal
 
@@ -296,7 +303,26 @@ def _call_dims(values: "ModuleValues", call: cst.Call, depth: int) -> int | None
     if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and values.module_path(func) and not torch_names):
         summary = values.call_returns(call)  # a function of this file or of another of the run: `accuracy(...)`
         return summary.dims if summary is not None else None
+    method = own_method(values, func)
+    if method is not None:  # `self.forward(x)`, `self(x)`: as every `return` of the method shows
+        return getattr(values.function_returns(method), "dims", None)
     return _method_dims(values, func.attr.value, call, depth) if isinstance(func, cst.Attribute) else None
+
+
+def own_method(values: "ModuleValues", func: cst.BaseExpression) -> cst.FunctionDef | None:
+    """The method ``self.m(...)`` (``self(...)``: ``forward``) calls in a method of a class of the
+    file that defines it once, where no class of the file or of the run derives from the class
+    and nothing assigns an attribute of that name."""
+    receiver, name = (func.value, func.attr.value) if isinstance(func, cst.Attribute) else (func, "forward")
+    if not isinstance(receiver, cst.Name):
+        return None
+    cls = class_of_self(values, receiver)
+    if cls is None or subclassed_in_run(values, cls.name.value) or (func is receiver and id(cls) not in kinds.module_classes(values)):
+        return None
+    defs = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name] if isinstance(cls.body, cst.IndentedBlock) else []
+    method = defs[0] if len(defs) == 1 and not derived_in_file(values, cls) else None
+    assigned = any(isinstance(values.parent(a), (cst.AssignTarget, cst.AugAssign)) for a in attributes_named(values, name))
+    return method if method is not None and not method.decorators and not assigned else None
 
 
 def keeps_its_argument(values: "ModuleValues", func: cst.Name) -> bool:
@@ -414,10 +440,11 @@ def _sequential_items(
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in MOVES_OF_MODULES \
             and not values.module_path(value.func):
         value = value.func.value  # `nn.Sequential(...).cuda()`, `model.cuda()`
-    if isinstance(value, cst.Name):
+    if isinstance(value, (cst.Name, cst.Attribute)):
+        held = values.values_of(value) if isinstance(value, cst.Name) else held_by_self(values, value) or [None]
         found = {
             _sequential_items(values, v, depth + 1, seen | {id(v)})
-            for v in values.values_of(value) if v is None or id(v) not in seen  # a loop's own binding: the others decide
+            for v in held if v is None or id(v) not in seen  # a loop's own binding: the others decide
         }
         return found.pop() if len(found) == 1 else None
     if not isinstance(value, cst.Call) or not any(q.endswith(".Sequential") for q in values.names(value.func)):

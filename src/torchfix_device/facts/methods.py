@@ -54,6 +54,16 @@ def only_method(values: "ModuleValues", cls: cst.ClassDef, name: str) -> cst.Fun
     return found[0] if len(found) == 1 and values.parent(values.parent(found[0]) or found[0]) is cls else None
 
 
+def derived_in_file(values: "ModuleValues", cls: cst.ClassDef) -> bool:
+    """Some other class of the module may derive from ``cls`` (:func:`_derives`)."""
+    return any(isinstance(c, cst.ClassDef) and c is not cls and _derives(values, c, cls) for c in traversal.walk_statements(values.module))
+
+
+def attributes_named(values: "ModuleValues", name: str) -> list[cst.Attribute]:
+    """Every ``x.<name>`` of the module."""
+    return _by_name(values)[1].get(name, [])
+
+
 def _by_name(values: "ModuleValues") -> tuple[dict[str, list[cst.FunctionDef]], dict[str, list[cst.Attribute]]]:
     """Every ``def`` and every ``x.<name>`` of the module, by name (one walk per module version)."""
 
@@ -118,8 +128,8 @@ def _derives(values: "ModuleValues", cls: cst.ClassDef, base: cst.ClassDef, dept
     if depth > MAX_DEPTH:
         return True
     for arg in cls.bases:
-        if not isinstance(arg.value, cst.Name):
-            continue  # `nn.Module`, `object` through a module: not a class of this module
+        if not isinstance(arg.value, cst.Name) or values.names(arg.value) == {"builtins.object"}:
+            continue  # `nn.Module`, `object`: not a class of this module
         reach = values.reach(arg.value)
         if reach.why is not None:
             return True

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Callable
 import libcst as cst
 from torchfix_device.syntax import traversal
 from torchfix_device.facts.stores import store_of
-from torchfix_device.facts.uses import Place, Use, calls_of, container_kind, gym_environment_ids
+from torchfix_device.facts.environments import gym_environment_ids
+from torchfix_device.facts.uses import Place, Use, calls_of, container_kind
 
 if TYPE_CHECKING:
     from torchfix_device.facts.values import ModuleValues

@@ -29,6 +29,7 @@ from torchfix_device.facts import dims as facts_dims
 from torchfix_device.facts import kinds
 from torchfix_device.facts import sizes as facts_sizes
 from torchfix_device.facts.cpu_paths import loader_class
+from torchfix_device.facts.environments import derives_from_gym, gym_environment_ids
 from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts.losses import LossEvidence
 from torchfix_device.facts.values import VALUE, install_summariser
@@ -52,6 +53,9 @@ class Returned:
     device (:func:`~torchfix_device.facts.cpu_paths.loader_class`)."""
     scalar: bool = False
     """Every ``return`` is shown to be a 0-dim tensor (:mod:`.sizes`: ``return F.nll_loss(...)``)."""
+    gym_env: bool = False
+    """What it returns is a ``gym`` environment (:mod:`.environments`): every ``return`` of a
+    function, an instance of a class deriving from the package's."""
     scalar_call: bool = False
     """A class whose instances, called, return what is shown to be a 0-dim tensor: the
     ``forward`` of an ``nn.Module`` subclass (``LabelSmoothing(...)(x, y)``), the ``__call__`` of
@@ -71,7 +75,7 @@ def made_by_class(values: "ModuleValues", cls: cst.ClassDef) -> Returned:
         memo[id(cls)] = NOTHING  # while it is being found
         method = _instance_call(values, cls)
         scalar = method is not None and facts_sizes.evidence(values).returns_size(method) is facts_sizes.Size.ZERO_DIM
-        known = memo[id(cls)] = Returned(loader=loader_class(values, cls), scalar_call=scalar)
+        known = memo[id(cls)] = Returned(loader=loader_class(values, cls), scalar_call=scalar, gym_env=derives_from_gym(values, cls))
     return known
 
 
@@ -117,6 +121,7 @@ def _summary(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
         grad_free=grad_free,
         builds_loss=all(isinstance(r, cst.Call) and losses.is_loss_constructor(r) for r in returns),
         scalar=facts_sizes.evidence(values).returns_size(function) is facts_sizes.Size.ZERO_DIM,
+        gym_env=all(gym_environment_ids(values, r) is not None for r in returns),  # type: ignore[arg-type]
     )
 
 

@@ -289,6 +289,26 @@ class SelfAttributeEvidence(ProofMemo):
         return values
 
 
+class _Reader(SelfAttributeEvidence):
+    """The classes of one module version, read for the facts that ask what ``self.attr`` holds."""
+
+    def __init__(self, values) -> None:  # noqa: ANN001 - a ModuleValues
+        self.module, self.names, self.parent, self._values_of = values.module, values.names, values.parent, values.values_of
+
+
+def held_by_self(values, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:  # noqa: ANN001
+    """What ``self.attr`` may hold, in a method of its class, where the file shows every value the
+    class gives it (:meth:`SelfAttributeEvidence.held`); None otherwise."""
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)):
+        return None
+    return values.facet("self attributes", lambda: _Reader(values)).held(expr)
+
+
+def class_of_self(values, receiver: cst.BaseExpression) -> cst.ClassDef | None:  # noqa: ANN001
+    """The class whose method has ``receiver`` as its first parameter, not rebound there."""
+    return values.facet("self attributes", lambda: _Reader(values)).class_of_self(receiver)
+
+
 class _AttributeIndex:
     """One walk of the module: its classes, every ``x.<attr>`` by attribute name, the
     registering calls, and whether ``setattr``-like code may write any attribute."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from torchfix_device.facts.self_attributes import held_by_self
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.torch_api import is_torch_module_class
@@ -60,8 +61,12 @@ TENSOR_ONLY_METHODS = TORCH_ONLY_METHODS - MOVES_OF_MODULES
 def layer_class(values: "ModuleValues", func: cst.BaseExpression, depth: int = 0, seen: frozenset[int] = frozenset()) -> str | None:
     """The ``torch.nn`` class (last part: ``Linear``) of the layer ``func`` calls, where every
     binding of the name that may reach the call builds one (``model = nn.Linear(4, 3)``,
-    maybe moved: ``model = model.cuda()``); a ``Sequential`` counts only of layers of
-    :data:`ONE_TENSOR_LAYERS` (as ``Sequential``). None otherwise."""
+    maybe moved: ``model = model.cuda()``), or every value the class gives ``self.fc``
+    (:func:`~.self_attributes.held_by_self`); a ``Sequential`` counts only of layers of :data:`ONE_TENSOR_LAYERS`
+    (as ``Sequential``). None otherwise."""
+    if isinstance(func, cst.Attribute) and depth <= MAX_DEPTH:
+        found = {_built_layer(values, v, depth + 1, seen) for v in held_by_self(values, func) or [None]}
+        return found.pop() if len(found) == 1 else None
     if not isinstance(func, cst.Name) or depth > MAX_DEPTH or func.value not in _call_bound_names(values):
         return None
     found: set[str] = set()

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 from torchfix_device.facts import kinds, project_attributes
+from torchfix_device.facts.environments import gym_environment_ids
 from torchfix_device.facts.methods import method_calls
 from torchfix_device.facts.values import AUGMENTED, VALUE
 from torchfix_device.syntax import nodes
@@ -456,45 +457,3 @@ def container_kind(values: "ModuleValues", expr: cst.BaseExpression, depth: int 
         if kind == project_attributes.SEQUENCE:
             return "sequence"
     return "tensor" if kinds.is_tensor(values, expr) else None
-
-
-def gym_environment_ids(values: "ModuleValues", receiver: cst.BaseExpression, depth: int = 0) -> set[str | None] | None:
-    """Where ``receiver`` is a ``gym``/``gymnasium`` environment (every value of the name is
-    made by a function of that package: ``gym.make(...)``, a ``gym.wrappers`` class, or is the
-    ``.unwrapped`` of one): the environment ids it may have been made for, a literal id given to
-    ``gym.make`` (directly or through a name every value of which is one) or None where not
-    shown. None where ``receiver`` is not shown to be such an environment."""
-    if depth > MAX_DEPTH:
-        return None
-    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "unwrapped":
-        return gym_environment_ids(values, receiver.value, depth + 1)
-    if isinstance(receiver, cst.Call):
-        names = values.names(receiver.func)
-        if not names or not all(q.split(".")[0] in ("gym", "gymnasium") for q in names):
-            return None
-        first = receiver.args[0] if receiver.args and not receiver.args[0].keyword and not receiver.args[0].star else None
-        literal = _literal_string(values, first.value, depth + 1) if first is not None and names <= GYM_MAKERS else None
-        return {literal}
-    if not isinstance(receiver, cst.Name):
-        return None
-    found: set[str | None] = set()
-    for value in values.values_of(receiver):
-        ids = gym_environment_ids(values, value, depth + 1) if value is not None and value is not receiver else None
-        if ids is None:
-            return None
-        found |= ids
-    return found or None
-
-
-GYM_MAKERS = frozenset({"gym.make", "gymnasium.make"})
-
-
-def _literal_string(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> str | None:
-    """The text of a string literal, directly or through a name every value of which is the same one."""
-    if isinstance(expr, cst.SimpleString):
-        text = expr.evaluated_value
-        return text if isinstance(text, str) else None
-    if isinstance(expr, cst.Name) and depth <= MAX_DEPTH:
-        found = {_literal_string(values, v, depth + 1) if v is not None and v is not expr else None for v in values.values_of(expr)}
-        return found.pop() if len(found) == 1 else None
-    return None

@@ -6,10 +6,9 @@ code: what a name read at some place may hold (the bindings that reach the read,
 the code runs: :mod:`.name_flow`), what a binding binds there (an assignment's value or a part
 of it, an item of what a loop or comprehension goes through, a parameter), what a module-level
 dotted name is (``torch.load`` for ``T.load``, star imports included: :mod:`.names`). This
-module answers them once per module version and keeps the answers; the facts
-(:mod:`.grad`, :mod:`.kinds`, :mod:`.sizes`, :mod:`.devices`) only say what each form of code
-means for their question. :func:`of` gives the one instance of a module version for the codemod
-that asks.
+module answers them once per module version and keeps the answers; the facts (:mod:`.grad`,
+:mod:`.kinds`, :mod:`.sizes`, :mod:`.devices`) only say what each form of code means for their
+question. :func:`of` gives the one instance of a module version for the codemod that asks.
 
 Names and bindings are libcst's exact answers for any node of the module, given by the codemod
 that first asks (the engine's shortcuts where they hold). Code outside the file is not seen.
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from torchfix_device.syntax.lookup import CodemodView
 
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+VALUE, PART, ITEM, PARAM, AUGMENTED, OTHER = "value", "part", "item", "param", "augmented", "other"
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,6 @@ class Bound:
     node: cst.CSTNode
     value: Any = None
     why: str | None = None
-
-
-VALUE, PART, ITEM, PARAM, AUGMENTED, OTHER = "value", "part", "item", "param", "augmented", "other"
 
 
 @dataclass(frozen=True)
@@ -278,7 +275,7 @@ class ModuleValues:
         ``view.foreign_returns``); None otherwise, or where no summariser is installed."""
         function = self.function_called(call.func)
         if function is not None:
-            return _SUMMARISER[0](self, function) if _SUMMARISER else None
+            return self.function_returns(function)
         cls = self.class_called(call.func)
         if cls is not None:
             return _SUMMARISER[1](self, cls) if _SUMMARISER else None
@@ -287,6 +284,10 @@ class ModuleValues:
             return None
         names = self.names(call.func)
         return foreign(next(iter(names))) if len(names) == 1 else None
+
+    def function_returns(self, function: cst.FunctionDef) -> Any:
+        """What every ``return`` of ``function`` of this file (a method's too) gives (``Returned``)."""
+        return _SUMMARISER[0](self, function) if _SUMMARISER else None
 
     def returned_parts(self, node: cst.CSTNode) -> list[cst.BaseExpression] | None:
         """For a ``PART`` binding ``a, b = f(...)`` of a function ``f`` of this file
