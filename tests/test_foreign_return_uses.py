@@ -176,3 +176,42 @@ def test_a_method_of_a_class_other_files_import_is_not_followed_to_its_own_calls
     assert after.returncode == 0 and after.stdout == before.stdout, after.stderr
     alone = run_cli("check", "scorer.py", "--no-cache", cwd=root).stdout.decode()  # the file alone: its calls decide
     assert any(line.startswith("scorer.py:8:") and "TFD019" in line and "[*]" in line for line in alone.splitlines()), alone
+
+
+PICK = '''import torch
+
+VOCAB = {0: "the", 1: "cat"}
+
+
+def pick(probs):
+    return torch.multinomial(probs, 1)[0]
+
+
+def word(probs):
+    return VOCAB[pick(probs)]
+'''
+
+
+def test_a_refusal_at_the_own_file_s_calls_does_not_speak_for_the_other_files(tmp_path: Path) -> None:
+    """Issue 31: ``pick``'s result fails as a key of the file's plain dict for a tensor of any
+    shape (a refusal: ``facts.refusals``), which made ``.item()`` safe whatever its dimensions; but
+    ``main.py`` hands the result to code that calls ``.item()`` on it, which an int does not have.
+    Where other files of the run call the function, the refusal at this file's calls no longer
+    decides: the fix is unsafe, and the script runs as it did."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "vocab.py").write_text(PICK, encoding="utf-8")
+    (root / "report.py").write_text("def show(x):\n    print(x.item())\n", encoding="utf-8")
+    (root / "main.py").write_text(
+        "import torch\n\nfrom report import show\nfrom vocab import pick\n\nshow(pick(torch.tensor([0.0, 1.0])))\n", encoding="utf-8")
+    before = run_script("main.py", cwd=root)
+    assert before.returncode == 0 and before.stdout.strip() == "1", before.stderr
+    out = run_cli("check", ".", "--no-cache", cwd=root).stdout.decode()
+    line = next(l for l in out.splitlines() if l.startswith("vocab.py:7:") and "TFD019" in l)
+    assert "[*]" not in line and "unsafe" in line, line
+    assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
+    assert (root / "vocab.py").read_text(encoding="utf-8") == PICK
+    after = run_script("main.py", cwd=root)
+    assert after.returncode == 0 and after.stdout == before.stdout, after.stderr
+    alone = run_cli("check", "vocab.py", "--no-cache", cwd=root).stdout.decode()  # the file alone: its calls decide
+    assert any(l.startswith("vocab.py:7:") and "[*]" in l and "any shape" in l for l in alone.splitlines()), alone

@@ -300,22 +300,23 @@ def _call_dims(values: "ModuleValues", call: cst.Call, depth: int) -> int | None
     positional = nodes.positional_args(call)
     if isinstance(func, cst.Name) and positional and keeps_its_argument(values, func):
         return dims(values, positional[0].value, depth + 1)
-    if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and values.module_path(func) and not torch_names):
-        summary = values.call_returns(call)  # a function of this file or of another of the run: `accuracy(...)`
-        return summary.dims if summary is not None else None
     method = own_method(values, func)
     if method is not None:  # `self.forward(x)`, `self(x)`: as every `return` of the method shows
         return getattr(values.function_returns(method), "dims", None)
+    if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and values.module_path(func) and not torch_names):
+        summary = values.call_returns(call)  # a function of this file or of another of the run: `accuracy(...)`
+        return summary.dims if summary is not None else None
     return _method_dims(values, func.attr.value, call, depth) if isinstance(func, cst.Attribute) else None
 
 
 def own_method(values: "ModuleValues", func: cst.BaseExpression) -> cst.FunctionDef | None:
-    """The method ``self.m(...)`` (``self(...)``: ``forward``) calls in a method of a class of the
-    file that defines it once, where no class of the file or of the run derives from the class
+    """The method ``self.m(...)`` (``self(...)``: ``forward``) calls in a plain method of a class of
+    the file that defines it once, where no class of the file or of the run derives from the class
     and nothing assigns an attribute of that name."""
     receiver, name = (func.value, func.attr.value) if isinstance(func, cst.Attribute) else (func, "forward")
-    if not isinstance(receiver, cst.Name):
-        return None
+    caller = values.enclosing(func, cst.FunctionDef)
+    if not isinstance(receiver, cst.Name) or caller is None or caller.decorators:
+        return None  # (a class method's `cls(...)` makes an instance)
     cls = class_of_self(values, receiver)
     if cls is None or subclassed_in_run(values, cls.name.value) or (func is receiver and id(cls) not in kinds.module_classes(values)):
         return None

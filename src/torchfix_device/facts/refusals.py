@@ -18,8 +18,8 @@ is made) to its first use:
   tensor, and that cannot leave the block but by raising, are passed over); or the name's only
   read is a ``return``, and at every call of the function
   (:func:`~torchfix_device.facts.uses.calls_of`, methods included) the value is refused first in
-  the same way (the calls in this file, as everywhere in :mod:`.uses`: a caller in another file
-  that imports the function is not seen);
+  the same way, where no other file of the run may call it
+  (:func:`~torchfix_device.facts.uses.foreign_uses` shows none);
 - ``return v``: refused first at every call.
 
 None where that is not shown.
@@ -34,7 +34,7 @@ import libcst as cst
 from torchfix_device.syntax import traversal
 from torchfix_device.facts.stores import store_of
 from torchfix_device.facts.environments import gym_environment_ids
-from torchfix_device.facts.uses import Place, Use, calls_of, container_kind
+from torchfix_device.facts.uses import Place, Use, calls_of, container_kind, foreign_uses
 
 if TYPE_CHECKING:
     from torchfix_device.facts.values import ModuleValues
@@ -126,8 +126,8 @@ def _may_leave(statement: cst.SimpleStatementLine) -> bool:
 
 def _at_calls(values, statement: cst.Return, depth: int, seen: frozenset[int], question: Question) -> Place | None:  # noqa: ANN001
     function = values.enclosing(statement, (cst.FunctionDef, cst.Lambda))
-    if not isinstance(function, cst.FunctionDef) or id(function) in seen:
-        return None
+    if not isinstance(function, cst.FunctionDef) or id(function) in seen or foreign_uses(values, function, None, 0) != []:
+        return None  # (the other files of the run call it: their uses are not read for a refusal)
     calls = calls_of(values, function)
     first = None
     for call in calls:
