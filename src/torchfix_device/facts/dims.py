@@ -47,11 +47,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from torchfix_device.facts.self_attributes import class_of_self, held_by_self
+from torchfix_device.facts.self_attributes import held_by_self
 from torchfix_device.facts.tensor_clues import MOVES_OF_MODULES, layer_class
 from torchfix_device.facts import kinds
 from torchfix_device.facts.counts import is_count, is_number
-from torchfix_device.facts.methods import attributes_named, derived_in_file
+from torchfix_device.facts.methods import attributes_named, class_of_self, own_def
 from torchfix_device.facts.project_attributes import subclassed_in_run
 from torchfix_device.facts.values import ITEM, PARAM, PART, VALUE
 from torchfix_device.syntax import nodes, traversal
@@ -310,20 +310,16 @@ def _call_dims(values: "ModuleValues", call: cst.Call, depth: int) -> int | None
 
 
 def own_method(values: "ModuleValues", func: cst.BaseExpression) -> cst.FunctionDef | None:
-    """The method ``self.m(...)`` (``self(...)``: ``forward``) calls in a plain method of a class of
-    the file that defines it once, where no class of the file or of the run derives from the class
-    and nothing assigns an attribute of that name."""
+    """The method ``self.m(...)`` (``self(...)``: an ``nn.Module``'s ``forward``) calls in a plain
+    method of a class of the file that defines it once (:func:`~.methods.own_def`), where no class
+    of the run derives from the class and nothing assigns an attribute of that name."""
     receiver, name = (func.value, func.attr.value) if isinstance(func, cst.Attribute) else (func, "forward")
-    caller = values.enclosing(func, cst.FunctionDef)
-    if not isinstance(receiver, cst.Name) or caller is None or caller.decorators:
-        return None  # (a class method's `cls(...)` makes an instance)
-    cls = class_of_self(values, receiver)
+    cls = class_of_self(values, receiver) if isinstance(receiver, cst.Name) else None
     if cls is None or subclassed_in_run(values, cls.name.value) or (func is receiver and id(cls) not in kinds.module_classes(values)):
         return None
-    defs = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name] if isinstance(cls.body, cst.IndentedBlock) else []
-    method = defs[0] if len(defs) == 1 and not derived_in_file(values, cls) else None
-    assigned = any(isinstance(values.parent(a), (cst.AssignTarget, cst.AugAssign)) for a in attributes_named(values, name))
-    return method if method is not None and not method.decorators and not assigned else None
+    if any(isinstance(values.parent(a), (cst.AssignTarget, cst.AugAssign)) for a in attributes_named(values, name)):
+        return None
+    return own_def(values, cls, name)
 
 
 def keeps_its_argument(values: "ModuleValues", func: cst.Name) -> bool:

@@ -11,8 +11,9 @@ being one):
 - an instance of a class of the project that derives from a class of the package (through the
   classes of its file): a wrapper of the RL repos' own (``class WarpFrame(gym.ObservationWrapper)``);
 - what a function of this file or of another file of the run returns, where every ``return``
-  of it is one (``wrap_pytorch(env)``, ``make_atari(env_id)``: summarised in the defining file,
-  :mod:`.returns`).
+  of it is one (``wrap_pytorch(env)``, ``make_atari(env_id)``), and an instance of such a class:
+  both as the function's or the class's summary says (``Returned.gym_env``, :mod:`.returns`,
+  made in the defining file).
 
 The ids of a project's environment are not known (None among them).
 """
@@ -22,7 +23,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from torchfix_device.syntax import traversal
 
 if TYPE_CHECKING:
     from torchfix_device.facts.values import ModuleValues
@@ -59,24 +59,7 @@ def _made_by(values: "ModuleValues", call: cst.Call, depth: int) -> set[str | No
         first = call.args[0] if call.args and not call.args[0].keyword and not call.args[0].star else None
         literal = _literal_string(values, first.value, depth + 1) if first is not None and names <= GYM_MAKERS else None
         return {literal}
-    cls = values.class_called(call.func)
-    if cls is not None:
-        return {None} if derives_from_gym(values, cls) else None
-    function = values.function_called(call.func)
-    if function is not None:
-        if not isinstance(values.parent(function), cst.Module):
-            return None
-        returns = [n.value for n in _returns(function)]
-        if not returns or None in returns:
-            return None
-        found: set[str | None] = set()
-        for value in returns:
-            ids = gym_environment_ids(values, value, depth + 1)  # type: ignore[arg-type]
-            if ids is None:
-                return None
-            found |= ids
-        return found
-    summary = values.call_returns(call)  # a function or class of another file of the run
+    summary = values.call_returns(call)  # a class or function of this file or of another file of the run
     return {None} if getattr(summary, "gym_env", False) else None
 
 
@@ -94,10 +77,6 @@ def derives_from_gym(values: "ModuleValues", cls: cst.ClassDef, depth: int = 0) 
         if inner is not None and derives_from_gym(values, inner, depth + 1):
             return True
     return False
-
-
-def _returns(function: cst.FunctionDef) -> list[cst.Return]:
-    return [] if traversal.yields(function) else list(traversal.function_returns(function))
 
 
 def _literal_string(values: "ModuleValues", expr: cst.BaseExpression, depth: int) -> str | None:

@@ -341,9 +341,10 @@ def _call_kind(codemod: "CodemodView", call: cst.Call, classes: frozenset[str], 
     owner = spelt.rpartition(".")[0].rpartition(".")[2]
     if owner in classes:
         return OWN, owner  # `DocReader.load(...)`: what a class's own function returns may be an instance
-    function = facts_values.of(codemod).function_called(call.func)  # a module-level function of this file: its returns
-    returned = [n.value for n in traversal.walk(function) if isinstance(n, cst.Return) and n.value] if function else []
-    if returned and function.name.value not in seen and facts_values.of(codemod).parent(function) is facts_values.of(codemod).module:
+    values = facts_values.of(codemod)
+    function = values.function_called(call.func)  # a module-level function of this file: its returns
+    returned = [r.value for r in traversal.function_returns(function) if r.value] if function else []
+    if returned and function.name.value not in seen and values.parent(function) is values.module:
         return _combine([_kind(codemod, v, classes, seen | {function.name.value}) for v in returned])
     if any(q.startswith("torch.") for q in codemod.qualified_names(call.func)):
         return _OTHER, ""

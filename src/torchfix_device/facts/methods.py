@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from torchfix_device.facts.self_attributes import class_of_self as self_class
 from torchfix_device.syntax import traversal
 
 if TYPE_CHECKING:
@@ -54,9 +55,14 @@ def only_method(values: "ModuleValues", cls: cst.ClassDef, name: str) -> cst.Fun
     return found[0] if len(found) == 1 and values.parent(values.parent(found[0]) or found[0]) is cls else None
 
 
-def derived_in_file(values: "ModuleValues", cls: cst.ClassDef) -> bool:
-    """Some other class of the module may derive from ``cls`` (:func:`_derives`)."""
-    return any(isinstance(c, cst.ClassDef) and c is not cls and _derives(values, c, cls) for c in traversal.walk_statements(values.module))
+def own_def(values: "ModuleValues", cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    """The undecorated ``def name`` of ``cls``'s body, defined there once, where no other class of
+    the module may derive from ``cls`` (:func:`_derives`: none overrides it)."""
+    defs = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
+    if len(defs) != 1 or defs[0].decorators:
+        return None
+    derived = any(isinstance(c, cst.ClassDef) and c is not cls and _derives(values, c, cls) for c in traversal.walk_statements(values.module))
+    return None if derived else defs[0]
 
 
 def attributes_named(values: "ModuleValues", name: str) -> list[cst.Attribute]:
@@ -86,7 +92,7 @@ def _classes_of(values: "ModuleValues", receiver: cst.BaseExpression, depth: int
     if depth > MAX_DEPTH:
         return None
     if isinstance(receiver, cst.Name) and receiver.value == "self":
-        owner = _class_of_self(values, receiver)
+        owner = class_of_self(values, receiver)
         return None if owner is None else {owner}
     found: set[cst.ClassDef] = set()
     for value in values.values_of(receiver):
@@ -108,15 +114,13 @@ def _classes_of(values: "ModuleValues", receiver: cst.BaseExpression, depth: int
     return found or None
 
 
-def _class_of_self(values: "ModuleValues", name: cst.Name) -> cst.ClassDef | None:
-    """The class of the method whose first parameter ``self`` is, where ``name`` is read."""
+def class_of_self(values: "ModuleValues", name: cst.Name) -> cst.ClassDef | None:
+    """The class of the plain (undecorated) method whose first parameter ``name`` is, where it is
+    read and not rebound (:func:`~.self_attributes.class_of_self`)."""
     function = values.enclosing(name, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
-    if not isinstance(function, cst.FunctionDef) or function.decorators or not function.params.params:
-        return None
-    if function.params.params[0].name.value != "self":
-        return None
-    owner = values.parent(values.parent(function) or function)
-    return owner if isinstance(owner, cst.ClassDef) else None
+    if not isinstance(function, cst.FunctionDef) or function.decorators:
+        return None  # (a class method's `cls` is the class, a static method's first parameter anything)
+    return self_class(values, name)
 
 
 def _defines(cls: cst.ClassDef, method: str) -> bool:

@@ -26,13 +26,16 @@ A subclass in another file, or code there writing the attribute, is not seen.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.facts.in_place import RANDOM_FILLS
 from torchfix_device.facts.proof_memo import ProofMemo
+
+if TYPE_CHECKING:
+    from torchfix_device.facts.values import ModuleValues
 
 
 REGISTERING = {"register_buffer", "register_parameter", "add_module", "register_module"}
@@ -47,6 +50,7 @@ class SelfAttributeEvidence(ProofMemo):
     ``module``, ``missing`` and ``args_missing``)."""
 
     module: cst.Module
+    values: "ModuleValues"
 
     def names(self, node: cst.CSTNode) -> set[str]:  # pragma: no cover - supplied
         raise NotImplementedError
@@ -230,8 +234,8 @@ class SelfAttributeEvidence(ProofMemo):
         return found
 
     def attribute_index(self) -> "_AttributeIndex":
-        """The module's :class:`_AttributeIndex` (one walk, remembered)."""
-        return self.__dict__.get("_attribute_index") or self.__dict__.setdefault("_attribute_index", _AttributeIndex(self.module))
+        """The module's :class:`_AttributeIndex` (one walk per tree, shared by every reader of it)."""
+        return self.values.tree_facet("attribute index", lambda: _AttributeIndex(self.module))
 
     def _scan_attribute_values(self, cls: cst.ClassDef, attr: str) -> list[object] | None:
         index = self.attribute_index()
@@ -293,7 +297,7 @@ class _Reader(SelfAttributeEvidence):
     """The classes of one module version, read for the facts that ask what ``self.attr`` holds."""
 
     def __init__(self, values) -> None:  # noqa: ANN001 - a ModuleValues
-        self.module, self.names, self.parent, self._values_of = values.module, values.names, values.parent, values.values_of
+        self.values, self.module, self.names, self.parent, self._values_of = values, values.module, values.names, values.parent, values.values_of
 
 
 def held_by_self(values, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:  # noqa: ANN001

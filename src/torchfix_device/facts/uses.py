@@ -353,8 +353,10 @@ def foreign_uses(values: "ModuleValues", function: cst.FunctionDef, position: in
     ask = getattr(values.view, "foreign_callers", None)
     if ask is None or getattr(values.view, "imported_by_none", False):
         return []
-    if not isinstance(values.parent(function), cst.Module):  # a method: None; a nested function: []
-        return None if isinstance(owner := values.parent(values.parent(function)), cst.ClassDef) and values.parent(owner) is values.module else []
+    if not isinstance(values.parent(function), cst.Module):
+        owner = values.parent(values.parent(function))
+        method = isinstance(owner, cst.ClassDef) and values.parent(owner) is values.module
+        return None if method else []  # a nested function: no other file names it
     return ask.return_uses(function.name.value, position, length)
 
 
