@@ -268,3 +268,58 @@ def test_a_loss_passed_from_other_files_is_shown_by_every_caller_of_the_run(tmp_
     assert after.returncode == 0, after.stderr
     (root / "evaluate.py").write_text(EVALUATE.replace("loss.data[0]", "float(loss.reshape(1)[0])"), encoding="utf-8")
     assert after.stdout == run_script("dialog.py", cwd=root).stdout != ""
+
+
+BATCHES = '''from torch.autograd import Variable
+
+
+def get_batch(source, i, seq_len=3):
+    data = Variable(source[i:i + seq_len])
+    target = Variable(source[i + 1:i + 1 + seq_len].view(-1))
+    return data, target
+'''
+
+BATCH_SCRIPT = '''import torch
+from batches import get_batch
+
+source = torch.arange(0, 24).view(12, 2)
+for i in range(0, 9, 3):
+    data, targets = get_batch(source, i)
+    print([t.data[0] for t in targets], data.size(0))
+'''
+
+
+def _batches(root: Path, batches: str = BATCHES) -> Path:
+    root.mkdir()
+    (root / "batches.py").write_text(batches, encoding="utf-8")
+    (root / "train.py").write_text(BATCH_SCRIPT, encoding="utf-8")
+    return root
+
+
+def test_an_element_unpacked_by_its_position_has_the_dimensions_returned_there(tmp_path: Path) -> None:
+    """awd-lstm-lm: ``data, targets = get_batch(...)`` where ``get_batch`` (another file) returns
+    ``data, target`` and only ``target`` is shown (``.view(-1)``: 1-dim); an item of it is 0-dim,
+    so ``t.data[0]`` (a number in 0.3, an IndexError since 0.4) becomes ``t.item()``."""
+    pytest.importorskip("torch")
+    root = _batches(tmp_path / "p")
+    before = _run(root)
+    assert before.returncode != 0 and "invalid index of a 0-dim tensor" in before.stderr, before.stderr
+    out = run_cli("apply", ".", "--no-cache", cwd=root)
+    assert out.returncode == 0, out.stderr
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert "print([t.item() for t in targets], data.size(0))" in text
+    after = _run(root)
+    assert after.returncode == 0, after.stderr
+    as_0_3 = BATCH_SCRIPT.replace("t.data[0]", "int(t.reshape(1)[0])")  # 0.3: an item was a 1-element vector
+    (root / "train.py").write_text(as_0_3, encoding="utf-8")
+    assert after.stdout == _run(root).stdout != ""
+
+
+@pytest.mark.parametrize("change", [
+    (".view(-1))", ".view(-1, 1))"),  # 2-dim: an item is a row, `t.data[0]` its element, then as now
+    ("    return data, target\n", "    if i:\n        return data, target\n    return target, data\n"),  # positions disagree
+])
+def test_a_position_not_shown_1_dim_in_every_return_shows_nothing(tmp_path: Path, change: tuple[str, str]) -> None:
+    root = _batches(tmp_path / "p", BATCHES.replace(*change))
+    out = run_cli("check", ".", "--no-cache", cwd=root).stdout.decode()
+    assert "train.py:7:" in out and "[*]" not in out.split("train.py:7:")[1].splitlines()[0], out

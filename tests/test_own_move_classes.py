@@ -457,3 +457,104 @@ def test_what_a_function_of_the_file_returns_is_asked_of_its_returns() -> None:
     assert "    rollouts.cuda()\n" in out.text
     net_line = next(f for f in out.findings if f.code == "TFD001" and "`net.cuda()`" in f.message)
     assert "unsafe" not in net_line.message and net_line.fixed and not net_line.unsafe
+
+
+SIGNATURES = {
+    "self_only": ("class A(object):\n    def cuda(self):\n        self.on = True\n", {"A"}),
+    "a_device_parameter": ("class A(object):\n    def cuda(self, device=None):\n        pass\n", set()),
+    "star_args": ("class A(object):\n    def cuda(self, *args, **kwargs):\n        pass\n", set()),
+    "keyword_only": ("class A(object):\n    def cuda(self, *, sync=False):\n        pass\n", set()),
+    "decorated": ("class A(object):\n    @wrap\n    def cuda(self):\n        pass\n", set()),
+    "with_its_own_to": ("class A(object):\n    def cuda(self):\n        pass\n    def to(self, d):\n        pass\n", set()),
+    "rebound_after": ("class A(object):\n    def cuda(self):\n        pass\n    cuda = other\n", set()),
+    "redefined_taking_more": ("class A(object):\n    def cuda(self):\n        pass\n    def cuda(self, d):\n        pass\n", set()),
+    "under_an_if": ("class A(object):\n    if X:\n        def cuda(self):\n            pass\n", set()),
+    "two_classes": ("class A:\n    def cuda(self):\n        pass\nclass B:\n    def cuda(self, i):\n        pass\n", {"A"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIGNATURES))
+def test_a_cuda_taking_nothing_is_read_from_the_class_body(name: str) -> None:
+    from torchfix_device.facts.project_classes import cuda_taking_nothing
+
+    source, expected = SIGNATURES[name]
+    assert cuda_taking_nothing(source) == expected
+
+
+PLAIN_READER = '''class Reader(object):
+    def __init__(self):
+        self.on_gpu = False
+
+    def cuda(self):
+        self.on_gpu = True
+'''
+
+PLAIN_READER_TRAIN = '''import torch
+from reader import Reader
+
+
+def step(batch):
+    batch = batch.cuda(non_blocking=True)
+    return batch * 2
+
+
+def place(thing):
+    thing = thing.cuda()
+    return thing
+
+
+if __name__ == "__main__":
+    reader = Reader()
+    reader.cuda()
+    print(step(torch.ones(3)).sum().item(), place(torch.ones(2)).sum().item(), reader.on_gpu)
+'''
+
+
+def _reader_project(root: Path, reader: str = PLAIN_READER) -> Path:
+    root.mkdir()
+    (root / "reader.py").write_text(reader, encoding="utf-8")
+    (root / "train.py").write_text(PLAIN_READER_TRAIN, encoding="utf-8")
+    return root
+
+
+def test_a_move_with_arguments_is_not_the_cuda_of_a_class_whose_cuda_takes_nothing(tmp_path: Path) -> None:
+    """DrQA: ``e.cuda(async=True)`` in a run defining ``DocReader.cuda(self)``: on an instance of
+    that class the call raises TypeError, so it is a tensor's or a module's move, a safe fix; a
+    ``.cuda()`` without arguments may still be the class's own (unsafe), and the class's own
+    instance keeps its move. The program runs as before."""
+    root = _reader_project(tmp_path / "p")
+    before = _observe(root)
+    assert before.returncode == 0, before.stderr
+    assert before.stdout.split() == ["6.0", "2.0", "True"]
+
+    applied = _cli("apply", ".", cwd=root)
+    assert applied.returncode == 0, applied.stderr
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert "    batch = batch.to(device, non_blocking=True)\n" in text
+    assert "    thing = thing.cuda()\n" in text  # may be a Reader: --unsafe-fixes only
+    assert "    reader.cuda()\n" in text  # the class's own move: left for review
+    after = _observe(root)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout
+
+
+def test_the_legacy_async_keyword_is_an_argument_too() -> None:
+    code = PLAIN_READER + "\n\ndef step(batch):\n    batch = batch.cuda(async=True)\n    return batch\n"
+    out = transform_source(code, all_codemods(), options=RunOptions(unsafe_fixes=False))
+    assert "batch = batch.to(device, non_blocking=True)" in out.text
+    bare = transform_source(code.replace("batch.cuda(async=True)", "batch.cuda()"), all_codemods(), options=RunOptions(unsafe_fixes=False))
+    assert "batch = batch.cuda()" in bare.text
+    assert any("unsafe: the run defines `Reader`" in f.message for f in bare.findings)
+
+
+@pytest.mark.parametrize("other", [
+    "class Reader(object):\n    def cuda(self, device=None):\n        pass\n",  # the same name, taking an argument
+    "from reader import Reader\n\n\nclass Sub(Reader):\n    pass\n",  # inherits its move: not read here
+])
+def test_a_class_that_may_take_the_arguments_keeps_the_doubt(tmp_path: Path, other: str) -> None:
+    root = _reader_project(tmp_path / "p")
+    (root / "other.py").write_text(other, encoding="utf-8")
+    (root / "train.py").write_text(PLAIN_READER_TRAIN.replace("from reader import Reader\n", "from reader import Reader\nimport other\n"), encoding="utf-8")
+    out = _cli("check", ".", cwd=root)
+    line = next(l for l in out.stdout.splitlines() if l.startswith("train.py:7:13: TFD001"))
+    assert "unsafe: the run defines" in line, out.stdout

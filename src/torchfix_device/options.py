@@ -51,6 +51,9 @@ class RunOptions:
     """For each file of the run (by the name its transform is given), the classes that define
     their own ``cuda()``/``to()`` it can reach by import
     (:mod:`torchfix_device.facts.project_classes`), filled in by the runner."""
+    cuda_taking_nothing: frozenset[str] = frozenset()
+    """Those of the classes above whose every ``cuda()`` in the run takes nothing but ``self``: a
+    ``.cuda(...)`` with an argument is not theirs (filled in by the runner)."""
     known_classes: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """Where a file reaches classes that move themselves: the other classes of the run it reaches
     by import, whose instances do not (filled in by the runner)."""

@@ -109,6 +109,8 @@ class Codemod(VisitorBasedCodemodCommand):
     an earlier fix rewrote, where a fix the original did not allow may become possible)."""
     own_move_classes: frozenset[str] = frozenset()
     """Classes the file reaches by import (its own too) that define their own ``cuda()``/``to()``."""
+    cuda_taking_nothing: frozenset[str] = frozenset()
+    """Those of them whose every ``cuda()`` in the run takes nothing but ``self``."""
     known_classes: frozenset[str] = frozenset()
     """Where there are such classes: the other classes of the run the file reaches (they do not)."""
     star_imports: "FileStars | None" = None

@@ -117,7 +117,7 @@ class DroppedMove(Codemod):
         if isinstance(receiver, cst.Name):
             if receiver.value in ("self", "cls") or self._is_module(receiver):
                 return updated_node
-            doubt = moves_itself(self, receiver)
+            doubt = moves_itself(self, receiver, call)
             if doubt is not None and doubt[0] == OWN:
                 self.report(
                     original_node,

@@ -443,7 +443,7 @@ def _codemod_configurer(text: str, options: RunOptions, *, stage1: Stage1Memo | 
             code,
             suppressions=suppressions,
             device_expression=options.device_expression,
-            own_move_classes=options.own_move_classes_of(filename),
+            own_move_classes=options.own_move_classes_of(filename), cuda_taking_nothing=options.cuda_taking_nothing,
             known_classes=options.known_classes_of(filename),
             star_imports=stars,
             project_attributes=attributes,

@@ -110,6 +110,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         sites: "StatementSites | None" = None,
         classes: "dict[int, ClassOutline] | None" = None,
         own_move_classes: frozenset[str] = frozenset(),
+        cuda_taking_nothing: frozenset[str] = frozenset(),
         known_classes: frozenset[str] = frozenset(),
         star_imports: "FileStars | None" = None,
         project_attributes: Any = None,
@@ -127,6 +128,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         self.keeps_findings = keeps_findings
         self.keeps_fixes = keeps_fixes
         self.own_move_classes = own_move_classes
+        self.cuda_taking_nothing = cuda_taking_nothing
         self.known_classes = known_classes
         self.star_imports = star_imports
         self.project_attributes = project_attributes

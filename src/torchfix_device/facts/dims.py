@@ -34,7 +34,8 @@ since 0.4, while an element of a 2-dim tensor is a row, then as now.
   (``to_var(x)``: :func:`keeps_its_argument`): as the argument; the call of any other function
   of this file or of another file of the run: as every ``return`` of it shows
   (:mod:`.returns`), and an element unpacked from the list it returns (``prec1, prec5 =
-  accuracy(...)``): as every element of it; ``self.forward(x)`` / ``self(x)`` / ``self.m(x)`` of
+  accuracy(...)``): as every element of it, or as its position of every literal returned
+  (``data, target = get_batch(...)`` of ``return data, target``); ``self.forward(x)`` / ``self(x)`` / ``self.m(x)`` of
   a method its class defines once, which no class derives from (:func:`own_method`): as every
   ``return`` of the method shows.
 
@@ -153,8 +154,9 @@ def _name_dims(values: "ModuleValues", name: cst.Name, depth: int) -> int | None
         if bound.kind == PART and _pair_target(values, node) and pair_dims(values, bound.value, depth + 1) is not None:
             return pair_dims(values, bound.value, depth + 1)  # `_, pred = x.max(1)`
         if bound.kind == PART and _element_target(values, node) and isinstance(bound.value, cst.Call):
-            summary = values.call_returns(bound.value)  # `prec1, prec5 = accuracy(...)`
-            return summary.element_dims if summary is not None else None
+            summary = values.call_returns(bound.value)  # `prec1, prec5 = accuracy(...)`, `data, target = get_batch(...)`
+            elements = getattr(values.parent(values.parent(node)), "elements", ())  # the tuple or list target
+            return summary.at(next(i for i, e in enumerate(elements) if e.value is node), len(elements)) if summary is not None else None
         if bound.kind == ITEM and _whole_target(values, node):
             over = dims(values, bound.value, depth + 1)  # `for row in x`: one fewer
             return over - 1 if over is not None and over >= 1 else None

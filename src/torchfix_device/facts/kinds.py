@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from torchfix_device.facts import values as facts_values
 from torchfix_device.facts.methods import SELF_RETURNING
-from torchfix_device.facts.project_classes import TEXT_MARKERS, classes_in
+from torchfix_device.facts.project_classes import TEXT_MARKERS, classes_in, cuda_taking_nothing
 from torchfix_device.facts.tensor_clues import (  # noqa: F401 - part of this fact's interface
     ONE_TENSOR_LAYERS, TENSOR_ONLY_METHODS, TORCH_ONLY_METHODS, layer_class, method_doubt, numpy_doubt, tensor_by_method,
 )
@@ -281,10 +281,14 @@ SAME_KIND_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "
 """Methods of tensors and modules returning an object of the same kind (a move of it)."""
 
 
-def moves_itself(codemod: "CodemodView", receiver: cst.BaseExpression) -> tuple[str, str] | None:
+def moves_itself(codemod: "CodemodView", receiver: cst.BaseExpression, move: cst.Call | None = None) -> tuple[str, str] | None:
     """(:data:`OWN` or :data:`UNKNOWN`, the classes concerned) for a move on ``receiver``, or
-    None when it is not in doubt (see the module docstring)."""
-    classes = codemod.own_move_classes | _local_classes(codemod)
+    None when it is not in doubt (see the module docstring). A ``move`` given an argument
+    (``x.cuda(0)``; a ``*args`` may be empty) is no ``cuda(self)`` that takes nothing."""
+    here, taking_nothing = _local_classes(codemod)
+    classes = codemod.own_move_classes | here
+    if move is not None and isinstance(move.func, cst.Attribute) and move.func.attr.value == "cuda" and any(not a.star for a in move.args):
+        classes -= codemod.cuda_taking_nothing | (taking_nothing - codemod.own_move_classes)  # the run's, else the file's
     if not classes:
         return None
     kind, name = _kind(codemod, receiver, classes, frozenset())
@@ -295,15 +299,15 @@ def moves_itself(codemod: "CodemodView", receiver: cst.BaseExpression) -> tuple[
     return None
 
 
-def _local_classes(codemod: "CodemodView") -> frozenset[str]:
-    values = facts_values.of(codemod)
-    known = values.facets.get("own move classes here")
-    if known is None:
+def _local_classes(codemod: "CodemodView") -> tuple[frozenset[str], frozenset[str]]:
+    """This file's classes that move themselves, and those whose ``cuda()`` takes nothing."""
+    def compute() -> tuple[frozenset[str], frozenset[str]]:
         code = getattr(codemod, "source_code", None)
-        known = values.facets["own move classes here"] = (
-            classes_in(code) if code is not None and any(m in code for m in TEXT_MARKERS) else frozenset()
-        )
-    return known
+        if code is None or not any(marker in code for marker in TEXT_MARKERS):
+            return frozenset(), frozenset()
+        return classes_in(code), cuda_taking_nothing(code)
+
+    return facts_values.of(codemod).facet("own move classes here", compute)
 
 
 def _kind(codemod: "CodemodView", expr: cst.BaseExpression, classes: frozenset[str], seen: frozenset[str]) -> tuple[str, str]:
@@ -357,12 +361,8 @@ def _call_kind(codemod: "CodemodView", call: cst.Call, classes: frozenset[str], 
 
 def _local_class_names(codemod: "CodemodView") -> frozenset[str]:
     values = facts_values.of(codemod)
-    known = values.facets.get("class names")
-    if known is None:
-        known = values.facets["class names"] = frozenset(
-            n.name.value for n in traversal.walk_statements(values.module) if isinstance(n, cst.ClassDef)
-        )
-    return known
+    return values.facet("class names", lambda: frozenset(
+        n.name.value for n in traversal.walk_statements(values.module) if isinstance(n, cst.ClassDef)))
 
 
 def _combine(kinds: list[tuple[str, str]]) -> tuple[str, str]:

@@ -150,6 +150,51 @@ def _parsed_classes(text: str) -> frozenset[str]:
     )
 
 
+@lru_cache(maxsize=64)
+def cuda_taking_nothing(source: str | bytes) -> frozenset[str]:
+    """Names of the classes of ``source`` whose own ``cuda`` takes nothing but ``self`` (no other
+    parameter, no ``*args``/``**kwargs``, no decorator) and that define no ``to``: on an instance
+    of one, ``x.cuda(0)`` or ``x.cuda(non_blocking=True)`` raises ``TypeError``, so a call with
+    arguments is never its own ``cuda()`` (DrQA's ``DocReader.cuda(self)`` against
+    ``e.cuda(async=True)``). The last binding of ``cuda`` in the class body decides."""
+    tree = parsed(source)
+    if tree is None:
+        return frozenset()
+    found: set[str] = set()
+    for node in statements(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        last: ast.AST | None = None
+        defines_to = False
+        for statement in node.body:
+            bound = _bound_in_class(statement)
+            defines_to = defines_to or "to" in bound
+            if "cuda" in bound:
+                last = statement
+        if not defines_to and isinstance(last, (ast.FunctionDef, ast.AsyncFunctionDef)) and _takes_only_self(last):
+            found.add(node.name)
+    return frozenset(found)
+
+
+def _bound_in_class(statement: ast.stmt) -> set[str]:
+    """Names a statement of a class body binds (a ``def``, an assignment); every name for one
+    that holds statements (an ``if``, a ``try``: what it binds is not read here)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if isinstance(statement, (ast.Expr, ast.Pass)):
+        return set()
+    return {"cuda", "to"}  # an ``if``, a ``for``, an import...: it may bind either
+
+
+def _takes_only_self(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    params = function.args
+    return not function.decorator_list and len(params.posonlyargs) + len(params.args) == 1 \
+        and params.vararg is None and params.kwarg is None and not params.kwonlyargs
+
+
 DYNAMIC_IMPORTS = (b"importlib", b"__import__", b"exec(", b"runpy")
 """A file holding one of these may import any module of the run."""
 

@@ -5,7 +5,8 @@ re-exported by a package's ``from .eval import *``).
 
 :func:`returned` summarises a function from every ``return`` of it: the dimensions of the value
 where every return shows the same (:mod:`.dims`); for a list or tuple, the dimensions of its
-elements where every element shows the same (a literal's elements, and the values appended to
+elements where every element shows the same, and where every return is a literal of one length
+(``return data, target``), those of each position where every return agrees (a literal's elements, and the values appended to
 a list that is only appended to and returned: ``res = []``, ``res.append(x)``, ``return res``);
 whether nothing returned can require grad (:mod:`.grad`); and whether every return builds a loss
 module (:mod:`.losses`: ``def get_criterion(): return nn.CrossEntropyLoss()``). The function's parameters are
@@ -45,6 +46,9 @@ class Returned:
 
     dims: int | None = None
     element_dims: int | None = None
+    positions: tuple[int | None, ...] | None = None
+    """Where every ``return`` is a tuple or list literal of one length (``return data, target``):
+    the dimensions of the element at each position, where every return shows the same."""
     grad_free: bool = False
     builds_loss: bool = False
     """Every ``return`` builds a loss module with a scalar reduction (``return nn.CrossEntropyLoss(w)``)."""
@@ -60,6 +64,13 @@ class Returned:
     """A class whose instances, called, return what is shown to be a 0-dim tensor: the
     ``forward`` of an ``nn.Module`` subclass (``LabelSmoothing(...)(x, y)``), the ``__call__`` of
     another class, defined in the class itself."""
+
+
+    def at(self, position: int, count: int) -> int | None:
+        """The dimensions of the name at ``position`` of ``a, b, ... = f(...)`` (``count`` names)."""
+        if self.positions is not None and len(self.positions) == count:
+            return self.positions[position]
+        return self.element_dims
 
 
 NOTHING = Returned()
@@ -111,6 +122,12 @@ def _summary(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
             break
         elements += parts
     element_dims = {facts_dims.dims(values, e) for e in elements}
+    literals = [[e.value for e in r.elements] for r in returns if isinstance(r, (cst.Tuple, cst.List))  # type: ignore[union-attr]
+                and not any(isinstance(e, cst.StarredElement) for e in r.elements)]  # type: ignore[union-attr]
+    positions = None
+    if len(literals) == len(returns) and len({len(parts) for parts in literals}) == 1:
+        at = [{facts_dims.dims(values, parts[i]) for parts in literals} for i in range(len(literals[0]))]
+        positions = tuple(found.pop() if len(found) == 1 else None for found in at)
     evidence = GradEvidence(values)
     grad_free = all(evidence.missing(e) is None for e in elements) if elements else \
         all(evidence.missing(r) is None for r in returns)  # type: ignore[arg-type]
@@ -118,6 +135,7 @@ def _summary(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
     return Returned(
         dims=found_dims.pop() if len(found_dims) == 1 else None,
         element_dims=element_dims.pop() if len(element_dims) == 1 else None,
+        positions=positions,
         grad_free=grad_free,
         builds_loss=all(isinstance(r, cst.Call) and losses.is_loss_constructor(r) for r in returns),
         scalar=facts_sizes.evidence(values).returns_size(function) is facts_sizes.Size.ZERO_DIM,

@@ -104,14 +104,16 @@ class ResultCache:
         self._salt = f"{tool_fingerprint()}|{codes}|{settings}|".encode()
         self._usable = self._prepare()
 
-    def for_classes(self, own_move_classes: frozenset[str], known_classes: frozenset[str] = frozenset()) -> "ResultCache":
-        """This cache with entries keyed by the classes that move themselves a file can reach, and
-        the other classes it then reaches, too (a class gaining a ``cuda()`` in one file changes
-        what is safe in the files importing it)."""
+    def for_classes(
+        self, own_move_classes: frozenset[str], known_classes: frozenset[str] = frozenset(), taking_nothing: frozenset[str] = frozenset(),
+    ) -> "ResultCache":
+        """This cache with entries keyed by the classes that move themselves a file can reach, the
+        other classes it then reaches, and those of the first whose ``cuda()`` takes nothing, too (a
+        class gaining a ``cuda()`` in one file changes what is safe in the files importing it)."""
         if not own_move_classes:
             return self
         salted = copy.copy(self)
-        salted._salt = self._salt + ",".join(sorted(own_move_classes)).encode() + b";" + ",".join(sorted(known_classes)).encode() + b"|"
+        salted._salt = self._salt + ",".join(sorted(own_move_classes)).encode() + b";" + ",".join(sorted(known_classes)).encode() + b";" + ",".join(sorted(taking_nothing)).encode() + b"|"
         return salted
 
     def for_ignored(self, codes: frozenset[str]) -> "ResultCache":

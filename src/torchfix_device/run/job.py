@@ -90,7 +90,8 @@ def process_file(
     if cache is not None and stars is not None:
         cache = cache.for_stars(stars.digest)
     if cache is not None:
-        cache = cache.for_classes(options.own_move_classes_of(str(path)), options.known_classes_of(str(path)))
+        own = options.own_move_classes_of(str(path))
+        cache = cache.for_classes(own, options.known_classes_of(str(path)), own & options.cuda_taking_nothing)
     attributes = options.project_attributes.of(path) if options.project_attributes else None
     if cache is not None and attributes is not None:
         cache = cache.for_run_facts("attributes", attributes.digest)

@@ -39,7 +39,7 @@ from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
 from torchfix_device.facts.project_attributes import Imports, RunAttributes, resolved_imports, run_attributes
 from torchfix_device.facts.project_placements import groups_on_cpu, places
 from torchfix_device.facts.project_classes import (
-    class_bases, class_names, classes_of_data, imported_modules, reachable_classes, subclassed_classes, subclasses_of,
+    class_bases, class_names, classes_of_data, cuda_taking_nothing, imported_modules, reachable_classes, subclassed_classes, subclasses_of,
 )
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_imports import Resolver, RunStars, may_hold_star_import, resolve_star_imports
@@ -85,7 +85,7 @@ def run(
         files, problems = find_files(paths, exclude, respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
         roots = [p for p in paths if p.is_dir() and not p.is_symlink()]
         # over every file, before sharding: one answer for all shards
-        own, known, stars, legacy, attributes, unimported = _project_facts(
+        own, known, bare, stars, legacy, attributes, unimported = _project_facts(
             files, roots, settings, legacy=any(c.code == LEGACY_CODE for c in codemods)
         )
         if attributes or unimported:
@@ -94,7 +94,7 @@ def run(
             options = replace(options or DEFAULT_OPTIONS, legacy_functions=legacy)
             cache = cache.for_run_facts("legacy", legacy.digest) if cache is not None else None
         if own:
-            options = replace(options or DEFAULT_OPTIONS, own_move_classes=own, known_classes=known)
+            options = replace(options or DEFAULT_OPTIONS, own_move_classes=own, known_classes=known, cuda_taking_nothing=bare)
         if stars:
             options = replace(options or DEFAULT_OPTIONS, star_imports=stars)
         if shard is not None:
@@ -117,10 +117,11 @@ def run(
 
 def _project_facts(
     files: Sequence[Path], roots: Sequence[Path], options: RunOptions = DEFAULT_OPTIONS, *, legacy: bool = False,
-) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], RunStars, RunLegacyFunctions, RunAttributes, frozenset[str]]:
+) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], frozenset[str], RunStars, RunLegacyFunctions, RunAttributes, frozenset[str]]:
     """What the codemods learn from every file of the run, each file read once: for each file,
     the classes that move themselves that it can reach by import and, where there are such
-    classes, the other classes of the run it reaches (an instance of one does not move itself)
+    classes, the other classes of the run it reaches (an instance of one does not move itself),
+    and those of them whose every ``cuda()`` in the run takes no argument
     (:mod:`torchfix_device.facts.project_classes`); what the star imports bind
     (:mod:`torchfix_device.facts.star_imports`); and, with ``legacy`` (TFD017 is selected), the
     legacy autograd Functions and their uses (:mod:`torchfix_device.facts.legacy_function_run`;
@@ -186,9 +187,9 @@ def _project_facts(
     )
     unimported = unimported_files(absolute, shown, resolved, resolver)
     if not defined:
-        return {}, {}, stars, functions, attributes, unimported
+        return {}, {}, frozenset(), stars, functions, attributes, unimported
 
-    _, reached = subclasses_of(
+    grown, reached = subclasses_of(
         defined, absolute, lambda classes: reachable_classes(classes, imports, resolver.module_files, resolver.importable)
     )
     everything = reachable_classes(
@@ -197,7 +198,21 @@ def _project_facts(
     own = {str(path): reached[resolver.absolute(path)] for path in programs}
     known = {str(path): everything[resolver.absolute(path)] - reached[resolver.absolute(path)] for path in programs}
     own = {name: classes for name, classes in own.items() if classes}
-    return own, {name: c for name, c in known.items() if c}, stars, functions, attributes, unimported
+    bare = _taking_nothing(grown, defined, absolute)
+    return own, {name: c for name, c in known.items() if c}, bare, stars, functions, attributes, unimported
+
+
+def _taking_nothing(grown: Mapping[Path, frozenset[str]], defined: Mapping[Path, frozenset[str]], programs: Mapping[Path, bytes]) -> frozenset[str]:
+    """The names of the run's classes that move themselves whose every class of that name has a
+    ``cuda(self)`` of its own taking nothing (:func:`~torchfix_device.facts.project_classes.cuda_taking_nothing`);
+    a subclass that inherits its move, or a class of the same name elsewhere that takes more, keeps the name out."""
+    taking: set[str] = set()
+    other: set[str] = set()
+    for path, classes in grown.items():
+        nothing = cuda_taking_nothing(programs[path]) & defined.get(path, frozenset())
+        taking |= classes & nothing
+        other |= classes - nothing
+    return frozenset(taking - other)
 
 
 def unimported_files(absolute: dict[Path, bytes], shown: dict[Path, str], resolved: Imports, resolver: Resolver) -> frozenset[str]:

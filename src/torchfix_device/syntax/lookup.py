@@ -26,6 +26,7 @@ class CodemodView(Protocol):
     visited_module: cst.Module
     device_expression: str | None
     own_move_classes: frozenset[str]
+    cuda_taking_nothing: frozenset[str]
     known_classes: frozenset[str]
     star_imports: Any
     device_source: Any

@@ -232,7 +232,7 @@ class CudaCall(Codemod):
             self._declined.add(id(original_node))
             self.report(original_node, "`self.cuda()`: the object moves itself; let its caller choose the device", fixable=False)
             return updated_node
-        doubt = moves_itself(self, receiver)
+        doubt = moves_itself(self, receiver, original_node)
         if doubt is not None and doubt[0] == OWN:
             return self._moves_itself(original_node, updated_node, receiver, doubt[1])
         follows = _get_device_of(explicit) if single else None
@@ -280,7 +280,7 @@ class CudaCall(Codemod):
     def _index_move(self, node: cst.Call, updated: cst.Call, receiver: cst.BaseExpression, index: cst.Arg) -> cst.Call:
         """``x.cuda(i)`` → ``x.to(torch.device("cuda", i))``, safe where ``i`` is shown to be an
         int (``_gpu_index``). Its guard stays: it tests the index, not a user's flag."""
-        doubt = moves_itself(self, receiver)
+        doubt = moves_itself(self, receiver, node)
         if doubt is not None and doubt[0] == OWN:
             return self._moves_itself(node, updated, receiver, doubt[1])
         shown = nodes.code_of(node)
