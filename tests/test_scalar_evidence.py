@@ -133,6 +133,30 @@ def test_zero_dim_evidence_rewrites_to_the_number_the_legacy_code_read(case: str
     assert after == legacy  # the same Python floats, to the last bit
 
 
+def test_an_item_of_a_row_picked_by_a_range_index_is_0_dim() -> None:
+    """IBM seq2seq's ``TopKDecoder``: ``order`` is 2-dim (``view(b, k)`` of two sizes, then
+    ``topk``), ``order[b_idx, :]`` a row (``b_idx`` from ``range``), its items 0-dim: ``k_idx.data[0]``
+    raises since 0.4 and becomes ``k_idx.item()``, the index 0.3 read."""
+    source = SETUP + textwrap.dedent(
+        """
+        def backtrack(scores, b, k):
+            s, order = scores.view(b, k).topk(k)
+            table = [[10 * r + c for c in range(k)] for r in range(b)]
+            for b_idx in range(b):
+                table[b_idx] = [table[b_idx][k_idx.data[0]] for k_idx in order[b_idx, :]]
+            return table
+
+
+        result = backtrack(torch.randn(12), 3, 4)
+        """
+    )
+    out = _rewrite(source)
+    assert "for k_idx in order[b_idx, :]]" in out.text and "table[b_idx][k_idx.item()]" in out.text, out.text
+    assert _run(source) == ("raised", "IndexError")
+    legacy, after = _run(source, legacy=True), _run(out.text)
+    assert after == legacy and sorted(legacy[0][0]) == [0, 1, 2, 3]
+
+
 def test_backward_at_module_level_and_through_arithmetic_shows_one_element() -> None:
     """``.backward()`` on a name at module level (a notebook, a script), and on a name built
     from another by arithmetic (``loss = raw_loss + reg``): the value may be a 1-element vector,

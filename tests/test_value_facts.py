@@ -84,6 +84,27 @@ def test_dims_not_shown() -> None:
     assert ask(source, dims.dims) == [None] * 7
 
 
+def test_sizes_beside_another_and_indices_a_range_gives() -> None:
+    """Two or more sizes can only be numbers (``x.view(b, self.k)``: 2, whatever ``self.k``); one
+    must be shown a number; a ``for`` over ``range(...)`` and ``int(...)`` give integers, so an
+    index by them takes a dimension off (IBM seq2seq's ``re_sorted_idx[b_idx, :]``)."""
+    source = HEADER + textwrap.dedent("""
+    def f(x, b, k, n, shape):
+        y = x.view(b, k)
+        s, order = y.topk(k)
+        probe(y); probe(torch.zeros(n, k)); probe(s); probe(x.view(n)); probe(x.view(shape)); probe(torch.zeros(n))
+        for i in range(b):
+            probe(order[i, :]); probe(order[int(n / 2)])
+            for j in order[i, :]:
+                probe(j)
+        for i in [0, shape]:
+            probe(order[i])
+        i = 0 if b else shape
+        probe(order[i])
+    """)
+    assert ask(source, dims.dims) == [2, 2, 2, None, None, None, 1, 1, 0, None, None]
+
+
 # -- a Python number in 0.3 -------------------------------------------------------------------
 def _number(values, expr):  # noqa: ANN001
     found = sizes.number_in_03(values, expr)

@@ -9,15 +9,18 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from torchfix_device.syntax import nodes
 
+from torchfix_device.facts.values import ITEM, VALUE
+
 if TYPE_CHECKING:
-    from torchfix_device.facts.values import ModuleValues
+    from torchfix_device.facts.values import Bound, ModuleValues
 
 MAX_DEPTH = 16
 
 
 def is_count(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> bool:
-    """``expr`` is a Python integer: a literal, ``len(...)``, ``x.size(k)``, ``x.shape[k]``,
-    ``x.dim()``, arithmetic of those, or a name every binding of which is one."""
+    """``expr`` is a Python integer: a literal, ``len(...)``, ``int(...)``, ``x.size(k)``,
+    ``x.shape[k]``, ``x.dim()``, arithmetic of those, or a name every binding of which is one
+    (an assignment, or the whole target of a ``for`` over ``range(...)``)."""
     if depth > MAX_DEPTH:
         return False
     if isinstance(expr, cst.Integer):
@@ -29,15 +32,20 @@ def is_count(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
         return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and is_count(values, expr.slice[0].slice.value, depth + 1)
     if isinstance(expr, cst.Call) and not nodes.has_star_args(expr):
-        if values.names(expr.func) == {"builtins.len"}:
+        if values.names(expr.func) in ({"builtins.len"}, {"builtins.int"}):
             return True
         if isinstance(expr.func, cst.Attribute) and not values.module_path(expr.func):
             method, args = expr.func.attr.value, expr.args
             return (method == "size" and len(args) == 1 and args[0].keyword is None) or (method in ("dim", "numel") and not args)
         return False
     if isinstance(expr, cst.Name):
-        found = list(values.values_of(expr))
-        return bool(found) and all(v is not None and v is not expr and is_count(values, v, depth + 1) for v in found)
+        def answer(bound: "Bound") -> bool | None:
+            if bound.kind == VALUE:
+                return bound.value is not expr and is_count(values, bound.value, depth + 1) or None
+            loop = values.parent(bound.node)  # `for i in range(n)`: the whole target
+            return bound.kind == ITEM and isinstance(loop, (cst.For, cst.CompFor)) and loop.target is bound.node \
+                and isinstance(bound.value, cst.Call) and values.names(bound.value.func) == {"builtins.range"} or None
+        return values.agreed(expr, answer) is True
     return False
 
 

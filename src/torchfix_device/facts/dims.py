@@ -13,7 +13,8 @@ since 0.4, while an element of a 2-dim tensor is a row, then as now.
   (``.float()``, ``.cpu()``, ``.detach()``, ``.exp()``, ``.div(2)``, ``.softmax(1)``...), and
   arithmetic and comparisons with a Python number (the tensor's) or a tensor (the larger:
   broadcasting never removes a dimension);
-- ``x.view(a, b)`` / ``reshape`` with that many numbers (``view(-1)``: 1), ``flatten()`` (1),
+- ``x.view(a, b)`` / ``reshape`` with that many sizes (two or more arguments can only be numbers;
+  one is a number shown: ``view(-1)``: 1), ``flatten()`` (1),
   ``unsqueeze(d)`` (one more), ``t()``/``transpose``/``permute`` (the same);
 - a reduction over one dimension (``x.sum(1)``, ``x.argmax(1)``, ``torch.mean(x, 0)``): one
   fewer (the same with ``keepdim=True``); an element of ``torch.max(x, 1)`` / ``x.min(0)``
@@ -390,7 +391,9 @@ def _sizes(values: "ModuleValues", positional: list[cst.Arg]) -> int | None:
     if len(positional) == 1 and isinstance(positional[0].value, (cst.Tuple, cst.List)):
         elements = positional[0].value.elements
         return len(elements) if all(is_count(values, e.value) for e in elements) else None
-    return len(positional) if positional and all(is_count(values, a.value) for a in positional) else None
+    if len(positional) >= 2:
+        return len(positional)  # each one size: with another beside it, no argument may be a sequence (TypeError)
+    return 1 if positional and is_count(values, positional[0].value) else None
 
 
 def _literal_depth(node: cst.BaseExpression) -> int | None:
