@@ -58,6 +58,16 @@ except RuntimeError as exc:
     print("refused:", exc)
 print(x.device)
 """
+PER_GPU = """\
+import torch
+import torch.nn as nn
+
+replicas = []
+for i in range(1):
+    replicas.append(nn.Linear(3, 2).cuda(i))
+out = replicas[0](torch.randn(1, 3).cuda(len(replicas) - 1))
+print(out.device, tuple(out.shape))
+"""
 CAUGHT = """\
 import torch
 
@@ -81,6 +91,7 @@ CASES = {
     # name: (source, unsafe, argv sets)
     "gpu_index.in.py": ((FIXTURES / "gpu_index.in.py").read_text(encoding="utf-8"), False, ([],)),
     "guarded": (GUARDED, False, ([],)),
+    "per_gpu": (PER_GPU, False, ([],)),  # an int the facts show: a `range` loop's target, `len(...) - 1`
     "compared": ((FIXTURES / "gpu_index_compared.in.py").read_text(encoding="utf-8"), False, ([],)),
     "presumed": ((FIXTURES / "gpu_index_presumed.unsafe.in.py").read_text(encoding="utf-8"), True, ([],)),
     "flag_gpu_index": ((FIXTURES / "flag_gpu_index.in.py").read_text(encoding="utf-8"), False, ([], ["--gpu", "0"])),
@@ -153,6 +164,7 @@ def test_the_index_moves_and_nothing_observable_changes(name: str) -> None:
 def test_on_the_stand_in_gpu_the_moves_reach_it() -> None:
     assert 'weights = torch.randn(3).to(torch.device("cuda", 0))' in _after(*CASES["gpu_index.in.py"][:2])
     assert "self.to(torch.device(\"cuda\", self.gpu))" in _after(*CASES["compared"][:2])
+    assert _after(PER_GPU, False).count(DEVICE) == 2  # both indices are ints the facts show
     gpu = _results()["gpu_index.in.py"][("gpu", "")]["after"]
     assert gpu["error"] is None
     assert gpu["tensors"]["weights"]["device"] == gpu["tensors"]["inputs"]["device"] == "meta"

@@ -5,8 +5,8 @@
 ``i`` is a string (``"cuda:1"``), a ``torch.device`` or ``None``: ``torch.device("cuda", i)``
 then raises ``TypeError``. The evidence, strongest first:
 
-- :data:`INT`: an int literal (``0``, ``-1``), a name each of whose bindings in its scope
-  assigns an int literal (``cd = 0``), or an index ordered against an int literal by a guard
+- :data:`INT`: an int literal (``0``, ``-1``), an int the facts show (:mod:`torchfix_device.facts.counts`:
+  a name each of whose bindings assigns one, ``cd = 0``, the target of ``for i in range(n)``, ``len(...)``), or an index ordered against an int literal by a guard
   around the call (``if self.gpu >= 0:``): a string, a ``torch.device`` or ``None`` raise
   ``TypeError`` there, and every number that passes is taken by ``.cuda(i)`` and
   ``torch.device("cuda", i)`` alike (an int-like one) or refused by both with ``TypeError`` (a
@@ -33,6 +33,7 @@ from torchfix_device.syntax import nodes
 from torchfix_device.syntax.try_handlers import telling_handler
 from torchfix_device.codemods.cuda_call.guards import rebinds
 from torchfix_device.facts import values as facts_values
+from torchfix_device.facts.counts import is_count
 from torchfix_device.facts.kinds import bound_values
 
 if TYPE_CHECKING:
@@ -63,10 +64,10 @@ def index_evidence(codemod: "Codemod", call: cst.Call, index: cst.BaseExpression
     if what is not None:
         subject = what if what.startswith("`") else f"`{shown}` is {what}"
         return UNKNOWN, f"{subject}, not an int GPU index"
+    if is_count(facts_values.of(codemod), index):
+        return INT, f"`{shown}` is shown to be an int (every binding of it that reaches here)"
     if isinstance(index, cst.Name):
         values = bound_values(facts_values.of(codemod), index)
-        if values and all(is_int_literal(v) for v in values):
-            return INT, f"every binding of `{shown}` that reaches here assigns an int literal"
         if values is not None and any(_not_an_index(v) is not None for v in values):
             return UNKNOWN, f"`{shown}` is bound to a non-int on some path"
     guard = _comparing_guard(codemod, call, index)
