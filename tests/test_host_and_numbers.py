@@ -467,3 +467,24 @@ def test_a_tensor_counter_and_a_backpropagated_sum_stay_tensors() -> None:
         """
     )
     assert _rewrite(source, TFD019, unsafe=True).findings == []
+
+
+def test_an_element_at_an_index_enumerate_gives_prints_what_03_printed() -> None:
+    """``for i, word in enumerate(words)``: ``i`` is an int (facts.counts), so ``scores.data[i]`` of
+    a 1-dim ``scores`` was a Python number in 0.3 and is a 0-dim tensor since: ``scores[i].item()``."""
+    source = textwrap.dedent(
+        """
+        import torch
+
+        torch.manual_seed(0)
+        words = ["the", "cat", "sat", "on", "a", "mat"]
+        scores = torch.randn(len(words))
+        for i, word in enumerate(words):
+            print(word, scores.data[i] > 0, "%.3f" % scores.data[i])
+        """
+    )
+    out = _rewrite(source, TFD019)
+    assert out.text.count("scores[i].item()") == 2 and all(f.fixed for f in out.findings), out.text
+    legacy, today, after = _run(source, legacy=True), _run(source), _run(out.text)
+    assert "tensor(True)" in today["printed"] or "tensor(False)" in today["printed"]
+    assert after["printed"] == legacy["printed"] != "" and "tensor(" not in after["printed"]

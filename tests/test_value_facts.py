@@ -101,8 +101,12 @@ def test_sizes_beside_another_and_indices_a_range_gives() -> None:
             probe(order[i])
         i = 0 if b else shape
         probe(order[i])
+        for i, row in enumerate(order):
+            probe(order[i]); probe(row)
+        for (i, row) in [(0, order)]:
+            probe(order[i])
     """)
-    assert ask(source, dims.dims) == [2, 2, 2, None, None, None, 1, 1, 0, None, None]
+    assert ask(source, dims.dims) == [2, 2, 2, None, None, None, 1, 1, 0, None, None, 1, None, None]
 
 
 # -- a Python number in 0.3 -------------------------------------------------------------------

@@ -20,7 +20,7 @@ MAX_DEPTH = 16
 def is_count(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> bool:
     """``expr`` is a Python integer: a literal, ``len(...)``, ``int(...)``, ``x.size(k)``,
     ``x.shape[k]``, ``x.dim()``, arithmetic of those, or a name every binding of which is one
-    (an assignment, or the whole target of a ``for`` over ``range(...)``)."""
+    (an assignment, the whole target of a ``for`` over ``range(...)``, the index of ``enumerate(...)``)."""
     if depth > MAX_DEPTH:
         return False
     if isinstance(expr, cst.Integer):
@@ -42,9 +42,14 @@ def is_count(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -
         def answer(bound: "Bound") -> bool | None:
             if bound.kind == VALUE:
                 return bound.value is not expr and is_count(values, bound.value, depth + 1) or None
-            loop = values.parent(bound.node)  # `for i in range(n)`: the whole target
-            return bound.kind == ITEM and isinstance(loop, (cst.For, cst.CompFor)) and loop.target is bound.node \
-                and isinstance(bound.value, cst.Call) and values.names(bound.value.func) == {"builtins.range"} or None
+            if bound.kind != ITEM or not isinstance(bound.value, cst.Call):
+                return None
+            made, loop = values.names(bound.value.func), values.parent(bound.node)
+            if made == {"builtins.range"}:  # `for i in range(n)`: the whole target
+                return isinstance(loop, (cst.For, cst.CompFor)) and loop.target is bound.node or None
+            pair = values.parent(loop) if isinstance(loop, cst.Element) else None  # `for i, x in enumerate(xs)`
+            return made == {"builtins.enumerate"} and isinstance(pair, (cst.Tuple, cst.List)) and len(pair.elements) == 2 \
+                and pair.elements[0] is loop and isinstance(values.parent(pair), (cst.For, cst.CompFor)) or None
         return values.agreed(expr, answer) is True
     return False
 
