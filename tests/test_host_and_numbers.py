@@ -488,3 +488,25 @@ def test_an_element_at_an_index_enumerate_gives_prints_what_03_printed() -> None
     legacy, today, after = _run(source, legacy=True), _run(source), _run(out.text)
     assert "tensor(True)" in today["printed"] or "tensor(False)" in today["printed"]
     assert after["printed"] == legacy["printed"] != "" and "tensor(" not in after["printed"]
+
+
+def test_a_tensor_reshaped_in_place_has_no_dimensions_from_its_binding() -> None:
+    """``scores.unsqueeze_(0)`` makes the 1-dim ``scores`` 2-dim: ``scores[0]`` is a row, not a 0.3
+    number. Its binding alone said 1-dim, and ``seen[scores[0].item()]`` raised (4 elements)."""
+    source = textwrap.dedent(
+        """
+        import torch
+
+        torch.manual_seed(0)
+        scores = torch.randn(4)
+        scores.unsqueeze_(0)
+        seen = {}
+        seen[scores[0]] = "first row"
+        print(len(seen), tuple(scores.shape))
+        """
+    )
+    out = _rewrite(source, TFD019)
+    assert out.text == source and not out.findings
+    assert _run(source)["printed"] == "1 (1, 4)\n"
+    wrong = _run(source.replace("seen[scores[0]]", "seen[scores[0].item()]"))  # what the binding alone said
+    assert wrong["raised"] == "RuntimeError"

@@ -109,6 +109,21 @@ def test_sizes_beside_another_and_indices_a_range_gives() -> None:
     assert ask(source, dims.dims) == [2, 2, 2, None, None, None, 1, 1, 0, None, None, 1, None, None]
 
 
+def test_a_name_reshaped_in_place_shows_no_dimensions() -> None:
+    source = HEADER + textwrap.dedent("""
+    x = torch.randn(4, 3)
+    _, idx = x.max(1, keepdim=True)
+    idx.squeeze_(1)
+    y = torch.randn(3)
+    alias = y
+    alias.unsqueeze_(0)
+    z = torch.zeros(2, 3)
+    z.t_()
+    probe(x); probe(idx); probe(y); probe(z); probe(x.max(1, keepdim=True)[1])
+    """)
+    assert ask(source, dims.dims) == [2, None, None, 2, 2]
+
+
 # -- a Python number in 0.3 -------------------------------------------------------------------
 def _number(values, expr):  # noqa: ANN001
     found = sizes.number_in_03(values, expr)

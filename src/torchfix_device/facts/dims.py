@@ -26,10 +26,10 @@ since 0.4, while an element of a 2-dim tensor is a row, then as now.
   :func:`~.self_attributes.held_by_self`): as its input for ``Linear``, activations,
   dropout, normalisation, convolution and pooling; one more for ``Embedding``; through an
   ``nn.Sequential`` of such layers;
-- a name every binding of which that may reach the read shows the same number: an assignment,
-  the whole target of a ``for`` over a tensor (one fewer: ``for row in x``), or a positional
-  parameter of a plain function of a file no other file imports, which every call of the file
-  passes a tensor of that number;
+- a name every binding of which that may reach the read shows the same number, none reshaped in
+  place (``x.squeeze_()``, :func:`~.in_place.reshaped_in_place`): an assignment, the whole target
+  of a ``for`` over a tensor (one fewer: ``for row in x``), or a positional parameter of a plain
+  function of a file no other file imports, which every call of the file passes a tensor of that number;
 - ``x.squeeze()`` of a tensor every size of which is shown to be 1 (``torch.rand(1, 1)``): 0;
 - the call of a function of the file that returns its first argument in the same shape
   (``to_var(x)``: :func:`keeps_its_argument`): as the argument; the call of any other function
@@ -53,6 +53,7 @@ from torchfix_device.facts.self_attributes import held_by_self
 from torchfix_device.facts.tensor_clues import MOVES_OF_MODULES, layer_class
 from torchfix_device.facts import kinds
 from torchfix_device.facts.counts import is_count, is_number
+from torchfix_device.facts.in_place import reshaped_in_place
 from torchfix_device.facts.methods import attributes_named, class_of_self, own_def
 from torchfix_device.facts.project_attributes import subclassed_in_run
 from torchfix_device.facts.values import ITEM, PARAM, PART, VALUE
@@ -164,7 +165,7 @@ def _name_dims(values: "ModuleValues", name: cst.Name, depth: int) -> int | None
         if bound.kind == PARAM and isinstance(bound.value, cst.FunctionDef):
             return _param_dims(values, node, bound.value, depth)
         return None
-    return values.agreed(name, answer)
+    return None if reshaped_in_place(values, name) else values.agreed(name, answer)
 
 
 def _whole_target(values: "ModuleValues", node: cst.CSTNode) -> bool:

@@ -181,3 +181,31 @@ def _change_at(evidence: "Evidence", name: str, node: cst.Name) -> str | None:
     elif isinstance(above, cst.AugAssign) and above.target is node and evidence.missing(above.value) is not None:
         return f"{shown} (`{name} {_nodes.code_of(above.operator).strip()} ...` with a value that may require grad)"
     return None
+
+
+RESHAPING = frozenset({"squeeze_", "unsqueeze_", "resize_", "resize_as_", "set_", "as_strided_"})
+"""In-place methods that may change the number of dimensions of the tensor they are called on
+(``t_``, ``transpose_`` keep it)."""
+
+
+def reshaped_in_place(values: Any, name: cst.Name) -> bool:
+    """An object ``name`` may hold at this read has its number of dimensions changed in place
+    (``idx.squeeze_(1)``, ``y.unsqueeze_(0)``) through a binding of it that reaches the read, or through a name it is
+    copied to (``y = x``): what its binding shows of its dimensions does not hold (``values``: the
+    module's :class:`~torchfix_device.facts.values.ModuleValues`)."""
+    reach = values.reach(name)
+    if reach.why is not None:
+        return False  # nothing is shown of it anyway
+    bindings, seen = list(reach.bindings), set()
+    while bindings:
+        binding = bindings.pop()
+        if id(binding) in seen or len(seen) > 32:
+            return len(seen) > 32
+        seen.add(id(binding))
+        for read in values.reads_of(binding):
+            above = values.parent(read)
+            if isinstance(above, cst.Attribute) and above.value is read and above.attr.value in RESHAPING:
+                return True
+            if isinstance(above, cst.Assign) and above.value is read:  # `y = x`: y holds the same object
+                bindings.extend(t.target for t in above.targets if isinstance(t.target, cst.Name))
+    return False
