@@ -120,8 +120,18 @@ def test_a_name_reshaped_in_place_shows_no_dimensions() -> None:
     z = torch.zeros(2, 3)
     z.t_()
     probe(x); probe(idx); probe(y); probe(z); probe(x.max(1, keepdim=True)[1])
+    a = torch.randn(3)
+    b = a
+    c = b
+    a = c
+    c.unsqueeze_(0)
+    probe(a); probe(b)
+    u = torch.randn(1, 3)
+    v = u
+    u.squeeze_(0)
+    probe(v)
     """)
-    assert ask(source, dims.dims) == [2, None, None, 2, 2]
+    assert ask(source, dims.dims) == [2, None, None, 2, 2, None, None, None]
 
 
 # -- a Python number in 0.3 -------------------------------------------------------------------

@@ -24,6 +24,7 @@ import libcst as cst
 from torchfix_device.syntax import nodes as _nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.facts.name_flow import binding_owner, reaching_bindings
+from torchfix_device.facts.values import VALUE
 
 Evidence = Any
 
@@ -190,18 +191,24 @@ RESHAPING = frozenset({"squeeze_", "unsqueeze_", "resize_", "resize_as_", "set_"
 
 def reshaped_in_place(values: Any, name: cst.Name) -> bool:
     """An object ``name`` may hold at this read has its number of dimensions changed in place
-    (``idx.squeeze_(1)``, ``y.unsqueeze_(0)``) through a binding of it that reaches the read, or through a name it is
-    copied to (``y = x``): what its binding shows of its dimensions does not hold (``values``: the
-    module's :class:`~torchfix_device.facts.values.ModuleValues`)."""
+    (``idx.squeeze_(1)``, ``y.unsqueeze_(0)``) through a binding of it that reaches the read, or
+    through a name it is copied to or from (``y = x``, and on): what its bindings show of its dimensions does
+    not hold (``values``: the module's :class:`~torchfix_device.facts.values.ModuleValues`)."""
     reach = values.reach(name)
     if reach.why is not None:
         return False  # nothing is shown of it anyway
     bindings, seen = list(reach.bindings), set()
     while bindings:
         binding = bindings.pop()
-        if id(binding) in seen or len(seen) > 32:
-            return len(seen) > 32
+        if id(binding) in seen:
+            continue
+        if len(seen) > 32:
+            return True  # too many copies to follow: not shown
         seen.add(id(binding))
+        bound = values.bound(binding)
+        if bound.kind == VALUE and isinstance(bound.value, cst.Name):  # `x = y`: x holds y's object
+            source = values.reach(bound.value)
+            bindings.extend(source.bindings if source.why is None else ())
         for read in values.reads_of(binding):
             above = values.parent(read)
             if isinstance(above, cst.Attribute) and above.value is read and above.attr.value in RESHAPING:
