@@ -321,5 +321,5 @@ def test_an_element_unpacked_by_its_position_has_the_dimensions_returned_there(t
 ])
 def test_a_position_not_shown_1_dim_in_every_return_shows_nothing(tmp_path: Path, change: tuple[str, str]) -> None:
     root = _batches(tmp_path / "p", BATCHES.replace(*change))
-    out = run_cli("check", ".", "--no-cache", cwd=root).stdout.decode()
-    assert "train.py:7:" in out and "[*]" not in out.split("train.py:7:")[1].splitlines()[0], out
+    lines = [line for line in run_cli("check", ".", "--no-cache", cwd=root).stdout.decode().splitlines() if line.startswith("train.py:7:")]
+    assert lines and not any("[*]" in line for line in lines), lines  # reported at most, never a safe `t.item()`

@@ -5,10 +5,10 @@ re-exported by a package's ``from .eval import *``).
 
 :func:`returned` summarises a function from every ``return`` of it: the dimensions of the value
 where every return shows the same (:mod:`.dims`); for a list or tuple, the dimensions of its
-elements where every element shows the same, and where every return is a literal of one length
-(``return data, target``), those of each position where every return agrees (a literal's elements, and the values appended to
-a list that is only appended to and returned: ``res = []``, ``res.append(x)``, ``return res``);
-whether nothing returned can require grad (:mod:`.grad`); and whether every return builds a loss
+elements where every element shows the same (a literal's elements, and the values appended to
+a list that is only appended to and returned: ``res = []``, ``res.append(x)``, ``return res``),
+and where every return is a literal of one length (``return data, target``), those of each
+position where every return agrees; whether nothing returned can require grad (:mod:`.grad`); and whether every return builds a loss
 module (:mod:`.losses`: ``def get_criterion(): return nn.CrossEntropyLoss()``). The function's parameters are
 unknown there, as for any caller: only what the function's own code shows counts.
 
