@@ -157,15 +157,15 @@ def _name_dims(values: "ModuleValues", name: cst.Name, depth: int) -> int | None
             return pair_dims(values, bound.value, depth + 1)  # `_, pred = x.max(1)`
         if bound.kind == PART and _element_target(values, node) and isinstance(bound.value, cst.Call):
             summary = values.call_returns(bound.value)  # `prec1, prec5 = accuracy(...)`, `data, target = get_batch(...)`
-            elements = getattr(values.parent(values.parent(node)), "elements", ())  # the tuple or list target
-            return summary.at(next(i for i, e in enumerate(elements) if e.value is node), len(elements)) if summary is not None else None
+            return summary.at(values.parent(values.parent(node)).elements, node) if summary is not None else None  # the target's
         if bound.kind == ITEM and _whole_target(values, node):
             over = dims(values, bound.value, depth + 1)  # `for row in x`: one fewer
             return over - 1 if over is not None and over >= 1 else None
         if bound.kind == PARAM and isinstance(bound.value, cst.FunctionDef):
             return _param_dims(values, node, bound.value, depth)
         return None
-    return None if reshaped_in_place(values, name) else values.agreed(name, answer)
+    found = values.agreed(name, answer)
+    return None if found is None or reshaped_in_place(values, name) else found
 
 
 def _whole_target(values: "ModuleValues", node: cst.CSTNode) -> bool:

@@ -24,7 +24,6 @@ import libcst as cst
 from torchfix_device.syntax import nodes as _nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.facts.name_flow import binding_owner, reaching_bindings
-from torchfix_device.facts.values import VALUE
 
 Evidence = Any
 
@@ -64,7 +63,8 @@ class ScopeIndex:
 def index_of(evidence: "Evidence", scope: cst.CSTNode) -> ScopeIndex:
     """``scope``'s index (the whole module's for a module-level name), made once."""
     where = evidence.module if isinstance(scope, cst.Module) else scope
-    indexes: dict[int, ScopeIndex] = evidence.__dict__.setdefault("_scope_indexes", {})
+    holder = getattr(evidence, "values", evidence)  # one index per scope for the module's facts
+    indexes: dict[int, ScopeIndex] = holder.__dict__.setdefault("_scope_indexes", {})
     if id(where) not in indexes:
         indexes[id(where)] = ScopeIndex(where)
     return indexes[id(where)]
@@ -190,29 +190,18 @@ RESHAPING = frozenset({"squeeze_", "unsqueeze_", "resize_", "resize_as_", "set_"
 
 
 def reshaped_in_place(values: Any, name: cst.Name) -> bool:
-    """An object ``name`` may hold at this read has its number of dimensions changed in place
-    (``idx.squeeze_(1)``, ``y.unsqueeze_(0)``) through a binding of it that reaches the read, or
-    through a name it is copied to or from (``y = x``, and on): what its bindings show of its dimensions does
-    not hold (``values``: the module's :class:`~torchfix_device.facts.values.ModuleValues`)."""
+    """The object ``name`` holds may have its number of dimensions changed in place
+    (``idx.squeeze_(1)``, ``y.unsqueeze_(0)``) in its scope, through the name or a name copied
+    from it (:func:`aliases`): what its bindings show of its dimensions does not hold (``values``:
+    the module's :class:`~torchfix_device.facts.values.ModuleValues`; a name copied *to* it, ``x =
+    y``, is asked about itself where its dimensions are)."""
     reach = values.reach(name)
     if reach.why is not None:
         return False  # nothing is shown of it anyway
-    bindings, seen = list(reach.bindings), set()
-    while bindings:
-        binding = bindings.pop()
-        if id(binding) in seen:
-            continue
-        if len(seen) > 32:
-            return True  # too many copies to follow: not shown
-        seen.add(id(binding))
-        bound = values.bound(binding)
-        if bound.kind == VALUE and isinstance(bound.value, cst.Name):  # `x = y`: x holds y's object
-            source = values.reach(bound.value)
-            bindings.extend(source.bindings if source.why is None else ())
-        for read in values.reads_of(binding):
-            above = values.parent(read)
-            if isinstance(above, cst.Attribute) and above.value is read and above.attr.value in RESHAPING:
+    index = index_of(values, reach.scope)
+    for held in aliases(values, name.value, reach.scope):
+        for node in index.names.get(held, ()):
+            above = values.parent(node)
+            if isinstance(above, cst.Attribute) and above.value is node and above.attr.value in RESHAPING:
                 return True
-            if isinstance(above, cst.Assign) and above.value is read:  # `y = x`: y holds the same object
-                bindings.extend(t.target for t in above.targets if isinstance(t.target, cst.Name))
     return False

@@ -285,10 +285,10 @@ def moves_itself(codemod: "CodemodView", receiver: cst.BaseExpression, move: cst
     """(:data:`OWN` or :data:`UNKNOWN`, the classes concerned) for a move on ``receiver``, or
     None when it is not in doubt (see the module docstring). A ``move`` given an argument
     (``x.cuda(0)``; a ``*args`` may be empty) is no ``cuda(self)`` that takes nothing."""
-    here, taking_nothing = _local_classes(codemod)
+    here = _local_classes(codemod)
     classes = codemod.own_move_classes | here
     if move is not None and isinstance(move.func, cst.Attribute) and move.func.attr.value == "cuda" and any(not a.star for a in move.args):
-        classes -= codemod.cuda_taking_nothing | (taking_nothing - codemod.own_move_classes)  # the run's, else the file's
+        classes -= codemod.cuda_taking_nothing | (_local_taking_nothing(codemod, here) - codemod.own_move_classes)  # the run's, else the file's
     if not classes:
         return None
     kind, name = _kind(codemod, receiver, classes, frozenset())
@@ -299,15 +299,16 @@ def moves_itself(codemod: "CodemodView", receiver: cst.BaseExpression, move: cst
     return None
 
 
-def _local_classes(codemod: "CodemodView") -> tuple[frozenset[str], frozenset[str]]:
-    """This file's classes that move themselves, and those whose ``cuda()`` takes nothing."""
-    def compute() -> tuple[frozenset[str], frozenset[str]]:
-        code = getattr(codemod, "source_code", None)
-        if code is None or not any(marker in code for marker in TEXT_MARKERS):
-            return frozenset(), frozenset()
-        return classes_in(code), cuda_taking_nothing(code)
+def _local_classes(codemod: "CodemodView") -> frozenset[str]:
+    code = getattr(codemod, "source_code", None)
+    return facts_values.of(codemod).facet("own move classes here", lambda: (
+        classes_in(code) if code is not None and any(marker in code for marker in TEXT_MARKERS) else frozenset()))
 
-    return facts_values.of(codemod).facet("own move classes here", compute)
+
+def _local_taking_nothing(codemod: "CodemodView", here: frozenset[str]) -> frozenset[str]:
+    """Those of this file's classes ``here`` the run did not give whose ``cuda()`` takes nothing (parsed only then)."""
+    code = getattr(codemod, "source_code", "") if here - codemod.own_move_classes else ""
+    return facts_values.of(codemod).facet("cuda taking nothing here", lambda: cuda_taking_nothing(code) & here) if code else frozenset()
 
 
 def _kind(codemod: "CodemodView", expr: cst.BaseExpression, classes: frozenset[str], seen: frozenset[str]) -> tuple[str, str]:

@@ -23,7 +23,7 @@ where, and the result cache keys the file's answer with a digest of those files)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
 from torchfix_device.facts import dims as facts_dims
@@ -66,10 +66,10 @@ class Returned:
     another class, defined in the class itself."""
 
 
-    def at(self, position: int, count: int) -> int | None:
-        """The dimensions of the name at ``position`` of ``a, b, ... = f(...)`` (``count`` names)."""
-        if self.positions is not None and len(self.positions) == count:
-            return self.positions[position]
+    def at(self, elements: "Sequence[cst.Element]", name: cst.CSTNode) -> int | None:
+        """The dimensions of ``name``, one of the ``elements`` of the target of ``a, b, ... = f(...)``."""
+        if self.positions is not None and len(self.positions) == len(elements):
+            return self.positions[next(i for i, e in enumerate(elements) if e.value is name)]
         return self.element_dims
 
 

@@ -162,12 +162,15 @@ def _project_facts(
     imports: dict[Path, "list[tuple[str, int]] | None"] = {}
     placing: set[Path] = set()
     bases: dict[Path, dict[str, frozenset[str]]] = {}
-    for path, data in absolute.items():  # one parse of each file serves all three (``parsed`` keeps the last 64)
+    taking: dict[Path, frozenset[str]] = {}
+    for path, data in absolute.items():  # one parse of each file serves them all (``parsed`` keeps the last 64)
         imports[path] = imported_modules(data)
         if places(data):
             placing.add(path)
         if b"class " in data:
             bases[path] = class_bases(data)
+        if path in defined:
+            taking[path] = cuda_taking_nothing(data) & defined[path]
     functions = RunLegacyFunctions()
     if defining:
         limit = options.max_file_bytes or MAX_FILE_BYTES
@@ -198,21 +201,17 @@ def _project_facts(
     own = {str(path): reached[resolver.absolute(path)] for path in programs}
     known = {str(path): everything[resolver.absolute(path)] - reached[resolver.absolute(path)] for path in programs}
     own = {name: classes for name, classes in own.items() if classes}
-    bare = _taking_nothing(grown, defined, absolute)
+    bare = _taking_nothing(grown, taking)
     return own, {name: c for name, c in known.items() if c}, bare, stars, functions, attributes, unimported
 
 
-def _taking_nothing(grown: Mapping[Path, frozenset[str]], defined: Mapping[Path, frozenset[str]], programs: Mapping[Path, bytes]) -> frozenset[str]:
-    """The names of the run's classes that move themselves whose every class of that name has a
-    ``cuda(self)`` of its own taking nothing (:func:`~torchfix_device.facts.project_classes.cuda_taking_nothing`);
-    a subclass that inherits its move, or a class of the same name elsewhere that takes more, keeps the name out."""
-    taking: set[str] = set()
-    other: set[str] = set()
-    for path, classes in grown.items():
-        nothing = cuda_taking_nothing(programs[path]) & defined.get(path, frozenset())
-        taking |= classes & nothing
-        other |= classes - nothing
-    return frozenset(taking - other)
+def _taking_nothing(grown: Mapping[Path, frozenset[str]], taking: Mapping[Path, frozenset[str]]) -> frozenset[str]:
+    """The names of the run's classes that move themselves (``grown``, subclasses included) every
+    class of which has a ``cuda(self)`` of its own taking nothing (``taking``, by file:
+    :func:`~torchfix_device.facts.project_classes.cuda_taking_nothing`); a subclass that inherits
+    its move, or a class of the same name elsewhere that takes more, keeps the name out."""
+    other = {name for path, classes in grown.items() for name in classes - taking.get(path, frozenset())}
+    return frozenset().union(*taking.values()) - other
 
 
 def unimported_files(absolute: dict[Path, bytes], shown: dict[Path, str], resolved: Imports, resolver: Resolver) -> frozenset[str]:
