@@ -78,3 +78,25 @@ DICT_CONTAINER_ATTRS = frozenset(
         "popitem", "setdefault", "update", "values",
     }
 )
+
+
+def _read_ops() -> dict[str, frozenset[str]]:
+    """The table ``scripts/generate_torch_ops.py`` made from torch's operator schemas
+    (``data/torch_ops.txt``): kind (``function``, ``method``, ``device``) → names."""
+    from importlib.resources import files
+
+    found: dict[str, set[str]] = {"function": set(), "method": set(), "device": set()}
+    for line in files(__package__).joinpath("data", "torch_ops.txt").read_text(encoding="utf-8").splitlines():
+        kind, _, name = line.partition(" ")
+        if kind in found:
+            found[kind].add(name)
+    return {kind: frozenset(names) for kind, names in found.items()}
+
+
+_OPS = _read_ops()
+ONE_TENSOR_FUNCTIONS = _OPS["function"]
+"""``torch.NAME`` operators every overload of which gives one tensor (``torch.ger``, ``torch.where``)."""
+ONE_TENSOR_METHODS = _OPS["method"]
+"""``Tensor.NAME`` methods of C every overload of which gives one tensor (``x.addmm(a, b)``, ``x.clamp(0)``)."""
+DEVICE_OPERATORS = _OPS["device"]
+"""Of those, the ones some overload of which takes a device (``zeros``, ``new_ones``, ``to``)."""

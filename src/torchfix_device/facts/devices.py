@@ -326,6 +326,12 @@ def on_cpu(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth:
     if isinstance(func, cst.Attribute) and not values.module_path(func):
         if func.attr.value in kinds.TENSOR_METHODS and func.attr.value not in MOVES:
             return not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args) and on_cpu(values, func.value, depth + 1)
+        if func.attr.value in SCHEMA_METHODS and on_cpu(values, func.value, depth + 1) and _arguments_on_cpu(values, expr.args, depth):
+            return True  # `x.addmm(a, b)`: torch's schemas, every tensor on the CPU
+    if {q.rpartition(".")[0] for q in values.torch_names(func)} == {"torch"} and not values.names(func) - values.torch_names(func) \
+            and all(q[6:] in SCHEMA_FUNCTIONS for q in values.torch_names(func)) \
+            and nodes.positional_args(expr) and _arguments_on_cpu(values, expr.args, depth):
+        return True  # `torch.ger(a, b)`
     names = values.names(func)
     if names and names <= kinds.MAKERS:  # `Variable(x)`: where `x` is
         positional = nodes.positional_args(expr)
@@ -357,6 +363,20 @@ def _parts_on_cpu(values: "facts_values.ModuleValues", call: cst.Call, depth: in
     torch_names = {q.rpartition(".")[2] for q in values.torch_names(func)}
     positional = nodes.positional_args(call)
     return bool(torch_names) and torch_names <= SPLITTING and bool(positional) and on_cpu(values, positional[0].value, depth + 1)
+
+
+SCHEMA_FUNCTIONS = torch_api.ONE_TENSOR_FUNCTIONS - torch_api.DEVICE_OPERATORS - MOVES - {"cpu", "cuda"}
+SCHEMA_METHODS = torch_api.ONE_TENSOR_METHODS - torch_api.DEVICE_OPERATORS - MOVES - {"cpu", "cuda", "set_"}
+"""Operators torch's schemas show give one tensor (:mod:`torchfix_device.torch_api`), none of which
+takes a device: the result is where their tensors are (``set_`` takes another's storage)."""
+NOT_TENSOR_KEYWORDS = frozenset({"dim", "keepdim", "dtype"})
+
+
+def _arguments_on_cpu(values: "facts_values.ModuleValues", args: "Sequence[cst.Arg]", depth: int) -> bool:
+    """Every argument of an operator is a number or a value on the CPU (``dim=``, ``keepdim=``,
+    ``dtype=`` aside; no ``out=``): a tensor on a device among them would put the result there."""
+    return all(a.keyword is not None and a.keyword.value in NOT_TENSOR_KEYWORDS or (a.star == "" and _cpu_or_number(values, a.value, depth))
+               for a in args)
 
 
 def _cpu_or_number(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth: int) -> bool:

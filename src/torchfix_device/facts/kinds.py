@@ -11,11 +11,10 @@ this evidence, from this file alone:
 - a guard around the use that says so: the true branch of ``if isinstance(h, Variable):``
   (``torch.Tensor``, ``nn.Parameter``, a tuple of these), ``type(h) == Variable`` /
   ``type(h) is Variable``, ``torch.is_tensor(h)``, where the branch does not bind ``h`` again;
-- a value made by torch: ``Variable(...)``, ``nn.Parameter(...)``, a torch function that
-  returns one tensor (a factory, ``torch.from_numpy``, ``torch.cat``, ...), a tensor method
-  that returns one tensor called on such a value, or such a method only tensors have
-  (:func:`tensor_by_method`, not one modules have too: ``x.eq(y)`` succeeds only on a tensor),
-  arithmetic with such a value, an index into one;
+- a value made by torch: ``Variable(...)``, ``nn.Parameter(...)``, a torch function or a method of
+  such a value that gives one tensor (``torch.cat``, ``x.view(...)``; and every ``torch.NAME`` and C
+  method torch's own schemas show gives one, :mod:`torchfix_device.torch_api`), a method only tensors
+  have (:func:`tensor_by_method`: ``x.eq(y)``), arithmetic with such a value, an index into one;
 - a name every binding of which that may reach the read is such a value;
 - an element of what a torch function returns as a pair of tensors (``torch.max(x, 1)[1]``,
   ``_, pred = torch.max(out, 1)``, ``x.sort(0)[0]`` of a tensor ``x``), a comparison of a
@@ -66,7 +65,7 @@ from torchfix_device.facts.values import PART, VALUE, ModuleValues
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.syntax.bindings import names_bound_by
-from torchfix_device.torch_api import is_torch_module_class
+from torchfix_device.torch_api import ONE_TENSOR_FUNCTIONS, ONE_TENSOR_METHODS, is_torch_module_class
 
 if TYPE_CHECKING:
     from torchfix_device.syntax.lookup import CodemodView
@@ -136,8 +135,10 @@ def is_tensor(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
         return True
     torch_names = values.torch_names(expr.func)
     if torch_names:
-        return {q.rpartition(".")[2] for q in torch_names} <= TORCH_FUNCTIONS and not names - torch_names
-    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in TENSOR_METHODS and not values.module_path(expr.func):
+        return not names - torch_names and ({q.rpartition(".")[2] for q in torch_names} <= TORCH_FUNCTIONS or all(
+            q[:6] == "torch." and q[6:] in ONE_TENSOR_FUNCTIONS for q in torch_names))  # `torch.ger`: torch's schemas
+    if isinstance(expr.func, cst.Attribute) and (expr.func.attr.value in TENSOR_METHODS or expr.func.attr.value in ONE_TENSOR_METHODS) \
+            and not values.module_path(expr.func):
         # a method only tensors have (`x.eq(y)`; not `.cuda()`, which modules have) gives a tensor
         tensor_only = expr.func.attr.value in TENSOR_ONLY_METHODS and tensor_by_method(values, expr)
         return tensor_only or is_tensor(values, expr.func.value, depth + 1)
