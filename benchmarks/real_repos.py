@@ -16,8 +16,11 @@ expected,note``) is then scored against the output:
   ``np.array(`` / ``np.asarray(`` left on the line takes a value moved to the CPU),
   ``9 0-dim numbers`` (the line gained ``.item()`` or an ``int(``/``float(`` conversion) and
   ``10 legacy autograd Function`` (``def forward(self`` became a ``ctx`` signature under
-  ``@staticmethod``; ``F()(x)`` became ``F.apply(x)``);
-* ``keep`` sites count as kept when their line is unchanged.
+  ``@staticmethod``; ``F()(x)`` became ``F.apply(x)``; a line that builds or calls a kept
+  instance, left as it was, where its note names the class, ``instance of `F```, and the
+  output gives ``F`` a ``__call__`` that runs ``F.apply(self, *args)``: reported apart);
+* ``keep`` sites count as kept when their line is unchanged (re-indentation counts as a change;
+  the report says which changed keep sites only moved under a rewrite around them).
 
 ``other`` sites (needs outside the tool's rewrites: removed APIs and the like; in a notebook, a
 row whose note says ``notebook (other)``) are reported on a line of their own and kept out of the
@@ -384,6 +387,24 @@ def autograd_function_fixed(before_line: str, new_text: str, region: str | None 
             rf"\b{re.escape(func)}\([^()]*(?:\([^()]*\)[^()]*)*\)\(", new_text
         )
     return bool(re.search(r"\.apply\b", new_text))
+
+
+_KEPT_INSTANCE = re.compile(r"\binstance of `(\w+)`")
+
+
+def instance_call_kept(repo_output: Path, note: str, memo: dict) -> bool:
+    """Idiom 10, a line left as it was: the row's note names the legacy Function class whose
+    instance the line builds or calls (``instance of `Detect```), and the output of the repo
+    gives that class a ``__call__`` that runs ``Detect.apply(self, *args)`` (the fix that keeps a
+    stateful instance: its call, unchanged, then runs the new-style Function)."""
+    found = _KEPT_INSTANCE.search(note or "")
+    if found is None:
+        return False
+    key = (repo_output, found.group(1))
+    if key not in memo:
+        pattern = re.compile(rf"def __call__\(self, \*args\):\s*\n\s*return {found.group(1)}\.apply\(self, \*args\)")
+        memo[key] = any(pattern.search(view_of(path) or "") for path in sorted(repo_output.rglob("*.py")))
+    return memo[key]
 
 
 CHECKERS = {
@@ -970,6 +991,7 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs, r
         per_repo: dict[str, Counter] = defaultdict(Counter)
         other = Counter()
         broken_keeps: list[str] = []
+        kept_by_call, kept_memo = 0, {}
         missed: Counter = Counter()
         missed_rows: list[str] = []
         other_rows: list[str] = []
@@ -987,6 +1009,9 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs, r
             if region is None and row["idiom"] in CONTINUED:
                 region = continued_region(row["idiom"], before_lines, line_no, reg)
             ok = score_site(row, region, before_line, fine.get(line_no) if region is reg.get(line_no) else region)
+            if not ok and region is None and row["expected"] == "fix" and row["idiom"] == "10 legacy autograd Function":
+                ok = instance_call_kept(outputs[mode] / repo_dir_name(row["repo"]), row.get("note") or "", kept_memo)
+                kept_by_call += ok
             shown = (f"- {row['repo']} `{row['path']}:{line_no}` ({row['idiom']}): `{before_line.strip()[:120]}`"
                      + (f" → `{region.strip()[:120]}`" if region is not None else " (unchanged)"))
             if row["expected"] == "fix" and is_other(row):
@@ -1007,9 +1032,16 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs, r
                 missed[row["idiom"]] += 1
                 missed_rows.append(shown)
             else:
+                own = fine.get(line_no) if region is reg.get(line_no) else region
+                moved_only = own is not None and "\n" not in own and own.strip() == before_line.strip()
+                renamed = own is not None and "\n" not in own and own.strip() == re.sub(r"\bself\.", "ctx.", before_line.strip())
+                per_tier[tier]["keep_reindented"] += moved_only
+                per_tier[tier]["keep_renamed"] += renamed
                 broken_keeps.append(
                     f"- {row['repo']} `{row['path']}:{line_no}` ({row['idiom']}; {row['note']}): "
-                    f"`{before_line.strip()}` → `{(region or '').strip()[:160]}`"
+                    + ("its own text unchanged, only re-indented (a rewrite around it): " if moved_only else "")
+                    + ("only its `self.` became `ctx.` (the legacy Function around it made static): " if renamed else "")
+                    + f"`{before_line.strip()}` → `{(region or '').strip()[:160]}`"
                 )
         add("")
         add(f"## {'apply (safe)' if mode == 'safe' else 'apply --unsafe-fixes'}")
@@ -1017,9 +1049,14 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs, r
         for tier in tiers:
             c = per_tier[tier]
             text = (f"tier {tier}: {c['fix_ok']}/{c['fix']} fix sites fixed ({_pct(c['fix_ok'], c['fix'], 1)}), "
-                    f"{c['keep'] - c['keep_ok']} of {c['keep']} keep sites changed")
+                    f"{c['keep'] - c['keep_ok']} of {c['keep']} keep sites changed"
+                    + (f" ({c['keep_reindented']} of them only re-indented)" if c["keep_reindented"] else "")
+                    + (f" ({c['keep_renamed']} of them only `self.` → `ctx.` in a Function made static)" if c["keep_renamed"] else ""))
             add(f"- **{text}**")
             headline[mode].append(text)
+        if kept_by_call:
+            add(f"- of the fixed sites, {kept_by_call} of idiom 10 are lines left as they were that build or call an instance "
+                "of a legacy Function whose class the output gives a `__call__` running `.apply` (the note names the class)")
         add(f"- `other` (needs outside the tool's rewrites, not in the figures above): {other['fix_ok']} of "
             f"{other['fix']} sites changed ({other['notebook']} of them notebook rows noted `notebook (other)`)")
         add("")

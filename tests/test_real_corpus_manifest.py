@@ -294,3 +294,18 @@ def test_tree_differences_names_which_run_changed_a_file(tmp_path):
     assert len(diffs) == 2
     assert "`b.py`: only the one run over the folder changed it" in diffs[0]
     assert "`d.py`: only in the one run over the folder" in diffs[1]
+
+
+def test_a_kept_instance_of_a_legacy_function_counts_where_its_class_runs_apply(tmp_path):
+    """A line that builds or calls an instance of a legacy Function may stay as it was where the
+    output gives the class a ``__call__`` that runs ``.apply`` (TFD017's fix for an instance with
+    state); only where the note names the class and the output holds that ``__call__``."""
+    script = _load_script()
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "roi.py").write_text(
+        "class RoI(Function):\n    def __call__(self, *args):\n        return RoI.apply(self, *args)\n\n"
+        "    @staticmethod\n    def forward(ctx, instance, x):\n        return x\n")
+    memo: dict = {}
+    assert script.instance_call_kept(tmp_path, "call of self.RoI(x); instance of `RoI`", memo)
+    assert not script.instance_call_kept(tmp_path, "call of self.RoI(x)", memo)  # the class is not named
+    assert not script.instance_call_kept(tmp_path, "instance of `Detect`", memo)  # no such __call__
