@@ -1032,9 +1032,10 @@ def build_report(args, repos, file_counts, manifest, orig_root, outputs, runs, r
                 missed[row["idiom"]] += 1
                 missed_rows.append(shown)
             else:
-                own = fine.get(line_no) if region is reg.get(line_no) else region
-                moved_only = own is not None and "\n" not in own and own.strip() == before_line.strip()
-                renamed = own is not None and "\n" not in own and own.strip() == re.sub(r"\bself\.", "ctx.", before_line.strip())
+                # what replaced the region holds the line as it was, re-indented, or with `self.` → `ctx.` only
+                around = [line.strip() for line in (region or "").splitlines()]
+                moved_only = before_line.strip() in around
+                renamed = not moved_only and "self." in before_line and re.sub(r"\bself\.", "ctx.", before_line.strip()) in around
                 per_tier[tier]["keep_reindented"] += moved_only
                 per_tier[tier]["keep_renamed"] += renamed
                 broken_keeps.append(
