@@ -55,7 +55,7 @@ from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device import torch_api
 from torchfix_device.facts import values as facts_values
-from torchfix_device.facts import cpu_paths, kinds, module_outputs
+from torchfix_device.facts import cpu_paths, kinds, project_calls
 from torchfix_device.facts.methods import only_method
 from torchfix_device.facts.project_attributes import stays_on_cpu
 from torchfix_device.torch_api import is_torch_module_class
@@ -341,7 +341,7 @@ def on_cpu(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth:
         tensors = [a.value for a in expr.args if a.keyword is None]  # `torch.unsqueeze(x, 1)`, `torch.cat([a, b])`
         if tensors and all(_cpu_or_number(values, t, depth) for t in tensors) and nodes.keyword_arg(expr, "device") is None:
             return True
-    if module_outputs.output_on_cpu(values, expr, kinds.module_classes(values), lambda made: _made_on_cpu(values.view, made),
+    if project_calls.output_on_cpu(values, expr, kinds.module_classes(values), lambda made: _made_on_cpu(values.view, made),
                                     lambda argument: _cpu_or_number(values, argument, depth)):
         return True  # `pe(x)` of a module of this file that stays on the CPU
     if values.enclosing(expr, cst.ClassDef) is not None and any(

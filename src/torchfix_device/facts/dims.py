@@ -1,8 +1,7 @@
 """How many dimensions a tensor has, where the code shows it. One of the facts about values
 (:mod:`torchfix_device.facts`), asked where a PyTorch 0.3 Python number must become one again
-(:func:`torchfix_device.facts.sizes.number_in_03`): an element of a 1-dim tensor
-(``torch.max(x, 1)[1][0]`` of a 2-dim ``x``) was a Python number in 0.3 and is a 0-dim tensor
-since 0.4, while an element of a 2-dim tensor is a row, then as now.
+(:func:`torchfix_device.facts.sizes.number_in_03`): an element of a 1-dim tensor (``torch.max(x,
+1)[1][0]`` of a 2-dim ``x``) was a number in 0.3, a 0-dim tensor since 0.4; of a 2-dim one, a row.
 
 :func:`dims` answers from what the code shows, never from names:
 
@@ -13,23 +12,20 @@ since 0.4, while an element of a 2-dim tensor is a row, then as now.
   (``.float()``, ``.cpu()``, ``.detach()``, ``.exp()``, ``.div(2)``, ``.softmax(1)``...), and
   arithmetic and comparisons with a Python number (the tensor's) or a tensor (the larger:
   broadcasting never removes a dimension);
-- ``x.view(a, b)`` / ``reshape`` with that many sizes (two or more arguments can only be numbers;
-  one is a number shown: ``view(-1)``: 1), ``flatten()`` (1),
-  ``unsqueeze(d)`` (one more), ``t()``/``transpose``/``permute`` (the same);
+- ``x.view(a, b)`` / ``reshape`` with that many sizes (two or more arguments can only be numbers; one is
+  a number shown: ``view(-1)``: 1), ``flatten()`` (1), ``unsqueeze(d)`` (one more), ``t()``/``permute`` (the same);
 - a reduction over one dimension (``x.sum(1)``, ``x.argmax(1)``, ``torch.mean(x, 0)``): one
   fewer (the same with ``keepdim=True``); an element of ``torch.max(x, 1)`` / ``x.min(0)``
   (``[0]``, ``[1]``, ``.values``, ``.indices``, or unpacked: ``_, pred = x.max(1)``): one fewer;
   of ``sort``/``topk``: the same; ``torch.multinomial(p, n)``: as ``p``; a full reduction: 0;
 - an integer index (``x[0]``, ``x[i]`` with ``i`` a number): one fewer; a slice: the same;
-- the output of a ``torch.nn`` layer called through a name every binding of which builds it, or
-  through ``self.fc`` every value of which the class builds so (:func:`~.tensor_clues.layer_class`,
-  :func:`~.self_attributes.held_by_self`): as its input for ``Linear``, activations,
-  dropout, normalisation, convolution and pooling; one more for ``Embedding``; through an
-  ``nn.Sequential`` of such layers;
-- a name every binding of which that may reach the read shows the same number, none reshaped in
-  place (``x.squeeze_()``, :func:`~.in_place.reshaped_in_place`): an assignment, the whole target
-  of a ``for`` over a tensor (one fewer: ``for row in x``), or a positional parameter of a plain
-  function of a file no other file imports, which every call of the file passes a tensor of that number;
+- the output of a ``torch.nn`` layer called through a name every binding of which builds it, or through
+  ``self.fc`` every value of which the class builds so (:func:`~.tensor_clues.layer_class`, :func:`~.self_attributes.held_by_self`):
+  as its input for ``Linear``, activations, dropout, normalisation, convolution and pooling; one more
+  for ``Embedding``; through an ``nn.Sequential`` of such layers;
+- a name every binding of which that may reach the read shows the same number, none reshaped in place (``x.squeeze_()``,
+  :func:`~.in_place.reshaped_in_place`): an assignment, the whole target of a ``for`` over a tensor (one fewer: ``for
+  row in x``), or a positional parameter of a plain function of a file no other file imports, every call passing that number;
 - ``x.squeeze()`` of a tensor every size of which is shown to be 1 (``torch.rand(1, 1)``): 0;
 - the call of a function of the file that returns its first argument in the same shape
   (``to_var(x)``: :func:`keeps_its_argument`): as the argument; the call of any other function
@@ -37,11 +33,12 @@ since 0.4, while an element of a 2-dim tensor is a row, then as now.
   (:mod:`.returns`), and an element unpacked from the list it returns (``prec1, prec5 =
   accuracy(...)``): as every element of it, or as its position of every literal returned
   (``data, target = get_batch(...)`` of ``return data, target``); ``self.forward(x)`` / ``self(x)`` / ``self.m(x)`` of
-  a method its class defines once, which no class derives from (:func:`own_method`): as every
-  ``return`` of the method shows.
+  a method its class defines once, which no class derives from (:func:`~.project_calls.own_method`): as every
+  ``return`` of the method shows; ``model(x)`` of an instance of a project class: as its own
+  ``forward`` shows (:func:`.project_calls.instance_call_dims`).
 
-None where it is not shown (a parameter of a method or of a function another file may call, a
-project module's output, any other ``x.squeeze()``, a ``torch.from_numpy`` of an array).
+None where it is not shown (a parameter of a method or of a function another file may call, any
+other ``x.squeeze()``, a ``torch.from_numpy`` of an array).
 """
 
 from __future__ import annotations
@@ -53,8 +50,9 @@ from torchfix_device.facts.self_attributes import held_by_self
 from torchfix_device.facts.tensor_clues import MOVES_OF_MODULES, layer_class
 from torchfix_device.facts import kinds
 from torchfix_device.facts.counts import is_count, is_number
-from torchfix_device.facts.in_place import reshaped_in_place
+from torchfix_device.facts.in_place import RESHAPING, reshaped_in_place
 from torchfix_device.facts.methods import attributes_named, class_of_self, own_def
+from torchfix_device.facts.project_calls import SAME_SHAPE, WRAPPERS, instance_call_dims, keeps_its_argument, own_method
 from torchfix_device.facts.project_attributes import subclassed_in_run
 from torchfix_device.facts.values import ITEM, PARAM, PART, VALUE
 from torchfix_device.syntax import nodes, traversal
@@ -63,21 +61,12 @@ if TYPE_CHECKING:
     from torchfix_device.facts.values import Bound, ModuleValues
 
 MAX_DEPTH = 16
-WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 """``torch.<f>(*sizes)`` or ``torch.<f>(sizes)``."""
 VECTOR_FACTORIES = frozenset({"arange", "range", "linspace", "logspace", "randperm"})
 DATA_FACTORIES = frozenset({"tensor", "as_tensor", "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
                             "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor"})
 LIKE_FACTORIES = frozenset({"zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like", "randint_like"})
-SAME_SHAPE = frozenset({
-    "float", "double", "half", "long", "int", "short", "byte", "char", "bool", "cpu", "cuda", "to", "detach", "clone",
-    "contiguous", "exp", "log", "log1p", "sqrt", "rsqrt", "abs", "neg", "sigmoid", "tanh", "relu", "sin", "cos", "floor",
-    "ceil", "round", "sign", "reciprocal", "square", "clamp", "softmax", "log_softmax", "type_as", "fill_", "zero_",
-    "normal_", "uniform_", "masked_fill", "masked_fill_", "requires_grad_", "pin_memory", "cumsum", "cumprod",
-    "random_", "bernoulli_", "exponential_", "clamp_", "add_", "mul_", "sub_", "div_",
-})
-"""Methods and ``torch.<f>`` functions whose result has the shape of the tensor they take."""
 BROADCAST = frozenset({"add", "sub", "mul", "div", "pow", "eq", "ne", "lt", "le", "gt", "ge", "max", "min"})
 """Binary methods and functions: the broadcast of both (``max``/``min`` with a tensor)."""
 DIM_REDUCTIONS = frozenset({"sum", "mean", "prod", "std", "var", "argmax", "argmin", "all", "any", "logsumexp", "nansum",
@@ -110,7 +99,7 @@ def dims(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> in
             return dims(values, expr.value, depth + 1)
         if expr.attr.value in ("values", "indices"):
             return pair_dims(values, expr.value, depth + 1)
-        return None
+        return _attribute_dims(values, expr, depth)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus, cst.BitInvert)):
         return dims(values, expr.expression, depth + 1)
     if isinstance(expr, cst.BinaryOperation):
@@ -124,6 +113,28 @@ def dims(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> in
     if isinstance(expr, cst.Call) and not nodes.has_star_args(expr):
         return _call_dims(values, expr, depth)
     return None
+
+
+def _attribute_dims(values: "ModuleValues", expr: cst.Attribute, depth: int) -> int | None:
+    """``self.support`` in a method of its class: as every value the class gives it shows
+    (:func:`~.self_attributes.held_by_self`; ``self.support = self.support.cuda()`` keeps them), where
+    the file reshapes no ``x.support`` in place and assigns none but the class's own."""
+    held = held_by_self(values, expr)
+    name, cls = expr.attr.value, class_of_self(values, expr.value)
+    for attribute in attributes_named(values, name) if held else ():
+        above = values.parent(attribute)
+        if isinstance(above, cst.Attribute) and above.value is attribute and above.attr.value in RESHAPING:
+            return None  # `self.support.unsqueeze_(0)`
+        if isinstance(above, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and class_of_self(values, attribute.value) is not cls:
+            return None  # `agent.support = ...`
+    found = set()
+    for value in held or ():
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in SAME_SHAPE:
+            value = value.func.value
+        if not (isinstance(value, cst.Attribute) and value.attr.value == name and isinstance(value.value, cst.Name)
+                and value.value.value == getattr(expr.value, "value", None)):
+            found.add(dims(values, value, depth + 1))
+    return found.pop() if len(found) == 1 else None
 
 
 def pair_dims(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> int | None:
@@ -307,66 +318,12 @@ def _call_dims(values: "ModuleValues", call: cst.Call, depth: int) -> int | None
     method = own_method(values, func)
     if method is not None:  # `self.forward(x)`, `self(x)`: as every `return` of the method shows
         return getattr(values.function_returns(method), "dims", None)
+    if (called := instance_call_dims(values, func)) is not None:  # `self.online_net(x)`: its class's `forward` shows
+        return called
     if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and values.module_path(func) and not torch_names):
         summary = values.call_returns(call)  # a function of this file or of another of the run: `accuracy(...)`
         return summary.dims if summary is not None else None
     return _method_dims(values, func.attr.value, call, depth) if isinstance(func, cst.Attribute) else None
-
-
-def own_method(values: "ModuleValues", func: cst.BaseExpression) -> cst.FunctionDef | None:
-    """The method ``self.m(...)`` (``self(...)``: an ``nn.Module``'s ``forward``) calls in a plain
-    method of a class of the file that defines it once (:func:`~.methods.own_def`), where no class
-    of the run derives from the class and nothing assigns an attribute of that name."""
-    receiver, name = (func.value, func.attr.value) if isinstance(func, cst.Attribute) else (func, "forward")
-    cls = class_of_self(values, receiver) if isinstance(receiver, cst.Name) else None
-    if cls is None or subclassed_in_run(values, cls.name.value) or (func is receiver and id(cls) not in kinds.module_classes(values)):
-        return None
-    if any(isinstance(values.parent(a), (cst.AssignTarget, cst.AugAssign)) for a in attributes_named(values, name)):
-        return None
-    return own_def(values, cls, name)
-
-
-def keeps_its_argument(values: "ModuleValues", func: cst.Name) -> bool:
-    """``func`` is a function of the file that returns its first argument in the same shape,
-    wherever it returns (``def to_var(x): if cuda: x = x.cuda(); return Variable(x)``): a
-    function :meth:`~torchfix_device.facts.values.ModuleValues.function_called` finds, every ``return`` of which gives the
-    first parameter through moves, ``Variable``/``Parameter``, ``.data`` and shape-keeping
-    methods (:data:`SAME_SHAPE`)."""
-    function = values.function_called(func)
-    if function is None or not function.params.params:
-        return False
-    returns = list(traversal.function_returns(function))
-    return bool(returns) and all(r.value is not None and _gives(values, r.value, function.params.params[0], 0) for r in returns) \
-        and not traversal.yields(function)
-
-
-def _gives(values: "ModuleValues", expr: cst.BaseExpression, param: cst.Param, depth: int) -> bool:
-    """``expr`` is ``param``'s value in the same shape (see :func:`keeps_its_argument`)."""
-    if depth > MAX_DEPTH:
-        return False
-    if isinstance(expr, cst.Name):
-        reach = values.reach(expr)
-        if reach.why is not None or not reach.bindings:
-            return False
-        for node in reach.bindings:
-            if node is param or node is param.name:
-                continue
-            bound = values.bound(node)
-            if bound.kind == PARAM and bound.node in (param, param.name):
-                continue
-            if not (bound.kind == VALUE and bound.value is not expr and _gives(values, bound.value, param, depth + 1)):
-                return False
-        return True
-    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
-        return _gives(values, expr.value, param, depth + 1)
-    if isinstance(expr, cst.Call) and not nodes.has_star_args(expr):
-        func = expr.func
-        if values.names(func) & WRAPPERS:
-            positional = nodes.positional_args(expr)
-            return bool(positional) and _gives(values, positional[0].value, param, depth + 1)
-        if isinstance(func, cst.Attribute) and func.attr.value in SAME_SHAPE and not values.module_path(func):
-            return _gives(values, func.value, param, depth + 1)
-    return False
 
 
 def _factory_dims(values: "ModuleValues", name: str, call: cst.Call, depth: int) -> int | None:

@@ -64,6 +64,9 @@ class Returned:
     """A class whose instances, called, return what is shown to be a 0-dim tensor: the
     ``forward`` of an ``nn.Module`` subclass (``LabelSmoothing(...)(x, y)``), the ``__call__`` of
     another class, defined in the class itself."""
+    call_dims: int | None = None
+    """A class whose instances, called, return what every ``return`` of that method shows to
+    have these dimensions (:func:`.project_calls.instance_call_dims` asks it)."""
 
 
     def at(self, elements: "Sequence[cst.Element]", name: cst.CSTNode) -> int | None:
@@ -86,7 +89,8 @@ def made_by_class(values: "ModuleValues", cls: cst.ClassDef) -> Returned:
         memo[id(cls)] = NOTHING  # while it is being found
         method = _instance_call(values, cls)
         scalar = method is not None and facts_sizes.evidence(values).returns_size(method) is facts_sizes.Size.ZERO_DIM
-        known = memo[id(cls)] = Returned(loader=loader_class(values, cls), scalar_call=scalar, gym_env=derives_from_gym(values, cls))
+        known = memo[id(cls)] = Returned(loader=loader_class(values, cls), scalar_call=scalar, gym_env=derives_from_gym(values, cls),
+                                         call_dims=returned(values, method).dims if method is not None else None)
     return known
 
 
