@@ -1,5 +1,6 @@
 """torch's API as data, for the engine that never imports torch: which names are legacy tensor
-types, which classes are ``nn.Module`` classes."""
+types, which classes are ``nn.Module`` classes, which operators give one tensor (a table
+``scripts/generate_torch_ops.py`` reads from torch's own schemas at development time)."""
 
 from __future__ import annotations
 
@@ -95,7 +96,7 @@ def _read_ops() -> dict[str, frozenset[str]]:
 
 _OPS = _read_ops()
 ONE_TENSOR_FUNCTIONS = _OPS["function"]
-"""``torch.NAME`` operators every overload of which gives one tensor (``torch.ger``, ``torch.where``)."""
+"""``torch.NAME`` operators every overload of which gives one tensor (``torch.ger``, ``torch.outer``)."""
 ONE_TENSOR_METHODS = _OPS["method"]
 """``Tensor.NAME`` methods of C every overload of which gives one tensor (``x.addmm(a, b)``, ``x.clamp(0)``)."""
 DEVICE_OPERATORS = _OPS["device"]

@@ -41,7 +41,9 @@ host code (``x.numpy()``, ``np.array(x)``: TFD018). :func:`may_be_on_device` say
   statement moves in place (``x.cuda()`` on a line of its own, which TFD002 turns into
   ``x = x.to(device)``; ``x.data = ...``); a name may also be bound to the parts of
   ``torch.sort(x)`` (``x.max(1)``...) of such an ``x``, or to an item of a data loader
-  (:mod:`.cpu_paths`);
+  (:mod:`.cpu_paths`); an operator torch's schemas show gives one tensor (``torch.ger(a, b)``,
+  ``x.addmm(a, b)``) of such values; the output of a module of this file that stays on the CPU
+  (:func:`.project_calls.output_on_cpu`);
 - the value is read on the flag's CPU path (:mod:`.cpu_paths`): the ``else:`` of ``if F:`` where
   every place of the file that may put a value on a device is under ``if F:``.
 """
@@ -377,7 +379,7 @@ NOT_TENSOR_KEYWORDS = frozenset({"dim", "keepdim", "dtype"})
 
 def _arguments_on_cpu(values: "facts_values.ModuleValues", args: "Sequence[cst.Arg]", depth: int) -> bool:
     """Every argument of an operator is a number or a value on the CPU (``dim=``, ``keepdim=``,
-    ``dtype=`` aside; no ``out=``): a tensor on a device among them would put the result there."""
+    ``dtype=`` aside; an ``out=`` too): a tensor on a device among them would put the result there."""
     return all(a.keyword is not None and a.keyword.value in NOT_TENSOR_KEYWORDS or (a.star == "" and _cpu_or_number(values, a.value, depth))
                for a in args)
 
