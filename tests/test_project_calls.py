@@ -53,6 +53,8 @@ def test_the_output_of_a_module_of_this_file_that_stays_on_the_cpu() -> None:
         "wrapped = nn.DataParallel(pe)\n",  # given away
         "keep = [pe]\n",  # stored
         "pe.apply(lambda m: m.cuda())\n",  # a function run on it
+        "def to_gpu():\n    global pe\n    pe = pe.cuda()\n",  # moved by a function, through `global`
+        "def to_gpu():\n    pe.cuda()\n",  # moved by a function that reads the global
     ],
 )
 def test_a_module_moved_given_or_stored_may_be_elsewhere(change: str) -> None:

@@ -91,6 +91,11 @@ def output_on_cpu(
 
 
 def _only_called(values: "ModuleValues", binding: cst.CSTNode) -> bool:
+    """Every read of ``binding`` calls the module or one of :data:`STAYING`; no read of its name
+    anywhere in the file may reach it without the resolution saying so (a doubt counts against)."""
+    name = getattr(binding, "value", None)
+    if any(values.reach(n).why is not None for n in values.name_reads(values.module).get(name, ()) if not values.is_target(n)):
+        return False
     for read in values.reads_of(binding):
         above = values.parent(read)
         if isinstance(above, cst.Call) and above.func is read:
@@ -111,8 +116,8 @@ def _reads_only_imports(values: "ModuleValues", cls: cst.ClassDef, module_classe
         return memo[id(cls)]
     memo[id(cls)] = False  # while it is being found
     found = True
-    for node in traversal.walk(cls):
-        if not isinstance(node, cst.Name) or not _read(values, node):
+    for node in (n for reads in values.name_reads(cls).values() for n in reads):
+        if not _read(values, node):
             continue
         reach = values.reach(node)
         if reach.why is not None and not all(_inside(values, b, cls) for b in reach.bindings):
@@ -138,18 +143,11 @@ def _reads_only_imports(values: "ModuleValues", cls: cst.ClassDef, module_classe
 
 
 def _read(values: "ModuleValues", name: cst.Name) -> bool:
+    """``name`` (not an attribute's or a keyword's) is read where it stands: not a parameter, a
+    ``def``'s, a ``class``'s or an import's name, not a target (``pe = torch.zeros(n, d)``)."""
     above = values.parent(name)
-    if isinstance(above, cst.Attribute) and above.attr is name:
-        return False
-    if isinstance(above, cst.Arg) and above.keyword is name:
-        return False
-    if isinstance(above, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName)):
-        return False
-    child: cst.CSTNode = name  # not a target: `pe = torch.zeros(n, d)`, `a, b = ...`, `for i in ...`
-    while isinstance(above, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
-        child, above = above, values.parent(above)
-    return not (isinstance(above, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr))
-                and getattr(above, "target", None) is child)
+    return not isinstance(above, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName)) \
+        and not values.is_target(name)
 
 
 def _inside(values: "ModuleValues", node: cst.CSTNode, cls: cst.ClassDef) -> bool:
