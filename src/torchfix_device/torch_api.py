@@ -101,3 +101,11 @@ ONE_TENSOR_METHODS = _OPS["method"]
 """``Tensor.NAME`` methods of C every overload of which gives one tensor (``x.addmm(a, b)``, ``x.clamp(0)``)."""
 DEVICE_OPERATORS = _OPS["device"]
 """Of those, the ones some overload of which takes a device (``zeros``, ``new_ones``, ``to``)."""
+
+
+def torch_operators(qualified: set[str]) -> set[str] | None:
+    """``{"ger"}`` for ``{"torch.ger"}``: the operator names where every one of ``qualified`` is a
+    ``torch.NAME`` of :data:`ONE_TENSOR_FUNCTIONS`; None otherwise (``torch.nn.functional.relu``,
+    ``torch.split``, nothing)."""
+    found = {q[len("torch."):] for q in qualified if q.startswith("torch.")}
+    return found if qualified and len(found) == len(qualified) and found <= ONE_TENSOR_FUNCTIONS else None

@@ -330,9 +330,8 @@ def on_cpu(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth:
             return not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args) and on_cpu(values, func.value, depth + 1)
         if func.attr.value in SCHEMA_METHODS and on_cpu(values, func.value, depth + 1) and _arguments_on_cpu(values, expr.args, depth):
             return True  # `x.addmm(a, b)`: torch's schemas, every tensor on the CPU
-    if {q.rpartition(".")[0] for q in values.torch_names(func)} == {"torch"} and not values.names(func) - values.torch_names(func) \
-            and all(q[6:] in SCHEMA_FUNCTIONS for q in values.torch_names(func)) \
-            and nodes.positional_args(expr) and _arguments_on_cpu(values, expr.args, depth):
+    operators = torch_api.torch_operators(values.names(func))
+    if operators and not operators & NOT_FOLLOWING and nodes.positional_args(expr) and _arguments_on_cpu(values, expr.args, depth):
         return True  # `torch.ger(a, b)`
     names = values.names(func)
     if names and names <= kinds.MAKERS:  # `Variable(x)`: where `x` is
@@ -343,7 +342,7 @@ def on_cpu(values: "facts_values.ModuleValues", expr: cst.BaseExpression, depth:
         tensors = [a.value for a in expr.args if a.keyword is None]  # `torch.unsqueeze(x, 1)`, `torch.cat([a, b])`
         if tensors and all(_cpu_or_number(values, t, depth) for t in tensors) and nodes.keyword_arg(expr, "device") is None:
             return True
-    if project_calls.output_on_cpu(values, expr, kinds.module_classes(values), lambda made: _made_on_cpu(values.view, made),
+    if project_calls.output_on_cpu(values, expr, lambda made: _made_on_cpu(values.view, made),
                                     lambda argument: _cpu_or_number(values, argument, depth)):
         return True  # `pe(x)` of a module of this file that stays on the CPU
     if values.enclosing(expr, cst.ClassDef) is not None and any(
@@ -370,10 +369,11 @@ def _parts_on_cpu(values: "facts_values.ModuleValues", call: cst.Call, depth: in
     return bool(torch_names) and torch_names <= SPLITTING and bool(positional) and on_cpu(values, positional[0].value, depth + 1)
 
 
-SCHEMA_FUNCTIONS = torch_api.ONE_TENSOR_FUNCTIONS - torch_api.DEVICE_OPERATORS - MOVES - {"cpu", "cuda"}
-SCHEMA_METHODS = torch_api.ONE_TENSOR_METHODS - torch_api.DEVICE_OPERATORS - MOVES - {"cpu", "cuda", "set_"}
-"""Operators torch's schemas show give one tensor (:mod:`torchfix_device.torch_api`), none of which
-takes a device: the result is where their tensors are (``set_`` takes another's storage)."""
+NOT_FOLLOWING = torch_api.DEVICE_OPERATORS | MOVES | {"cpu", "cuda", "set_"}
+"""Of the operators torch's schemas show give one tensor (:mod:`torchfix_device.torch_api`), those
+whose result need not be where their tensors are: they take a device, move (``set_`` takes
+another's storage)."""
+SCHEMA_METHODS = torch_api.ONE_TENSOR_METHODS - NOT_FOLLOWING
 NOT_TENSOR_KEYWORDS = frozenset({"dim", "keepdim", "dtype"})
 
 

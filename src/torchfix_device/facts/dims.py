@@ -50,7 +50,7 @@ from torchfix_device.facts.self_attributes import held_by_self
 from torchfix_device.facts.tensor_clues import MOVES_OF_MODULES, layer_class
 from torchfix_device.facts import kinds
 from torchfix_device.facts.counts import is_count, is_number
-from torchfix_device.facts.in_place import RESHAPING, reshaped_in_place
+from torchfix_device.facts.in_place import reshaped_in_place
 from torchfix_device.facts.methods import attributes_named, class_of_self, own_def
 from torchfix_device.facts.project_calls import SAME_SHAPE, WRAPPERS, instance_call_dims, keeps_its_argument, own_method
 from torchfix_device.facts.project_attributes import subclassed_in_run
@@ -116,22 +116,14 @@ def dims(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) -> in
 
 
 def _attribute_dims(values: "ModuleValues", expr: cst.Attribute, depth: int) -> int | None:
-    """``self.support`` in a method of its class: as every value the class gives it shows
-    (:func:`~.self_attributes.held_by_self`; ``self.support = self.support.cuda()`` keeps them), where
-    the file reshapes no ``x.support`` in place and assigns none but the class's own."""
-    held = held_by_self(values, expr)
-    name, cls = expr.attr.value, class_of_self(values, expr.value)
-    for attribute in attributes_named(values, name) if held else ():
-        above = values.parent(attribute)
-        if isinstance(above, cst.Attribute) and above.value is attribute and above.attr.value in RESHAPING:
-            return None  # `self.support.unsqueeze_(0)`
-        if isinstance(above, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and class_of_self(values, attribute.value) is not cls:
-            return None  # `agent.support = ...`
+    """``self.support`` in a method of its class: as every value the class gives it shows, where the
+    file writes it no other way (:func:`~.self_attributes.held_by_self`: no in-place method such as
+    ``unsqueeze_``, no ``agent.support = ...``); ``self.support = self.support.cuda()`` keeps them."""
     found = set()
-    for value in held or ():
+    for value in held_by_self(values, expr) or ():
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in SAME_SHAPE:
             value = value.func.value
-        if not (isinstance(value, cst.Attribute) and value.attr.value == name and isinstance(value.value, cst.Name)
+        if not (isinstance(value, cst.Attribute) and value.attr.value == expr.attr.value and isinstance(value.value, cst.Name)
                 and value.value.value == getattr(expr.value, "value", None)):
             found.add(dims(values, value, depth + 1))
     return found.pop() if len(found) == 1 else None

@@ -65,7 +65,7 @@ from torchfix_device.facts.values import PART, VALUE, ModuleValues
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.syntax.bindings import names_bound_by
-from torchfix_device.torch_api import ONE_TENSOR_FUNCTIONS, ONE_TENSOR_METHODS, is_torch_module_class
+from torchfix_device.torch_api import ONE_TENSOR_METHODS, is_torch_module_class, torch_operators
 
 if TYPE_CHECKING:
     from torchfix_device.syntax.lookup import CodemodView
@@ -99,6 +99,7 @@ TENSOR_METHODS = frozenset({
     "exponential_", "add_", "mul_", "sub_", "div_",
 })
 """Tensor methods whose result, called on a tensor, is one tensor."""
+GIVING_A_TENSOR = TENSOR_METHODS | ONE_TENSOR_METHODS  # and those torch's schemas show give one (torch_api)
 MAX_DEPTH = 12
 PACKING = frozenset({"pack_padded_sequence", "pack_sequence", "PackedSequence"})
 PAIR_FUNCTIONS = frozenset({"max", "min", "median", "mode", "kthvalue", "sort", "topk"})
@@ -135,10 +136,9 @@ def is_tensor(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
         return True
     torch_names = values.torch_names(expr.func)
     if torch_names:
-        return not names - torch_names and ({q.rpartition(".")[2] for q in torch_names} <= TORCH_FUNCTIONS or all(
-            q[:6] == "torch." and q[6:] in ONE_TENSOR_FUNCTIONS for q in torch_names))  # `torch.ger`: torch's schemas
-    if isinstance(expr.func, cst.Attribute) and (expr.func.attr.value in TENSOR_METHODS or expr.func.attr.value in ONE_TENSOR_METHODS) \
-            and not values.module_path(expr.func):
+        return not names - torch_names and ({q.rpartition(".")[2] for q in torch_names} <= TORCH_FUNCTIONS
+                                            or torch_operators(torch_names) is not None)  # `torch.ger`: torch's schemas
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in GIVING_A_TENSOR and not values.module_path(expr.func):
         # a method only tensors have (`x.eq(y)`; not `.cuda()`, which modules have) gives a tensor
         tensor_only = expr.func.attr.value in TENSOR_ONLY_METHODS and tensor_by_method(values, expr)
         return tensor_only or is_tensor(values, expr.func.value, depth + 1)

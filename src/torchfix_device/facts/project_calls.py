@@ -40,7 +40,7 @@ from torchfix_device.facts import kinds
 from torchfix_device.facts.methods import attributes_named, class_of_self, own_def
 from torchfix_device.facts.project_attributes import subclassed_in_run
 from torchfix_device.facts.self_attributes import held_by_self
-from torchfix_device.facts.tensor_clues import MOVES_OF_MODULES
+from torchfix_device.facts.losses import strip_moves
 from torchfix_device.facts.values import PARAM, VALUE
 from torchfix_device.syntax import nodes, traversal
 from torchfix_device.syntax.qualified_names import BUILTIN_NAMES
@@ -65,12 +65,12 @@ SAME_SHAPE = frozenset({
 def output_on_cpu(
     values: "ModuleValues",
     call: cst.Call,
-    module_classes: "dict[int, cst.ClassDef]",
     made_on_cpu: Callable[[cst.Call], bool],
     argument_on_cpu: Callable[[cst.BaseExpression], bool],
 ) -> bool:
     """``call`` (``m(...)`` or ``m.forward(...)``) is of a module of this file that stays on the
-    CPU, given only numbers and values there (see the module docstring)."""
+    CPU, given only numbers and values there (see the module docstring; ``made_on_cpu`` and
+    ``argument_on_cpu`` are :mod:`.devices`' evidence, which asks this)."""
     func = call.func
     module = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
     if not isinstance(module, cst.Name) or any(a.star for a in call.args):
@@ -78,6 +78,7 @@ def output_on_cpu(
     reach = values.reach(module)
     if reach.why is not None or not reach.bindings:
         return False
+    module_classes = kinds.module_classes(values)
     for binding in reach.bindings:
         bound = values.bound(binding)
         if bound.kind != VALUE or not isinstance(bound.value, cst.Call):
@@ -85,7 +86,7 @@ def output_on_cpu(
         cls = values.class_called(bound.value.func)
         if cls is None or id(cls) not in module_classes or not made_on_cpu(bound.value):
             return False
-        if not _only_called(values, binding) or not _reads_only_imports(values, cls, module_classes, frozenset()):
+        if not _only_called(values, binding) or not _reads_only_imports(values, cls):
             return False
     return all(argument_on_cpu(a.value) for a in call.args)
 
@@ -108,79 +109,46 @@ def _only_called(values: "ModuleValues", binding: cst.CSTNode) -> bool:
     return True
 
 
-def _reads_only_imports(values: "ModuleValues", cls: cst.ClassDef, module_classes: "dict[int, cst.ClassDef]", seen: frozenset[int]) -> bool:
+def _reads_only_imports(values: "ModuleValues", cls: cst.ClassDef, seen: frozenset[int] = frozenset()) -> bool:
     """Every name ``cls`` reads is its own (a parameter, a local), an import, a builtin, or a
     module class of the file that reads only such names too (memoised per class)."""
     memo = values.facets.setdefault("reads only imports", {})
-    if id(cls) in memo:
-        return memo[id(cls)]
-    memo[id(cls)] = False  # while it is being found
-    found = True
-    for node in (n for reads in values.name_reads(cls).values() for n in reads):
-        if not _read(values, node):
-            continue
-        reach = values.reach(node)
-        if reach.why is not None and not all(_inside(values, b, cls) for b in reach.bindings):
-            found = False  # a doubt about a name of its own only: unbound, it raises
-            break
-        if not reach.bindings:
-            if node.value not in BUILTIN_NAMES:
-                found = False
-                break
-            continue
-        for binding in reach.bindings:
-            if isinstance(binding, (cst.Import, cst.ImportFrom)) or _inside(values, binding, cls):
-                continue
-            if isinstance(binding, cst.ClassDef) and id(binding) in module_classes and id(binding) not in seen \
-                    and _reads_only_imports(values, binding, module_classes, seen | {id(cls)}):
-                continue
-            found = False
-            break
-        if not found:
-            break
-    memo[id(cls)] = found
-    return found
+    if id(cls) not in memo:
+        memo[id(cls)] = False  # while it is being found
+        memo[id(cls)] = all(_read_allowed(values, node, cls, seen) for reads in values.name_reads(cls).values() for node in reads)
+    return memo[id(cls)]
 
 
-def _read(values: "ModuleValues", name: cst.Name) -> bool:
-    """``name`` (not an attribute's or a keyword's) is read where it stands: not a parameter, a
-    ``def``'s, a ``class``'s or an import's name, not a target (``pe = torch.zeros(n, d)``)."""
-    above = values.parent(name)
-    return not isinstance(above, (cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName)) \
-        and not values.is_target(name)
+def _read_allowed(values: "ModuleValues", name: cst.Name, cls: cst.ClassDef, seen: frozenset[int]) -> bool:
+    """``name`` in ``cls`` is no read (a parameter, a ``def``'s, ``class``'s or import's name, a
+    target), or reads what :func:`_reads_only_imports` allows; a doubt only about names of the
+    class's own (unbound, they raise)."""
+    if isinstance(values.parent(name), (cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName)) or values.is_target(name):
+        return True
+    reach = values.reach(name)
+    if not reach.bindings:
+        return name.value in BUILTIN_NAMES
 
+    def own(binding: cst.CSTNode) -> bool:
+        return binding is cls or values.enclosing(binding, cst.ClassDef) is cls
 
-def _inside(values: "ModuleValues", node: cst.CSTNode, cls: cst.ClassDef) -> bool:
-    while node is not None:
-        if node is cls:
-            return True
-        node = values.parent(node)  # type: ignore[assignment]
-    return False
+    if reach.why is not None:
+        return all(own(b) for b in reach.bindings)
+    return all(isinstance(b, (cst.Import, cst.ImportFrom)) or own(b) or isinstance(b, cst.ClassDef) and id(b) in kinds.module_classes(values)
+               and id(b) not in seen and _reads_only_imports(values, b, seen | {id(cls)}) for b in reach.bindings)
 
 
 def instance_call_dims(values: "ModuleValues", func: cst.BaseExpression) -> int | None:
     """The dimensions of what calling ``func`` gives, an instance of a project class every value of
     which agrees (see the module docstring); None otherwise."""
     target = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
-    if isinstance(target, cst.Name):
-        reach = values.reach(target)
-        if reach.why is not None or not reach.bindings:
-            return None
-        bound = [values.bound(b) for b in reach.bindings]
-        if any(b.kind != VALUE for b in bound):
-            return None
-        held: list[cst.BaseExpression] | None = [b.value for b in bound]
-    else:
-        held = held_by_self(values, target) if isinstance(target, cst.Attribute) else None
-    if not held:
+    held = list(values.values_of(target)) if isinstance(target, cst.Name) else held_by_self(values, target)
+    if not held or any(v is None for v in held):
         return None
-    found = set()
-    for value in held:
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in MOVES_OF_MODULES:
-            value = value.func.value  # `DQN(args).cuda()`
-        if not isinstance(value, cst.Call):
-            return None
-        found.add(getattr(values.call_returns(value), "call_dims", None))
+    made = [strip_moves(v) for v in held]  # `DQN(args).cuda()`
+    if not all(isinstance(m, cst.Call) for m in made):
+        return None
+    found = {getattr(values.call_returns(m), "call_dims", None) for m in made}  # type: ignore[arg-type]
     return found.pop() if len(found) == 1 else None
 
 
