@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-from libcst.metadata import QualifiedNameProvider, ScopeProvider
+from libcst.metadata import FunctionScope, QualifiedNameProvider, ScopeProvider
 
 from conftest import FIXTURES, ROOT, sweep_sample
 from torchfix_device.codemods.base import Codemod
@@ -73,16 +73,14 @@ def probe():
 
         def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
             for name in NAMES:
-                for kind, fast in (
-                    ("bindings of", self._bindings_from_functions(name, original_node)),
-                    ("bindings past functions of", self._bindings_past_functions(name, original_node)),
-                ):
-                    if fast is None:
-                        continue
-                    scope = self.get_metadata(ScopeProvider, original_node)
-                    exact = set(scope[name]) if scope is not None else set()
-                    assert {(type(a), id(a.node)) for a in fast} == {(type(a), id(a.node)) for a in exact}, name
-                    Probe.answered.append(f"{kind} {name}")
+                fast = self._bindings_wherever(name, original_node)
+                if fast is None:
+                    continue
+                scope = self.get_metadata(ScopeProvider, original_node)
+                exact = set(scope[name]) if scope is not None else set()
+                assert {(type(a), id(a.node)) for a in fast} == {(type(a), id(a.node)) for a in exact}, name
+                kind = "bindings in functions of" if any(isinstance(a.scope, FunctionScope) for a in fast) else "bindings of"
+                Probe.answered.append(f"{kind} {name}")
             names = self._fast_names()
             for node in (original_node.func, getattr(original_node.func, "value", None)):
                 if not isinstance(node, cst.BaseExpression) or names is None:
@@ -114,7 +112,7 @@ def test_shortcuts_agree_with_libcst_on_snippets(probe) -> None:
     answered = set(probe.answered)
     # both kinds of answer were given, both ways, for bindings found and not found
     assert {"free device True", "free device False", "bindings of device", "bindings of dev"} <= answered
-    assert {"bindings past functions of device", "bindings past functions of dev"} <= answered
+    assert {"bindings in functions of device", "bindings in functions of dev"} <= answered
     assert {"qualified past functions True", "qualified past functions False"} <= answered
 
 
@@ -129,3 +127,72 @@ def test_shortcuts_agree_with_libcst_on_fixtures_and_examples(probe) -> None:
             continue
         transform_unfiltered(text, [probe])
     assert len(probe.answered) > 200
+
+
+def test_names_read_anywhere_are_bound_as_libcst_says_wherever_the_visit_is() -> None:
+    """A fact may ask where a name read far from the visit is bound (a rule scanning the whole
+    module from ``visit_Module``; the value of a name bound in another function). Asked of
+    every name of every snippet, from every call visited and from the module's end, each fast
+    answer equals libcst's whole-file one. (The shortcuts once took the function being visited
+    for the one around the read: ``x`` in ``f(x)``, asked while visiting ``g``, came out as the
+    module's ``x``.)"""
+    asked: list[str] = []
+
+    class Remote(Codemod):
+        """Asks of every name of the module from wherever it is (test only)."""
+
+        code = "TFD995"
+        name = "test-remote-names"
+        summary = "test only"
+        triggers = ("",)
+
+        def _ask_everywhere(self, module: cst.Module) -> None:
+            fast = self._fast_names()
+            for node in _names(module):
+                scope = Codemod.scope_of(self, node)
+                if scope is None:
+                    continue
+                told = self.bindings_visible_at(node.value, node)
+                exact = set(scope[node.value])
+                assert _keys(told) == _keys(exact), node.value
+                if fast is not None:
+                    names = self._qualified_names_by_scope(node, fast, False)
+                    if names is not None:
+                        assert fast.agrees(names, Codemod._plain_qualified_names(self, node), node), node.value
+                asked.append(node.value)
+
+        def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+            self._ask_everywhere(self.visited_module)
+            return updated_node
+
+        def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+            self._ask_everywhere(original_node)
+            return super().leave_Module(original_node, updated_node)
+
+    remote = [
+        "import torch\nx = torch.ones(1)\ndef f(x):\n    return x.cuda()\ndef g():\n    return x.cuda()\n",
+        "import torch\ndef f():\n    import numpy as torch\n    return torch.zeros(1)\nif torch.cuda.is_available():\n    y = torch.ones(1).cuda()\n",
+        "import torch\nnets = [1, 2]\nopts = [net + 1 for net in nets]\nfor net in nets:\n    print(net, len(nets))\n",
+        "import torch\nclass C:\n    nets = [n for n in range(2)]\n    def m(self, nets):\n        return nets\nn = C().m(torch.ones(1).cuda())\n",
+    ]
+    try:
+        for snippet in SNIPPETS + remote:
+            transform_unfiltered(snippet, [Remote])
+    finally:
+        REGISTRY.pop(Remote.code, None)
+    assert {"x", "torch", "net", "nets", "n"} <= set(asked)
+
+
+def _keys(bindings: set) -> set:
+    return {(type(a), id(getattr(a, "node", None)), getattr(a, "name", None)) for a in bindings}
+
+
+def _names(module: cst.Module) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            found.append(node)
+
+    module.visit(Collect())
+    return found

@@ -306,3 +306,82 @@ def test_a_notebook_cell_star_importing_a_module_of_the_project_is_resolved(tmp_
     first, second = run_sources([{"source": driver.format(root=str(before)), "leg": "cpu"}, {"source": driver.format(root=str(after)).replace(cells[1], new_cells[1]), "leg": "cpu"}])
     assert first["error"] is None and first["stdout"] == "0.0 False\n" and "start" in first["tensors"]
     assert compare(first, second) == []
+
+
+FAR_SCRIPT = '''import torch
+from helpers import *
+
+nets = [Net(), Net()]
+opts = [torch.optim.Adam(net.parameters(), lr=0.1) for net in nets]
+
+
+def setup(path):
+    import torch
+    criterion = torch.load(path)
+    return criterion
+
+
+def train(net, data, len=None):
+    if torch.cuda.is_available():
+        net = net.cuda()
+    out = net(data.cuda())
+    loss = criterion(out, torch.zeros(3).cuda())
+    return loss.data[0] + len
+
+
+class Runner:
+    nets = [n for n in nets]
+
+    def step(self, x):
+        total = train(self.nets[0], x)
+        return total
+
+
+for net, opt in zip(nets, opts):
+    x = torch.randn(3)
+    if torch.cuda.is_available() and len(nets) > [net for net in nets].count(net):
+        x = x.cuda()
+    loss = train(net, x)
+    print(loss.data[0])
+'''
+"""A script whose star import names nothing known (``helpers`` is not in the run): every name
+read at module level may be the star's, and a rule that looks over the whole module (TFD001's
+CUDA guards, from ``visit_Module``) asks where names read far from any statement visited are
+bound: ``torch`` imported at module level and in a function, ``net`` bound at module level, in
+comprehensions and as a parameter, ``len`` a builtin and a parameter, ``nets`` in a class body."""
+
+
+def test_names_read_far_from_the_visit_need_no_whole_file_analysis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Their bindings come from the analysis of the top-level statement around them alone and
+    from the module's skeleton: no scope analysis of the whole file (27 lookups of it before,
+    each costing a whole-file analysis per module version: about 2 s on a 10,000-line file)."""
+    import torchfix_device.codemods.base as base
+    import torchfix_device.syntax.qualified_names as names
+
+    if names.CHECK_FAST_NAMES:
+        pytest.skip("TORCHFIX_DEVICE_CHECK_NAMES=1 asks libcst's whole-file answers on purpose")
+    _write(tmp_path, {"script.py": FAR_SCRIPT})
+    monkeypatch.chdir(tmp_path)
+    whole: list[str] = []
+    real = base.Codemod.scope_of
+    monkeypatch.setattr(base.Codemod, "scope_of", lambda self, node: whole.append(type(self).__name__) or real(self, node))
+    [result] = run([Path(".")], all_codemods(), options=RunOptions())
+    assert result.status == "changed" and {f.code for f in result.findings} >= {"TFD001", "TFD006"}
+    assert whole == []
+
+
+def test_names_read_far_from_the_visit_are_bound_as_libcst_says(tmp_path: Path) -> None:
+    """The same check with every shortcut compared with libcst's whole-file answer
+    (``TORCHFIX_DEVICE_CHECK_NAMES=1``, read at import by a fresh interpreter): no answer
+    differs (it would raise), and the diff is the same as without the comparison."""
+    _write(tmp_path, {"script.py": FAR_SCRIPT})
+    diffs = []
+    for value in ("1", "0"):
+        env = {**os.environ, "TORCHFIX_DEVICE_CHECK_NAMES": value}
+        done = subprocess.run(
+            [sys.executable, "-m", "torchfix_device", "apply", "--diff", "--no-cache", "."],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )
+        assert done.returncode in (0, 1) and "internal error" not in done.stdout + done.stderr, done.stdout + done.stderr
+        diffs.append(done.stdout)
+    assert diffs[0] == diffs[1] and ".to(device)" in diffs[0]

@@ -299,17 +299,18 @@ class Codemod(VisitorBasedCodemodCommand):
         answer = self._plain_qualified_names(node, ending_in=ending_in, in_module_scope=in_module_scope)
         if self.star_imports is None:
             return answer
-        return star_names.widened(self.star_imports, node, answer, self._star_bindings)
+        return star_names.widened(self.star_imports, node, answer, self._star_where)
 
     def star_doubt(self, node: cst.CSTNode, name: str | None = None) -> str | None:
         """Why a star import of the file may bind the first name of ``node`` (or ``name``, read
         where ``node`` is) to something not shown to be what an import names (for a review
         message); None where none does."""
-        return star_names.star_doubt(self.star_imports, node, self._star_bindings, name)
+        return star_names.star_doubt(self.star_imports, node, self._star_where, name)
 
-    def _star_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
-        """The bindings of the file a name that a star import binds competes with at ``node``."""
-        return self.bindings_visible_at(name, node)
+    def _star_where(self, name: str, node: cst.CSTNode) -> str:
+        """Where ``name`` read at ``node`` resolves in the file, which a star import's binding
+        competes with (:data:`star_names.Where <torchfix_device.facts.star_names.Where>`)."""
+        return star_names.where_bound(self.bindings_visible_at(name, node))
 
     def _plain_qualified_names(
         self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None, in_module_scope: bool = False

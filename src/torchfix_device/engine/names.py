@@ -3,9 +3,13 @@
 :class:`FastNameAnswers` overrides the name questions of
 :class:`~torchfix_device.codemods.base.Codemod` (whose answers come from libcst's metadata of the
 whole module) with answers from CPython's ``symtable`` and the file's imports
-(:mod:`torchfix_device.syntax.qualified_names`), from a scope analysis of the function being visited alone,
+(:mod:`torchfix_device.syntax.qualified_names`), from a scope analysis of the outermost function
+around the read alone (or of the top-level statement around a class body, lambda or comprehension),
 and from the module's skeleton (:mod:`torchfix_device.syntax.scopes`). Where those cannot tell, it asks
-the base class. With ``CHECK_FAST_NAMES`` every shortcut is checked against the base's answer.
+the base class. The read may be anywhere in the module, not only where the codemod's visit is (a
+rule scanning the whole module, a fact following a name to another function): the scopes around
+it come from the parents of the whole tree. With ``CHECK_FAST_NAMES`` every shortcut is checked
+against the base's answer.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from torchfix_device.facts import star_names
+from torchfix_device.facts.tree import tree_facts
 from torchfix_device.syntax import nodes as _nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.syntax import qualified_names as fast_names
@@ -25,8 +31,8 @@ from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 if TYPE_CHECKING:
     from torchfix_device.engine.shared import SharedWrapper
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-"""Nodes whose parts are evaluated in a scope of their own."""
+_BLOCKS = (cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+"""Scopes other than a function's that may bind a name read in them."""
 
 
 class FastNameAnswers:
@@ -59,24 +65,25 @@ class FastNameAnswers:
             raise AssertionError(f"fast qualified names {sorted(answer)} != libcst's {sorted(exact)} for {_nodes.code_of(node)!r}")
         return answer
 
-    def _star_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
-        """The bindings a star import's name competes with: none, without libcst's scope
-        analysis, where no scope of the file binds the name at all (``Variable`` that only a
-        star import gives)."""
+    def _star_where(self, name: str, node: cst.CSTNode) -> str:
+        """Where a star import's name read at ``node`` resolves in the file, without libcst's
+        scope analysis where ``symtable`` tells: nowhere, where no scope of the file binds it
+        (``Variable`` that only a star import gives); at module level, wherever ``node`` is,
+        where only the module's own statements bind it."""
         fast = self._fast_names()
+        told = None
         if fast is not None and fast.bound_nowhere(name):
-            if CHECK_FAST_NAMES:
-                whole = super().bindings_visible_at(name, node)  # type: ignore[misc]
-                assert all(type(a).__name__ == "BuiltinAssignment" for a in whole), name
-            return set()
-        return self.bindings_visible_at(name, node)
+            told = star_names.NOT_IN_FILE
+        elif fast is not None and fast.bound_at_module_level_only(name):
+            told = star_names.IN_FILE
+        if told is not None and not CHECK_FAST_NAMES:
+            return told
+        exact = star_names.where_bound(self.bindings_visible_at(name, node))
+        assert told is None or told == exact, (name, told, exact)
+        return exact
 
     def bindings_visible_at(self, name: str, node: cst.CSTNode) -> set[Any]:
-        local = self._bindings_from_functions(name, node)
-        if local is None:
-            local = self._bindings_past_functions(name, node)
-        if local is None:
-            local = self._bindings_at_module_level(name, node)
+        local = self._bindings_wherever(name, node)
         if local is not None and not CHECK_FAST_NAMES:
             return local
         whole = super().bindings_visible_at(name, node)  # type: ignore[misc]
@@ -173,21 +180,6 @@ class FastNameAnswers:
             uses.extend(reads)
         return uses
 
-    def _resolution_in_function(self, name: str, node: cst.CSTNode) -> tuple[str, set[Any]] | None:
-        """Where ``name`` read at ``node`` resolves, from the analysis of the outermost function
-        being visited alone (:func:`~torchfix_device.syntax.scopes.resolution_in_function`); None
-        outside functions or where that analysis cannot tell."""
-        function_stack = self.function_stack  # type: ignore[attr-defined]
-        if not function_stack:
-            return None
-        function = function_stack[0]
-        fast = self._fast_names()
-        if fast is not None and not fast.bound_in_blocks(name) and name not in self._names_in(function):
-            # Nothing in the function spells it, so nothing there binds it; nor does a class
-            # body (where a decorator or default of the function would read it).
-            return scopes.MODULE, set()
-        return scopes.resolution_in_function(self.scopes_of_function_alone(function), node, name)
-
     def _names_in(self, function: cst.FunctionDef) -> frozenset[str]:
         """Every identifier spelt as a name in ``function`` (parameters, targets, reads)."""
         return self._memos.function_names.get(function, lambda: frozenset(traversal.all_names(function)))
@@ -202,16 +194,15 @@ class FastNameAnswers:
         """The qualified names of ``node`` where ``FastNames`` alone cannot tell (its first name
         is bound at module level and inside some function or class too), from where that name
         resolves: at module level for code in the module's own scope (``in_module_scope``, or
-        visited outside any class or function, no lambda or comprehension binding the name);
-        in a function, a local of a function around ``node`` (no module's object) where one
-        binds it, else the module-level binding's."""
+        where no scope around ``node`` binds the name); a local of a function, class body,
+        lambda or comprehension around ``node`` (no module's object) where one binds it."""
         spelt = get_full_name_for_node(node)
         root = spelt.partition(".")[0] if spelt is not None else None
         if root is None or not fast.may_resolve_at_module_level(root):
             return None
-        if in_module_scope or not (self.function_stack or self.class_stack):  # type: ignore[attr-defined]
+        if in_module_scope:
             return None if fast.bound_in_blocks(root) else fast.module_level_names(node)
-        where = self._resolution_in_function(root, node)
+        where = self._resolution_anywhere(root, node)
         if where is None:
             return None
         kind, found = where
@@ -225,58 +216,47 @@ class FastNameAnswers:
             return fast_names.names_from(sorted(found, key=lambda a: a.name), spelt)  # type: ignore[arg-type]
         return None
 
-    def _bindings_from_functions(self, name: str, node: cst.CSTNode) -> set[Any] | None:
-        """The bindings of ``name`` visible at ``node`` without a scope analysis of the whole
-        file, where ``symtable`` shows that only functions bind ``name``: none at module level
-        or in a class body, else a scope analysis of the outermost function being visited
-        alone. None when that cannot be told so."""
-        fast = self._fast_names()
-        function_stack = self.function_stack  # type: ignore[attr-defined]
-        if fast is None or not fast.bound_in_functions_only(name):
-            return None
-        if not function_stack or name not in self._names_in(function_stack[0]):
-            return set()  # no function around binds it
-        if any(f.name.value == name for f in function_stack):
-            return None  # the outermost one's name would be bound in the module made of it
-        found = self.scopes_of_function_alone(function_stack[0])
-        scope = found.get(node) if found is not None else None
-        return None if scope is None else set(scope[name])
-
-    def _bindings_past_functions(self, name: str, node: cst.CSTNode) -> set[Any] | None:
-        """The bindings of ``name`` visible at ``node`` in a function, where something at module
-        level or in a class body binds it too: those of a function around ``node`` that binds
-        it, else the module's own (from the module's skeleton). None when that cannot be told so."""
+    def _bindings_wherever(self, name: str, node: cst.CSTNode) -> set[Any] | None:
+        """The bindings of ``name`` visible at ``node``, anywhere in the module visited: those
+        of a scope around ``node`` that binds it, else the module-level ones (the module's
+        skeleton). None when that cannot be told so (then libcst's whole-file analysis answers)."""
         fast = self._fast_names()
         if fast is None or not fast.may_resolve_at_module_level(name):
             return None
-        where = self._resolution_in_function(name, node)
+        if fast.bound_at_module_level_only(name):
+            return self._module_skeleton().bindings(name)
+        where = self._resolution_anywhere(name, node)
         if where is None:
             return None
         kind, found = where
         return found if kind == scopes.LOCAL else self._module_skeleton().bindings(name)
 
-    def _bindings_at_module_level(self, name: str, node: cst.CSTNode) -> set[Any] | None:
-        """The bindings of ``name`` visible at ``node`` where ``node`` is evaluated in the
-        module's own scope (a script's top-level code; a module-level class's base or
-        decorator): the module-level bindings, from the module's skeleton, without the whole
-        file's analysis. None when ``node`` is not in the top-level statement being visited, is
-        in a function, class body, lambda or comprehension, or ``name`` may not resolve to
-        the module's own statements' bindings."""
+    def _resolution_anywhere(self, name: str, node: cst.CSTNode) -> tuple[str, set[Any]] | None:
+        """Where ``name`` read at ``node`` resolves, wherever ``node`` is in the module visited
+        (:func:`~torchfix_device.syntax.scopes.resolution_in_function`): from the parents of the
+        whole tree, the analysis of the outermost function around ``node`` alone; at module
+        level, ``(MODULE, set())`` where no class body, lambda or comprehension around ``node``
+        binds it, else the analysis of its top-level statement alone. None when that cannot
+        tell, or ``node`` is not of the module visited."""
         fast = self._fast_names()
-        if fast is None or not fast.may_resolve_at_module_level(name):
+        parents = tree_facts(self.visited_module).parents  # type: ignore[attr-defined]
+        if fast is None or id(node) not in parents:
             return None
-        parents = self._statement_parents()
-        if id(node) not in parents:
-            return None
+        outermost: cst.CSTNode | None = None
+        in_block = False  # a class body, lambda or comprehension around ``node``
         child, above = node, parents.get(id(node))
         while above is not None and above is not self.visited_module:  # type: ignore[attr-defined]
-            if isinstance(above, cst.ClassDef) and child is not above.body:
-                pass  # a base, keyword or decorator: evaluated around the class
-            elif isinstance(above, cst.FunctionDef) and isinstance(child, cst.Decorator):
-                pass  # evaluated around the function
-            elif isinstance(above, _SCOPES):
-                return None
+            if isinstance(above, cst.FunctionDef):
+                outermost, in_block = above, False  # blocks inside it: its own analysis sees them
+            elif isinstance(above, _BLOCKS) and not (isinstance(above, cst.ClassDef) and child is not above.body):
+                in_block = True
             child, above = above, parents.get(id(above))
         if above is None:
             return None
-        return self._module_skeleton().bindings(name)
+        if outermost is None and not (in_block and fast.bound_in_blocks(name)):
+            return scopes.MODULE, set()
+        if outermost is None:  # in a class body, lambda or comprehension at module level:
+            outermost = child  # its top-level statement, analysed alone as a function is
+        elif not fast.bound_in_blocks(name) and name not in self._names_in(outermost):  # type: ignore[arg-type]
+            return scopes.MODULE, set()  # nothing in the function spells it, so nothing there binds it
+        return scopes.resolution_in_function(self.scopes_of_function_alone(outermost), node, name)  # type: ignore[arg-type]

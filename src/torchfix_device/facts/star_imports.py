@@ -98,6 +98,10 @@ class FileStars:
         """Whether some star import of the file may bind ``name``."""
         return any(star.rest is not None for star in self.stars) or any(name in table for table in self._tables)
 
+    def named_by_a_table(self, name: str) -> bool:
+        """Whether a star import whose names are known binds ``name``."""
+        return any(name in table for table in self._tables)
+
     def lookup(self, name: str, bound_in_file: bool) -> tuple[frozenset[str], list[str], bool]:
         """For ``name`` read at module level: the qualified names star imports prove it may be,
         why some star import may bind it to something not proven (its label and reason), and

@@ -27,11 +27,23 @@ from torchfix_device.syntax.qualified_names import BUILTIN_NAMES
 if TYPE_CHECKING:
     from torchfix_device.facts.star_imports import FileStars
 
-Bindings = Callable[[str, cst.CSTNode], "set[Any]"]
+LOCAL, IN_FILE, NOT_IN_FILE = "local", "in file", "not in file"
+"""Where a name read at a place resolves: to a binding of a function, class or comprehension
+around it; to a module-level binding of the file; to none of the file's (a builtin, or nothing)."""
+
+Where = Callable[[str, cst.CSTNode], str]
+"""``(name, node)`` → where ``name`` read at ``node`` resolves (one of the three above)."""
+
+
+def where_bound(bindings: "set[Any]") -> str:
+    """Where a name resolves, from libcst's bindings of it visible at the read."""
+    if any(not isinstance(a, BuiltinAssignment) and not isinstance(getattr(a, "scope", None), GlobalScope) for a in bindings):
+        return LOCAL
+    return IN_FILE if any(not isinstance(a, BuiltinAssignment) for a in bindings) else NOT_IN_FILE
 
 
 def _lookup(
-    stars: "FileStars", node: cst.CSTNode, bindings: Bindings, spelt: str | None = None
+    stars: "FileStars", node: cst.CSTNode, where: Where, spelt: str | None = None
 ) -> tuple[str, str, frozenset[str], list[str], bool] | None:
     spelt = spelt or nodes.dotted_name(node)
     if spelt is None:
@@ -39,20 +51,22 @@ def _lookup(
     root, dot, tail = spelt.partition(".")
     if not stars.may_bind(root):
         return None
-    found = bindings(root, node)
-    if any(not isinstance(a, BuiltinAssignment) and not isinstance(getattr(a, "scope", None), GlobalScope) for a in found):
+    if root in BUILTIN_NAMES and not stars.named_by_a_table(root):
+        return None  # what it answers for a builtin no known star binds: nothing to add
+    found = where(root, node)
+    if found == LOCAL:
         return None  # a local of a function, class or comprehension around the read
-    in_file = any(not isinstance(a, BuiltinAssignment) for a in found) or root in BUILTIN_NAMES
+    in_file = found == IN_FILE or root in BUILTIN_NAMES
     proven, doubts, other = stars.lookup(root, in_file)
     return spelt, dot + tail, proven, doubts, other
 
 
-def widened(stars: "FileStars | None", node: cst.CSTNode, answer: set[str], bindings: Bindings) -> set[str]:
+def widened(stars: "FileStars | None", node: cst.CSTNode, answer: set[str], where: Where) -> set[str]:
     """``answer`` (libcst's qualified names of ``node``) with what the file's star imports bind
     the first name of ``node`` to (see the module docstring)."""
     if stars is None:
         return answer
-    found = _lookup(stars, node, bindings)
+    found = _lookup(stars, node, where)
     if found is None:
         return answer
     spelt, tail, proven, doubts, other = found
@@ -64,13 +78,13 @@ def widened(stars: "FileStars | None", node: cst.CSTNode, answer: set[str], bind
     return names
 
 
-def star_doubt(stars: "FileStars | None", node: cst.CSTNode, bindings: Bindings, spelt: str | None = None) -> str | None:
+def star_doubt(stars: "FileStars | None", node: cst.CSTNode, where: Where, spelt: str | None = None) -> str | None:
     """Why a star import may bind the first name of ``node`` (or ``spelt``, read where ``node``
     is) to something not shown to be what an import names: the star import and what could not
     be resolved; None where no star import leaves a doubt."""
     if stars is None:
         return None
-    found = _lookup(stars, node, bindings, spelt)
+    found = _lookup(stars, node, where, spelt)
     if found is None or not found[3]:
         return None
     return "; ".join(found[3][:2])

@@ -263,6 +263,16 @@ class FastNames:
             and (top is None or not (_binds(top) or top.is_imported()))
         )
 
+    def bound_at_module_level_only(self, name: str) -> bool:
+        """The module's own statements bind ``name`` and no other scope does (no function, class
+        body, lambda or comprehension; no ``global``/``nonlocal`` declaration or ``match``
+        capture; no builtin): the bindings visible at any node are the module-level ones."""
+        top = self._top.get(name)
+        return (
+            top is not None and (_binds(top) or top.is_imported()) and self.may_resolve_at_module_level(name)
+            and name not in self._bound_inside and name not in self._imported_inside and name not in self._bound_in_blocks
+        )
+
     def bound_in_blocks(self, name: str) -> bool:
         """A class body, lambda or comprehension binds ``name``."""
         return name in self._bound_in_blocks
