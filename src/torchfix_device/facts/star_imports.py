@@ -96,7 +96,7 @@ class FileStars:
 
     def may_bind(self, name: str) -> bool:
         """Whether some star import of the file may bind ``name``."""
-        return any(star.rest is not None for star in self.stars) or any(name in table for table in self._tables)
+        return any(star.rest is not None for star in self.stars) or self.named_by_a_table(name)
 
     def named_by_a_table(self, name: str) -> bool:
         """Whether a star import whose names are known binds ``name``."""

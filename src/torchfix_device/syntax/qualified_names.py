@@ -256,22 +256,27 @@ class FastNames:
     def bound_nowhere(self, name: str) -> bool:
         """No scope of the code binds ``name`` (nor declares it ``global`` or ``nonlocal``):
         every read of it resolves at module level and finds no binding of the file there."""
-        top = self._top.get(name)
         return (
-            name not in self._captured and name not in self._declared and name not in self._bound_inside
-            and name not in self._imported_inside and name not in self._bound_in_blocks
-            and (top is None or not (_binds(top) or top.is_imported()))
+            name not in self._captured and name not in self._declared
+            and not self._bound_below_module_level(name) and not self._bound_at_module_level(name)
         )
 
     def bound_at_module_level_only(self, name: str) -> bool:
         """The module's own statements bind ``name`` and no other scope does (no function, class
         body, lambda or comprehension; no ``global``/``nonlocal`` declaration or ``match``
         capture; no builtin): the bindings visible at any node are the module-level ones."""
-        top = self._top.get(name)
         return (
-            top is not None and (_binds(top) or top.is_imported()) and self.may_resolve_at_module_level(name)
-            and name not in self._bound_inside and name not in self._imported_inside and name not in self._bound_in_blocks
+            self.may_resolve_at_module_level(name)
+            and self._bound_at_module_level(name) and not self._bound_below_module_level(name)
         )
+
+    def _bound_at_module_level(self, name: str) -> bool:
+        top = self._top.get(name)
+        return top is not None and (_binds(top) or top.is_imported())
+
+    def _bound_below_module_level(self, name: str) -> bool:
+        """A function, class body, lambda or comprehension binds ``name`` (or imports it)."""
+        return name in self._bound_inside or name in self._imported_inside or name in self._bound_in_blocks
 
     def bound_in_blocks(self, name: str) -> bool:
         """A class body, lambda or comprehension binds ``name``."""
