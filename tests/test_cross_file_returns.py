@@ -323,3 +323,91 @@ def test_a_position_not_shown_1_dim_in_every_return_shows_nothing(tmp_path: Path
     root = _batches(tmp_path / "p", BATCHES.replace(*change))
     lines = [line for line in run_cli("check", ".", "--no-cache", cwd=root).stdout.decode().splitlines() if line.startswith("train.py:7:")]
     assert lines and not any("[*]" in line for line in lines), lines  # reported at most, never a safe `t.item()`
+
+
+RVAE = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RVAE(nn.Module):
+    def __init__(self):
+        super(RVAE, self).__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x, z=None):
+        mu = self.fc(x)
+        if z is None:
+            kld = (-0.5 * torch.sum(1 - mu.pow(2), 1)).mean().squeeze()
+        else:
+            kld = None
+        return mu, kld
+
+    def trainer(self, optimizer):
+        def train(x, target):
+            logits, kld = self(x)
+            cross_entropy = F.cross_entropy(logits, target)
+            loss = cross_entropy + 0.1 * kld
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return cross_entropy, kld, 0.1
+
+        return train
+'''
+
+RVAE_TRAIN = '''import torch
+from model import RVAE
+
+torch.manual_seed(0)
+rvae = RVAE()
+if torch.cuda.is_available():
+    rvae = rvae.cuda()
+train_step = rvae.trainer(torch.optim.SGD(rvae.parameters(), lr=0.1))
+for step in range(3):
+    x, target = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    cross_entropy, kld, coef = train_step(x, target)
+    print("%.5f %.5f" % (cross_entropy.data.cpu().numpy()[0], kld.data.cpu().numpy()[0]))
+'''
+
+
+def test_what_a_function_a_method_returns_gives_when_called(tmp_path: Path) -> None:
+    """kefirski/pytorch_RVAE: ``train_step = rvae.trainer(optimizer)``, where ``trainer`` (a method
+    of a class of another file) returns a function it defines, which returns the cross entropy
+    and the ``kld`` its class's ``forward`` gives (read through ``self`` of the method around it;
+    ``None`` when given ``z``, where ``kld.data`` would raise as ``kld.item()`` does). Both are
+    0-dim, so ``.data.cpu().numpy()[0]`` (an IndexError on 2.x) becomes ``.item()``; the script
+    then prints the numbers PyTorch 0.3 printed."""
+    pytest.importorskip("torch")
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "model.py").write_text(RVAE, encoding="utf-8")
+    (root / "train.py").write_text(RVAE_TRAIN, encoding="utf-8")
+    before = _run(root)
+    assert before.returncode != 0 and "0-dimensional" in before.stderr, before.stderr
+    out = run_cli("apply", ".", "--no-cache", cwd=root)
+    assert out.returncode == 0, out.stderr
+    text = (root / "train.py").read_text(encoding="utf-8")
+    assert 'print("%.5f %.5f" % (cross_entropy.item(), kld.item()))' in text
+    after = _run(root)
+    assert after.returncode == 0, after.stderr
+    as_0_3 = RVAE_TRAIN.replace(".data.cpu().numpy()[0]", ".detach().cpu().numpy().reshape(1)[0]")
+    (root / "train.py").write_text(as_0_3, encoding="utf-8")
+    assert after.stdout == _run(root).stdout != ""
+
+
+def test_a_method_whose_function_is_not_shown_to_give_a_loss_shows_nothing(tmp_path: Path) -> None:
+    """The same with ``trainer`` returning one of two functions, or its function returning the
+    per-element losses: nothing shows the cross entropy is 0-dim, so it is not rewritten."""
+    for number, model in enumerate((
+        RVAE.replace("        return train\n", "        def other(x, target):\n            return x, x, x\n\n"
+                     "        return train if optimizer else other\n"),
+        RVAE.replace("F.cross_entropy(logits, target)", "F.cross_entropy(logits, target, reduction='none')"),
+    )):
+        root = tmp_path / f"p{number}"
+        root.mkdir()
+        (root / "model.py").write_text(model, encoding="utf-8")
+        (root / "train.py").write_text(RVAE_TRAIN, encoding="utf-8")
+        out = run_cli("apply", ".", "--no-cache", cwd=root)
+        assert out.returncode == 0, out.stderr
+        assert "cross_entropy.data.cpu().numpy()[0]" in (root / "train.py").read_text(encoding="utf-8")

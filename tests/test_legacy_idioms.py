@@ -396,3 +396,20 @@ def test_a_loop_over_a_dict_of_losses_kept_on_the_object_reads_their_numbers() -
     assert all(isinstance(v, float) for v in written.values())
     assert written["total"] == pytest.approx(written["cross_entropy"] + written["box_loss"])
     assert new.values_written() == [old.losses[k].item() for k in ("cross_entropy", "box_loss", "total")]
+
+
+def test_a_loss_module_the_program_checkpoints_sums_its_numbers() -> None:
+    """``loss_data_index/checkpoint_loss``, executed: the original's ``total_loss[0]`` of the
+    0-dim sum raises on PyTorch 2.x; the rewrite sums the losses' numbers, those the original's
+    ``.data`` held."""
+    before, after = _run_pair("loss_data_index", "checkpoint_loss")
+    torch.manual_seed(0)
+    batches = [(torch.randn(n, 4), torch.randint(0, 3, (n,))) for n in (5, 3, 4)]
+    after["model"].load_state_dict(before["model"].state_dict())
+    with pytest.raises(IndexError, match="0-dim"):
+        before["evaluate"](batches)
+    expected = sum(len(x) * before["criterion"](before["model"](x), y).item() for x, y in batches) / len(batches)
+    written = after["evaluate"](batches)
+    assert isinstance(written, float)
+    assert written == pytest.approx(expected)
+

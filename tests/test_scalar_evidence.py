@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import textwrap
+from pathlib import Path
 from contextlib import contextmanager, redirect_stdout
 
 import pytest
@@ -444,3 +445,46 @@ def test_loss_passed_to_a_parameter_by_every_call_is_an_unsafe_fix() -> None:
     today = _run(SETUP + PASSED + elsewhere)[0]
     assert isinstance(today[0], torch.Tensor)  # the first element, working today
     assert _run(out.text.replace("result = main()\n", elsewhere)) == ("raised", "RuntimeError")
+
+
+def test_a_checkpoint_whose_saves_disagree_shows_nothing_of_what_it_loads() -> None:
+    """``loss_data_index/checkpoint_other_names``: one save stores ``criterion`` where the load
+    unpacks it, another a loss keeping every element; the loaded value is not shown to be a loss
+    with a scalar reduction, so the accumulated ``.data`` waits for --unsafe-fixes, while the same
+    file with one kind of save is fixed (``checkpoint_loss``)."""
+    folder = Path(__file__).parent / "fixtures" / "loss_data_index"
+    source = (folder / "checkpoint_other_names.unsafe.in.py").read_text(encoding="utf-8")
+    assert _rewrite(source).text == source
+    one_save = source.replace("            torch.save([model, scores], f)", "            torch.save([model, criterion], f)")
+    assert "criterion(model(data), targets).item()" in _rewrite(one_save).text
+
+
+def test_what_a_returned_function_gives_is_read_as_the_numbers_of_0_3() -> None:
+    """``loss_data_index/closure_returned``, executed: ``main`` reads the 0-dim values that the
+    functions ``trainer`` and ``make_step`` return give; the original raises on PyTorch 2.x, and
+    the rewrite gives the numbers PyTorch 0.3 gave (read with :func:`torch03`)."""
+    folder = Path(__file__).parent / "fixtures" / "loss_data_index"
+    call = "\ntorch.manual_seed(0)\nresult = main()\n"
+    before = (folder / "closure_returned.in.py").read_text(encoding="utf-8") + call
+    after = (folder / "closure_returned.out.py").read_text(encoding="utf-8") + call
+    assert _run(before) == ("raised", "IndexError")
+    legacy, new = _run(before, legacy=True)[0], _run(after)[0]
+    assert all(type(n) is float for n in new)
+    assert new == pytest.approx([float(n) for n in legacy], rel=1e-6)
+
+
+def test_a_part_of_what_an_instance_returns_is_read_as_the_number_of_0_3() -> None:
+    """``loss_data_index/instance_call_parts``, executed: ``kld`` of ``mu, kld = model(x)`` is
+    0-dim (its class's forward may return None for it, where both spellings raise alike); the
+    original raises on PyTorch 2.x, the rewrite gives PyTorch 0.3's number, and ``mu.data[0]``,
+    a row, is what it was."""
+    folder = Path(__file__).parent / "fixtures" / "loss_data_index"
+    call = "\ntorch.manual_seed(0)\nresult = main()\n"
+    before = (folder / "instance_call_parts.in.py").read_text(encoding="utf-8") + call
+    after = (folder / "instance_call_parts.out.py").read_text(encoding="utf-8") + call
+    assert _run(before) == ("raised", "IndexError")
+    (legacy_row, legacy_kld), (row, kld) = _run(before, legacy=True)[0], _run(after)[0]
+    assert type(kld) is float and kld == pytest.approx(float(legacy_kld), rel=1e-6)
+    assert torch.equal(row, legacy_row) and row.dim() == 1
+    none_given = after.replace("mu, kld = model(x)", "mu, kld = model(x, z=1)")
+    assert _run(none_given) == ("raised", "AttributeError") == _run(before.replace("mu, kld = model(x)", "mu, kld = model(x, z=1)"))

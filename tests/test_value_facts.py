@@ -14,6 +14,7 @@ from libcst.codemod import CodemodContext
 
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.facts import devices, dims, kinds, sizes, stores, uses
+from torchfix_device.facts import returns as _returns  # noqa: F401 - installs what calls of the project give
 from torchfix_device.facts import values as facts_values
 from torchfix_device.syntax import nodes, traversal
 
@@ -472,3 +473,60 @@ def test_the_syntax_of_a_tree_is_computed_once_for_every_codemod_that_visits_it(
     assert first.tree_facet("probe", object) is second.tree_facet("probe", object)
     assert other.parent(call.func) is None and other.tree_facet("probe", object) is not first.tree_facet("probe", object)
     assert first.assigned_names() == other.assigned_names() == frozenset({"x"})
+
+
+def test_a_function_defined_in_another_reads_its_names_and_its_self() -> None:
+    """A closure's read of a name of the function around it may see any binding of it there
+    (the closure may run after each); ``self`` of the method around it is the method's, unless
+    the closure's own parameter takes the name."""
+    source = HEADER + textwrap.dedent("""
+    class Net(nn.Module):
+        def __init__(self):
+            super(Net, self).__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.fc(x).sum()
+
+        def trainer(self, n):
+            x = torch.randn(n, 4)
+
+            def train():
+                probe(x); probe(self(x)); probe(x.sum())
+
+                def deeper(self):
+                    probe(self(x))
+            return train
+
+
+    def outer():
+        z = torch.randn(2, 3)
+        z = z.sum()
+        return lambda: probe(z)
+    """)
+    assert ask(source, dims.dims) == [2, 0, 0, None, None]
+
+
+def test_none_adds_nothing_where_the_read_raises_on_it() -> None:
+    """``total = None`` before a loop that binds it: ``total / n`` and ``total.float()`` raise
+    where it is None, so what they give is what the other bindings show; a read that does not
+    raise on it (``probe(total)``) shows nothing. A part a function may return as None has the
+    dimensions of its other values only where the read raises on None."""
+    source = HEADER + textwrap.dedent("""
+    def split(x, z=None):
+        if z is None:
+            kld = x.mean().squeeze()
+        else:
+            kld = None
+        return x, kld
+
+
+    def losses(parts):
+        total = None
+        for part in parts:
+            total = part.sum()
+        probe(total / len(parts)); probe(total.float()); probe(total)
+        x, kld = split(torch.randn(2, 3))
+        probe(kld.data); probe(kld)
+    """)
+    assert ask(source, dims.dims) == [0, 0, None, 0, None]

@@ -10,6 +10,7 @@ from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts, calls_to, has_keyword
 from torchfix_device.codemods.torch_load_without_map_location import torch_load_possible
 from torchfix_device.codemods.torch_load_without_map_location import LOAD, TORCH_LOAD
+from torchfix_device.facts.checkpoints import checkpoint_saves
 from torchfix_device.facts.kinds import module_classes
 from torchfix_device.torch_api import is_torch_module_class
 
@@ -208,19 +209,15 @@ class TorchLoadOfWholeModel(Codemod):
 
     def _saved_together(self, assign: cst.Assign) -> str | None:
         """``model, criterion, optimizer = torch.load(f)`` where the file has
-        ``torch.save([model, criterion, optimizer], f)``: its own checkpoint of whole objects."""
+        ``torch.save([model, criterion, optimizer], f)``: its own checkpoint of whole objects
+        (:mod:`~torchfix_device.facts.checkpoints`)."""
         target = assign.targets[0].target if len(assign.targets) == 1 else None
-        if not isinstance(target, (cst.Tuple, cst.List)) or not all(isinstance(e.value, cst.Name) for e in target.elements):
+        first = target.elements[0].value if isinstance(target, (cst.Tuple, cst.List)) and target.elements else None
+        found = checkpoint_saves(self.values, first) if first is not None else None
+        if found is None:
             return None
-        names = [cst.ensure_type(e.value, cst.Name).value for e in target.elements]
-        for node in traversal.walk(self.values.module):
-            if isinstance(node, cst.Call) and "torch.save" in self.values.torch_names(node.func) and node.args:
-                saved = node.args[0].value
-                if isinstance(saved, (cst.Tuple, cst.List)) and [
-                    e.value.value if isinstance(e.value, cst.Name) else None for e in saved.elements
-                ] == names:
-                    return f"it unpacks the objects `{nodes.short_text(nodes.code_of(node))}` saves whole"
-        return None
+        save = self.values.parent(self.values.parent(found[1][0]))
+        return f"it unpacks the objects `{nodes.short_text(nodes.code_of(save))}` saves whole"
 
     def _attribute_use(self, attribute: cst.Attribute, hops: int) -> str | None:
         name = attribute.attr.value

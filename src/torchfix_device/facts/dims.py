@@ -26,7 +26,7 @@
 - a name every binding of which that may reach the read shows the same number, none reshaped in place (``x.squeeze_()``,
   :func:`~.in_place.reshaped_in_place`): an assignment, the whole target of a ``for`` over a tensor (one fewer: ``for
   row in x``), or a positional parameter of a plain function of a file no other file imports, every call passing that number;
-- ``x.squeeze()`` of a tensor every size of which is shown to be 1 (``torch.rand(1, 1)``): 0;
+- ``x.squeeze()`` of a 0-dim tensor, or of one every size of which is shown to be 1 (``torch.rand(1, 1)``): 0;
 - the call of a function of the file that returns its first argument in the same shape
   (``to_var(x)``: :func:`keeps_its_argument`): as the argument; the call of any other function
   of this file or of another file of the run: as every ``return`` of it shows
@@ -151,7 +151,12 @@ def pair_dims(values: "ModuleValues", expr: cst.BaseExpression, depth: int = 0) 
 
 
 # -- the forms ------------------------------------------------------------------------------------
-def _name_dims(values: "ModuleValues", name: cst.Name, depth: int) -> int | None:
+def _name_dims(values: "ModuleValues", name: cst.Name, depth: int, past_none: bool | None = None) -> int | None:
+    """What every binding reaching ``name`` shows, but ``None`` where ``past_none`` (by default: where the
+    read raises on ``None``, as ``total.sum()`` does) and a part a function's ``return`` may give ``None`` at."""
+    if past_none is None:
+        past_none = nodes.raises_if_none(name, values.parent(name))
+
     def answer(bound: "Bound") -> int | None:
         node = bound.node
         if bound.kind == VALUE and bound.value is not name:
@@ -160,15 +165,28 @@ def _name_dims(values: "ModuleValues", name: cst.Name, depth: int) -> int | None
             return pair_dims(values, bound.value, depth + 1)  # `_, pred = x.max(1)`
         if bound.kind == PART and _element_target(values, node) and isinstance(bound.value, cst.Call):
             summary = values.call_returns(bound.value)  # `prec1, prec5 = accuracy(...)`, `data, target = get_batch(...)`
-            return summary.at(values.parent(values.parent(node)).elements, node) if summary is not None else None  # the target's
+            return summary.at(values.parent(values.parent(node)).elements, node, past_none) if summary is not None else None
         if bound.kind == ITEM and _whole_target(values, node):
             over = dims(values, bound.value, depth + 1)  # `for row in x`: one fewer
             return over - 1 if over is not None and over >= 1 else None
         if bound.kind == PARAM and isinstance(bound.value, cst.FunctionDef):
             return _param_dims(values, node, bound.value, depth)
         return None
-    found = values.agreed(name, answer)
+    found = values.agreed(name, answer, past_none)
     return None if found is None or reshaped_in_place(values, name) else found
+
+
+def dims_past_none(values: "ModuleValues", expr: cst.BaseExpression) -> tuple[int | None, bool]:
+    """The dimensions of ``expr`` where it is not ``None`` (:func:`dims`), and whether it may be
+    ``None`` (the literal, or a name a binding of which reaching it binds ``None``)."""
+    if nodes.is_none(expr):
+        return None, True
+    if not isinstance(expr, cst.Name):
+        return dims(values, expr), False
+    reach = values.reach(expr)
+    bindings = reach.bindings if reach.why is None else ()
+    may_be_none = any(nodes.is_none(values.bound(b).value) for b in bindings if values.bound(b).kind == VALUE)
+    return _name_dims(values, expr, 0, past_none=True), may_be_none
 
 
 def _whole_target(values: "ModuleValues", node: cst.CSTNode) -> bool:
@@ -444,6 +462,6 @@ def _method_dims(values: "ModuleValues", name: str, call: cst.Call, depth: int) 
         return dims(values, subject, depth + 1)
     if name == "multinomial":
         return dims(values, subject, depth + 1)
-    if name == "squeeze" and not rest:
-        return 0 if _ones_only(values, subject, depth + 1) else None
+    if name == "squeeze" and not rest:  # of a 0-dim tensor (`x.mean().squeeze()`) or of sizes 1 only
+        return 0 if dims(values, subject, depth + 1) == 0 or _ones_only(values, subject, depth + 1) else None
     return None

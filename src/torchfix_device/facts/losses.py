@@ -19,6 +19,7 @@ from typing import Iterator
 import libcst as cst
 import libcst.matchers as m
 from torchfix_device.facts.values import AUGMENTED, PART, VALUE, ModuleValues
+from torchfix_device.facts.checkpoints import saved_values
 from torchfix_device.facts.name_flow import binding_owner
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
@@ -217,25 +218,31 @@ class LossEvidence:
 
     def callable_kinds(self, func: cst.Name, seen: frozenset[int] = frozenset()) -> list[str | None] | None:
         """:meth:`callable_kind` of each binding reaching ``func``, a move of the name itself
-        (``criterion = criterion.cpu()``) followed to what the moved name holds; None where a
-        binding is no plain assignment."""
+        (``criterion = criterion.cpu()``) followed to what the moved name holds, a target of the
+        program's own checkpoint to what its saves stored there (:mod:`.checkpoints`); None where
+        a binding is no plain assignment. A binding to ``None`` (``criterion = None`` until
+        ``if not criterion:`` builds one) is left out: a call of the name there raises, so what
+        the call gives comes from the others."""
         reach = self.values.reach(func)
         if reach.why is not None or not reach.bindings:
             return None
         kinds: list[str | None] = []
         for node in reach.bindings:
-            value = self.value_of(node)
-            if not isinstance(value, cst.BaseExpression):
-                return None
-            kind = self.callable_kind(value, func.value)
-            moved = strip_moves(value)
-            if kind is None and isinstance(moved, cst.Name) and id(moved) not in seen:
-                inner = self.callable_kinds(moved, seen | {id(moved)})
-                if inner is None:
+            saved = saved_values(self.values, node)
+            for value in saved if saved is not None else [self.value_of(node)]:
+                if not isinstance(value, cst.BaseExpression):
                     return None
-                kinds.extend(inner)
-            else:
-                kinds.append(kind)
+                if nodes.is_none(value):
+                    continue
+                kind = self.callable_kind(value, func.value)
+                moved = strip_moves(value)
+                if kind is None and isinstance(moved, cst.Name) and id(moved) not in seen:
+                    inner = self.callable_kinds(moved, seen | {id(moved)})
+                    if inner is None:
+                        return None
+                    kinds.extend(inner)
+                else:
+                    kinds.append(kind)
         return kinds
 
     def is_loss_module_name(self, name: cst.Name) -> bool:

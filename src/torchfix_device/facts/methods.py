@@ -117,10 +117,13 @@ def _classes_of(values: "ModuleValues", receiver: cst.BaseExpression, depth: int
 def class_of_self(values: "ModuleValues", name: cst.Name) -> cst.ClassDef | None:
     """The class of the plain (undecorated) method whose first parameter ``name`` is, where it is
     read and not rebound (:func:`~.self_attributes.class_of_self`)."""
-    function = values.enclosing(name, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
-    if not isinstance(function, cst.FunctionDef) or function.decorators:
+    cls = self_class(values, name)
+    method = values.enclosing(name, cst.FunctionDef) if cls is not None else None
+    while method is not None and values.parent(values.parent(method)) is not cls:
+        method = values.enclosing(method, cst.FunctionDef)  # out of a function the method defines
+    if method is None or method.decorators:
         return None  # (a class method's `cls` is the class, a static method's first parameter anything)
-    return self_class(values, name)
+    return cls
 
 
 def _defines(cls: cst.ClassDef, method: str) -> bool:

@@ -143,13 +143,28 @@ def instance_call_dims(values: "ModuleValues", func: cst.BaseExpression) -> int 
     which agrees (see the module docstring); None otherwise."""
     target = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
     held = list(values.values_of(target)) if isinstance(target, cst.Name) else held_by_self(values, target)
-    if not held or any(v is None for v in held):
-        return None
-    made = [strip_moves(v) for v in held]  # `DQN(args).cuda()`
-    if not all(isinstance(m, cst.Call) for m in made):
-        return None
-    found = {getattr(values.call_returns(m), "call_dims", None) for m in made}  # type: ignore[arg-type]
+    made = calls_making(values, held) if held else None
+    found = {getattr(values.call_returns(m), "call_dims", None) for m in made or ()}
     return found.pop() if len(found) == 1 else None
+
+
+def calls_making(values: "ModuleValues", held: "list[cst.BaseExpression | None]", seen: frozenset[int] = frozenset()) -> list[cst.Call] | None:
+    """The calls that made what ``held`` (the values a name or attribute may hold) may be:
+    through moves (``DQN(args).cuda()``) and names moved (``model = model.to(device)``: what
+    ``model`` held before); None where one is no call."""
+    made: list[cst.Call] = []
+    for value in held:
+        instance = strip_moves(value) if value is not None else None
+        if isinstance(instance, cst.Name) and id(instance) not in seen and instance is not value:
+            inner = calls_making(values, list(values.values_of(instance)), seen | {id(instance)})
+            if inner is None:
+                return None
+            made += inner
+        elif isinstance(instance, cst.Call):
+            made.append(instance)
+        else:
+            return None
+    return made
 
 
 def own_method(values: "ModuleValues", func: cst.BaseExpression) -> cst.FunctionDef | None:

@@ -33,8 +33,9 @@ from torchfix_device.facts.cpu_paths import loader_class
 from torchfix_device.facts.environments import derives_from_gym, gym_environment_ids
 from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts.losses import LossEvidence
+from torchfix_device.facts.project_calls import calls_making, own_method
 from torchfix_device.facts.values import VALUE, install_summariser
-from torchfix_device.syntax import traversal
+from torchfix_device.syntax import nodes, traversal
 
 if TYPE_CHECKING:
     from torchfix_device.facts.values import ModuleValues
@@ -67,12 +68,26 @@ class Returned:
     call_dims: int | None = None
     """A class whose instances, called, return what every ``return`` of that method shows to
     have these dimensions (:func:`.project_calls.instance_call_dims` asks it)."""
+    closure: "Returned | None" = None
+    """A function every ``return`` of which gives one function it defines (``def trainer(...):
+    def train(...): ...; return train``): what calling that function gives."""
+    call: "Returned | None" = None
+    """A class: what calling an instance gives (its ``forward``, its ``__call__``)."""
+    closures: tuple[tuple[str, "Returned"], ...] = ()
+    """A class: for each method of it that returns a function it defines, what calling that
+    function gives (``train_step = rvae.trainer(...)`` then ``train_step(...)``)."""
 
 
-    def at(self, elements: "Sequence[cst.Element]", name: cst.CSTNode) -> int | None:
-        """The dimensions of ``name``, one of the ``elements`` of the target of ``a, b, ... = f(...)``."""
+    none_at: tuple[bool, ...] = ()
+    """The positions of :attr:`positions` where a ``return`` may give ``None`` (``kld = None`` in an
+    ``else``): the dimensions there are those of the other values."""
+
+    def at(self, elements: "Sequence[cst.Element]", name: cst.CSTNode, past_none: bool = False) -> int | None:
+        """The dimensions of ``name``, one of the ``elements`` of the target of ``a, b, ... = f(...)``
+        (at a position where a ``return`` may give ``None``, only ``past_none``: where the read raises on it)."""
         if self.positions is not None and len(self.positions) == len(elements):
-            return self.positions[next(i for i, e in enumerate(elements) if e.value is name)]
+            index = next(i for i, e in enumerate(elements) if e.value is name)
+            return None if index < len(self.none_at) and self.none_at[index] and not past_none else self.positions[index]
         return self.element_dims
 
 
@@ -89,8 +104,11 @@ def made_by_class(values: "ModuleValues", cls: cst.ClassDef) -> Returned:
         memo[id(cls)] = NOTHING  # while it is being found
         method = _instance_call(values, cls)
         scalar = method is not None and facts_sizes.evidence(values).returns_size(method) is facts_sizes.Size.ZERO_DIM
+        closures = tuple((m.name.value, found) for m in cls.body.body if isinstance(m, cst.FunctionDef) and not m.decorators
+                         and _defined_and_returned(values, m) is not None and (found := returned(values, m).closure) is not None)
         known = memo[id(cls)] = Returned(loader=loader_class(values, cls), scalar_call=scalar, gym_env=derives_from_gym(values, cls),
-                                         call_dims=returned(values, method).dims if method is not None else None)
+                                         call_dims=returned(values, method).dims if method is not None else None, closures=closures,
+                                         call=returned(values, method) if method is not None else None)
     return known
 
 
@@ -128,10 +146,11 @@ def _summary(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
     element_dims = {facts_dims.dims(values, e) for e in elements}
     literals = [[e.value for e in r.elements] for r in returns if isinstance(r, (cst.Tuple, cst.List))  # type: ignore[union-attr]
                 and not any(isinstance(e, cst.StarredElement) for e in r.elements)]  # type: ignore[union-attr]
-    positions = None
+    positions, none_at = None, ()
     if len(literals) == len(returns) and len({len(parts) for parts in literals}) == 1:
-        at = [{facts_dims.dims(values, parts[i]) for parts in literals} for i in range(len(literals[0]))]
-        positions = tuple(found.pop() if len(found) == 1 else None for found in at)
+        at = [[_dims(values, parts[i]) for parts in literals] for i in range(len(literals[0]))]
+        positions = tuple(found.pop() if len(found := {d for d, none in each if not none or d is not None}) == 1 else None for each in at)
+        none_at = tuple(any(none for _, none in each) for each in at)
     evidence = GradEvidence(values)
     grad_free = all(evidence.missing(e) is None for e in elements) if elements else \
         all(evidence.missing(r) is None for r in returns)  # type: ignore[arg-type]
@@ -144,7 +163,55 @@ def _summary(values: "ModuleValues", function: cst.FunctionDef) -> Returned:
         builds_loss=all(isinstance(r, cst.Call) and losses.is_loss_constructor(r) for r in returns),
         scalar=facts_sizes.evidence(values).returns_size(function) is facts_sizes.Size.ZERO_DIM,
         gym_env=all(gym_environment_ids(values, r) is not None for r in returns),  # type: ignore[arg-type]
+        closure=returned(values, nested) if (nested := _defined_and_returned(values, function)) is not None else None,
+        none_at=none_at if any(none_at) else (),
     )
+
+
+def _dims(values: "ModuleValues", expr: cst.BaseExpression) -> tuple[int | None, bool]:
+    """The dimensions of ``expr`` where it is not ``None``, 0 for what :mod:`.sizes` shows to be a
+    0-dim tensor (a loss), and whether it may be ``None`` (:func:`.dims.dims_past_none`)."""
+    found, none = facts_dims.dims_past_none(values, expr)
+    if found is None and not nodes.is_none(expr) and facts_sizes.evidence(values).size(expr) is facts_sizes.Size.ZERO_DIM:
+        return 0, none
+    return found, none
+
+
+def _defined_and_returned(values: "ModuleValues", function: cst.FunctionDef) -> cst.FunctionDef | None:
+    """The one plain function ``function`` defines in its own body that every ``return`` of it
+    gives by name (a closure: ``def train(...): ...`` then ``return train``); None otherwise."""
+    returns = [r.value for r in traversal.function_returns(function)]
+    found = {id(d): d for d in (values.function_called(r) if isinstance(r, cst.Name) else None for r in returns)}
+    nested = found.popitem()[1] if len(found) == 1 else None
+    return nested if nested is not None and values.enclosing(nested, cst.FunctionDef) is function else None
+
+
+def called_otherwise(values: "ModuleValues", call: cst.Call) -> Returned | None:
+    """What a call gives that is neither of a function nor of a class by name: a method of the
+    class of ``self`` (``self(x)``, ``self.forward(x)``: :func:`.project_calls.own_method`); an
+    instance of a class of this file or another of the run, maybe moved (``model = Net().cuda()``
+    then ``model(x)``: its ``forward``); a function another call returned (``step = make_step(m)``;
+    ``train_step = rvae.trainer(opt, loader)``, ``rvae`` such an instance, whose ``trainer``
+    returns a function it defines). Where the name may hold several, all must agree."""
+    method = own_method(values, call.func)
+    if method is not None:
+        return returned(values, method)
+    busy = values.facets.setdefault("calls otherwise", set())
+    if not isinstance(call.func, cst.Name) or id(call) in busy:
+        return None
+    busy.add(id(call))
+    try:
+        found: set = set()
+        for made in calls_making(values, list(values.values_of(call.func))) or [None]:
+            if isinstance(made, cst.Call) and isinstance(made.func, cst.Attribute) and isinstance(made.func.value, cst.Name):
+                instances = calls_making(values, list(values.values_of(made.func.value))) or [None]
+                found |= {dict(getattr(values.call_returns(i), "closures", ())).get(made.func.attr.value) if i else None for i in instances}
+            else:
+                summary = values.call_returns(made) if isinstance(made, cst.Call) else None
+                found.add(summary and (summary.closure or summary.call))
+        return found.pop() if len(found) == 1 else None
+    finally:
+        busy.discard(id(call))
 
 
 def returned_elements(values: "ModuleValues", expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
@@ -178,4 +245,4 @@ def returned_elements(values: "ModuleValues", expr: cst.BaseExpression) -> list[
     return found
 
 
-install_summariser(returned, made_by_class)
+install_summariser(returned, made_by_class, called_otherwise)

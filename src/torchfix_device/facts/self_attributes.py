@@ -92,11 +92,13 @@ class SelfAttributeEvidence(ProofMemo):
         if not isinstance(receiver, cst.Name):
             return None
         above = self.parent(receiver)
-        while above is not None and not isinstance(above, cst.FunctionDef):
-            if isinstance(above, (cst.Lambda, cst.ClassDef)):
-                return None
+        while above is not None and not _first_parameter(above, receiver.value):
+            if isinstance(above, (cst.Lambda, cst.ClassDef)) or (
+                isinstance(above, cst.FunctionDef) and any(p.name.value == receiver.value for p in nodes.all_params(above))
+            ):
+                return None  # (a function defined in the method, a closure, reads the method's `self`)
             above = self.parent(above)
-        if above is None or not above.params.params or above.params.params[0].name.value != receiver.value:
+        if above is None:
             return None
         block = self.parent(above)
         cls = self.parent(block) if block is not None else None
@@ -306,6 +308,11 @@ def held_by_self(values, expr: cst.BaseExpression) -> list[cst.BaseExpression] |
     if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)):
         return None
     return values.facet("self attributes", lambda: _Reader(values)).held(expr)
+
+
+def _first_parameter(node: cst.CSTNode, name: str) -> bool:
+    """``node`` is a function whose first parameter is ``name``."""
+    return isinstance(node, cst.FunctionDef) and bool(node.params.params) and node.params.params[0].name.value == name
 
 
 def class_of_self(values, receiver: cst.BaseExpression) -> cst.ClassDef | None:  # noqa: ANN001

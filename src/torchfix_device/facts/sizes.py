@@ -12,20 +12,19 @@ The answer comes from what the code shows a value to be, never from its name:
   ``torch.max(x)`` with one argument, ``torch.dot(a, b)``;
 - arithmetic on such values and Python numbers (broadcasting never shrinks a tensor), methods
   that keep the shape (``.exp()``, ``.float()``, ``.cpu()``, ``.detach()``...);
-- a name every binding of which that may reach the read is one of these (a value built from
-  the name itself adds nothing), a function or method of this file, or a function of another
-  file of the run, every ``return`` of which is one (:mod:`.returns`); the call of an instance
-  of a class of the project whose ``forward`` (``__call__``) returns one (a project's loss
-  module, bound to a name or set on ``self`` in ``__init__``: :mod:`.losses`);
+- a name every binding of which that may reach the read is one of these (a value built from the name itself
+  adds nothing, nor does ``None`` where the read raises on it: ``total / n``), a function or method of this
+  file, or a function of another file of the run, every ``return`` of which is one (:mod:`.returns`); the
+  call of an instance of a project class whose ``forward`` (``__call__``) returns one (a project's loss module,
+  bound to a name, set on ``self`` in ``__init__``, or loaded from the program's own checkpoint: :mod:`.losses`);
 - an attribute of ``self`` or an item of one (``self.acc_loss``, ``self._losses["total"]``, ``v``
   of ``for k, v in self._losses.items()``) every value of which the class gives it is one (no
   ``update``/``append`` fills it; one ``self.x.backward()`` shows one element);
-- a binding of a name that reaches a ``.backward()`` with no argument on it, or on an
-  arithmetic expression it is an operand of (which only a one-element tensor allows: ``loss``
-  bound in both branches of an ``if``/``else``, then ``loss.backward()``;
-  ``(value_loss + action_loss - entropy * coef).backward()``), or that reaches a read building by arithmetic a name whose binding
-  reaches one (``loss = raw_loss + reg``; ``loss.backward()`` shows ``raw_loss`` has one
-  element: broadcasting never shrinks a tensor).
+- a binding of a name that reaches a ``.backward()`` with no argument on it, or on an arithmetic expression
+  it is an operand of (which only a one-element tensor allows: ``loss`` bound in both branches of an
+  ``if``/``else``, then ``loss.backward()``; ``(value_loss + action_loss - entropy * coef).backward()``), or
+  that reaches a read building by arithmetic a name whose binding reaches one (``loss = raw_loss + reg``;
+  ``loss.backward()`` shows ``raw_loss`` has one element: broadcasting never shrinks a tensor).
 
 :class:`Size` tells how strong the answer is: ``ZERO_DIM`` (0-dim on PyTorch >= 0.4, where
 ``x.data[0]`` and ``x.data.numpy()[0]`` raise) or ``ONE`` (one element, maybe a 1-element
@@ -89,10 +88,8 @@ def combine(a: Size | None, b: Size | None) -> Size | None:
     return None if a is None or b is None else max(a, b)
 
 
-METHOD_REDUCTIONS = frozenset({"sum", "mean", "prod", "norm", "std", "var", "max", "min", "all", "any", "median", "nansum", "nanmean"})
-"""``x.sum()`` & co. with no argument: a 0-dim tensor."""
-TORCH_REDUCTIONS = frozenset({"sum", "mean", "prod", "norm", "std", "var", "max", "min", "all", "any", "median", "nansum", "nanmean"})
-"""``torch.sum(x)`` & co. with one positional argument and no keyword: a 0-dim tensor."""
+METHOD_REDUCTIONS = TORCH_REDUCTIONS = frozenset({"sum", "mean", "prod", "norm", "std", "var", "max", "min", "all", "any", "median", "nansum", "nanmean"})
+"""``x.sum()`` & co. with no argument, ``torch.sum(x)`` & co. with one positional argument and no keyword: a 0-dim tensor."""
 ELEMENTWISE = frozenset({
     "exp", "log", "log1p", "log2", "log10", "expm1", "abs", "sqrt", "rsqrt", "neg", "sigmoid", "tanh",
     "sin", "cos", "square", "reciprocal", "floor", "ceil", "round", "trunc", "sign", "relu",
@@ -259,7 +256,10 @@ class SizeEvidence(LossEvidence):
         reach = self.values.reach(name)
         if reach.why is not None or not reach.bindings:
             return None
-        key = tuple(id(n) for n in reach.bindings)
+        bindings = reach.bindings  # `total / n` raises where `total` holds None: the others decide
+        if nodes.raises_if_none(name, self.values.parent(name)):
+            bindings = tuple(n for n in bindings if not nodes.is_none(self.value_of(n))) or bindings
+        key = tuple(id(n) for n in bindings)
         if key in self._busy:
             self._neutral += 1
             return Size.NUMBER  # a value built from itself: the other bindings decide
@@ -268,10 +268,10 @@ class SizeEvidence(LossEvidence):
         self._busy.add(key)
         neutral_before = self._neutral
         try:
-            found = self._fold(reach.bindings)
+            found = self._fold(bindings)
         finally:
             self._busy.discard(key)
-        if (found is None or found is Size.LIKELY) and all(self.shown_one_element(n) for n in reach.bindings):
+        if (found is None or found is Size.LIKELY) and all(self.shown_one_element(n) for n in bindings):
             found = Size.ONE
         if self._neutral == neutral_before or not self._busy:
             self._memo[key] = found

@@ -1,17 +1,16 @@
 """What names hold, for the facts about values: one resolution of a module, shared by every fact.
 
-Every question about a value (is it a tensor, may it require grad, is it 0-dim, is it on the
-CPU, may it be a project object that moves itself) comes to the same few questions about the
-code: what a name read at some place may hold (the bindings that reach the read, in the order
-the code runs: :mod:`.name_flow`), what a binding binds there (an assignment's value or a part
-of it, an item of what a loop or comprehension goes through, a parameter), what a module-level
-dotted name is (``torch.load`` for ``T.load``, star imports included: :mod:`.names`). This
-module answers them once per module version and keeps the answers; the facts (:mod:`.grad`,
-:mod:`.kinds`, :mod:`.sizes`, :mod:`.devices`) only say what each form of code means for their
-question. :func:`of` gives the one instance of a module version for the codemod that asks.
+Every question about a value (is it a tensor, may it require grad, is it 0-dim, is it on the CPU, may it
+be a project object that moves itself) comes to the same few questions about the code: what a name read
+at some place may hold (the bindings that reach the read, in the order the code runs: :mod:`.name_flow`),
+what a binding binds there (an assignment's value or a part of it, an item of what a loop or comprehension
+goes through, a parameter), what a module-level dotted name is (``torch.load`` for ``T.load``, star
+imports included: :mod:`.names`). This module answers them once per module version and keeps the answers;
+the facts (:mod:`.grad`, :mod:`.kinds`, :mod:`.sizes`, :mod:`.devices`) only say what each form of code
+means for their question. :func:`of` gives the one instance of a module version for the codemod that asks.
 
-Names and bindings are libcst's exact answers for any node of the module, given by the codemod
-that first asks (the engine's shortcuts where they hold). Code outside the file is not seen.
+Names and bindings are libcst's exact answers for any node of the module, given by the codemod that first
+asks (the engine's shortcuts where they hold). Code outside the file is not seen.
 """
 
 from __future__ import annotations
@@ -49,9 +48,9 @@ class Bound:
 
 @dataclass(frozen=True)
 class Reach:
-    """The bindings that may hold a name's value where it is read (``bindings``, in source
-    order), or why that cannot be told (``why``). ``whole`` when every binding of the name is
-    taken (a module-level name read in a function, a comprehension's own target)."""
+    """The bindings that may hold a name's value where it is read (``bindings``, in source order), or why
+    that cannot be told (``why``). ``whole`` when every binding of the name is taken (a module-level name
+    or an enclosing function's read in a function, a comprehension's own target)."""
 
     bindings: tuple[cst.CSTNode, ...] = ()
     scope: cst.CSTNode | None = None
@@ -175,12 +174,14 @@ class ModuleValues:
             known = self._reach[id(read)] = self._reaching(read)
         return known
 
-    def agreed(self, read: cst.Name, answer: "Callable[[Bound], Any]") -> Any:
-        """The one answer ``answer`` gives of every binding that may reach ``read`` (None where
-        one gives none, or two differ): a name's kind, dimensionality..., from its bindings'."""
+    def agreed(self, read: cst.Name, answer: "Callable[[Bound], Any]", past_none: bool = False) -> Any:
+        """The one answer ``answer`` gives of every binding that may reach ``read`` (None where one gives
+        none, or two differ): a name's kind, dimensionality..., from its bindings'; with ``past_none``,
+        of those that bind anything but ``None`` (where ``read`` raises on it: ``total / n``)."""
         reach, found = self.reach(read), set()
-        for node in reach.bindings if reach.why is None else ():
-            found.add(answer(self.bound(node)))
+        for bound in (self.bound(node) for node in (reach.bindings if reach.why is None else ())):
+            if not (past_none and bound.kind == VALUE and isinstance(bound.value, cst.Name) and bound.value.value == "None"):
+                found.add(answer(bound))
             if None in found or len(found) > 1:
                 return None
         return found.pop() if found else None
@@ -208,8 +209,8 @@ class ModuleValues:
             if not reaching:
                 return Reach(why=f"`{read.value}` may be unbound here")
             return Reach(tuple(reaching), scope)
-        if isinstance(scope, cst.Module) and isinstance(where, cst.FunctionDef):
-            return Reach(nodes, scope, whole=True)  # a module-level name read in a function: any binding
+        if isinstance(scope, (cst.Module, cst.FunctionDef)) and isinstance(where, (cst.FunctionDef, cst.Lambda)):
+            return Reach(nodes, scope, whole=True)  # a module's or an enclosing function's name read in a function: any binding
         return Reach(why=f"`{read.value}` comes from an enclosing scope")
 
     def bound(self, node: cst.CSTNode) -> Bound:
@@ -270,20 +271,19 @@ class ModuleValues:
         return reach.bindings[0] if reach is not None and reach.why is None and len(reach.bindings) == 1 else None
 
     def call_returns(self, call: cst.Call) -> Any:
-        """What the function ``call`` calls returns (a ``Returned`` of :mod:`.returns`): a function
-        or class of this file, or one of another file of the run (the engine's
-        ``view.foreign_returns``); None otherwise, or where no summariser is installed."""
+        """What ``call`` returns (a ``Returned`` of :mod:`.returns`): of a function or class of this file, or of
+        another file of the run (the engine's ``view.foreign_returns``), a method of the class of ``self``, a
+        function another call returned (:func:`.returns.called_otherwise`); None otherwise or with no summariser."""
         function = self.function_called(call.func)
-        if function is not None:
-            return self.function_returns(function)
+        if function is not None or not _SUMMARISER:
+            return self.function_returns(function) if function is not None else None
         cls = self.class_called(call.func)
         if cls is not None:
-            return _SUMMARISER[1](self, cls) if _SUMMARISER else None
+            return _SUMMARISER[1](self, cls)
         foreign = getattr(self.view, "foreign_returns", None)
-        if foreign is None:
-            return None
-        names = self.names(call.func)
-        return foreign(next(iter(names))) if len(names) == 1 else None
+        names = self.names(call.func) if foreign is not None else set()
+        found = foreign(next(iter(names))) if len(names) == 1 else None
+        return found if found is not None else _SUMMARISER[2](self, call)
 
     def function_returns(self, function: cst.FunctionDef) -> Any:
         """What every ``return`` of ``function`` of this file (a method's too) gives (``Returned``)."""
@@ -412,13 +412,13 @@ class ModuleValues:
 
 
 _SUMMARISER: list[Callable[[ModuleValues, Any], Any]] = []
-"""The summaries :meth:`ModuleValues.call_returns` gives, of a function and of a class: installed
-by :mod:`.returns`, which asks the facts (dimensions, grad, sizes) that ask for calls here, so
-that none imports it."""
+"""The summaries :meth:`ModuleValues.call_returns` gives (of a function, a class, other calls): installed by
+:mod:`.returns`, which asks the facts (dimensions, grad, sizes) that ask for calls here, so that none imports it."""
 
 
-def install_summariser(summarise: Callable[[ModuleValues, cst.FunctionDef], Any], of_class: Callable[[ModuleValues, cst.ClassDef], Any]) -> None:
-    _SUMMARISER[:] = [summarise, of_class]
+def install_summariser(summarise: Callable[[ModuleValues, cst.FunctionDef], Any], of_class: Callable[[ModuleValues, cst.ClassDef], Any],
+                       otherwise: Callable[[ModuleValues, cst.Call], Any]) -> None:
+    _SUMMARISER[:] = [summarise, of_class, otherwise]
 
 
 def of(view: "CodemodView") -> ModuleValues:

@@ -68,6 +68,17 @@ def is_none(node: cst.CSTNode | None) -> bool:
     """Is ``node`` the literal ``None``?"""
     return isinstance(node, cst.Name) and node.value == "None"
 
+def raises_if_none(node: cst.CSTNode, parent: cst.CSTNode | None) -> bool:
+    """Evaluating ``parent`` raises where ``node``, its child, is ``None``: an operand of
+    arithmetic (``total / n``), the object of a subscript or of a plain attribute
+    (``total.sum()``), the function of a call."""
+    if isinstance(parent, cst.BinaryOperation):
+        return node is parent.left or node is parent.right
+    if isinstance(parent, cst.Attribute):
+        return node is parent.value and not parent.attr.value.startswith("__")
+    return isinstance(parent, (cst.Subscript, cst.Call)) and node is (parent.value if isinstance(parent, cst.Subscript) else parent.func)
+
+
 def code_of(node: cst.CSTNode) -> str:
     """Source text of a node, as libcst would print it."""
     return cst.Module(body=[]).code_for_node(node)
