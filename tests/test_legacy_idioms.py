@@ -413,3 +413,18 @@ def test_a_loss_module_the_program_checkpoints_sums_its_numbers() -> None:
     assert isinstance(written, float)
     assert written == pytest.approx(expected)
 
+
+
+def test_a_literal_written_to_a_legacy_loss_attribute_gives_what_0_3_computed() -> None:
+    """``legacy_loss_reduction_args/attribute_written``, executed: on 2.x the original's
+    ``size_average = False`` changes nothing (the losses average); the unsafe fix's
+    ``reduction = "sum"`` gives the sums the code was written for (0.3 read the attribute)."""
+    before, after = _run_pair("legacy_loss_reduction_args", "attribute_written.unsafe")
+    torch.manual_seed(0)
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    assert before["criterion"](a, b).item() == pytest.approx(((a - b) ** 2).mean().item())
+    assert after["criterion"](a, b).item() == pytest.approx(((a - b) ** 2).sum().item())
+    scores, labels, weight = torch.randn(5, 3), torch.tensor([0, 1, 2, 1, 0]), torch.rand(3)
+    summed = torch.nn.functional.cross_entropy(scores, labels, weight=weight, reduction="sum")
+    assert after["Classifier"](weight).loss(scores, labels).item() == pytest.approx(summed.item())
+    assert before["Classifier"](weight).loss(scores, labels).item() != pytest.approx(summed.item())

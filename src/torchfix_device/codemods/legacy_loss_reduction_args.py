@@ -6,6 +6,8 @@ import libcst as cst
 from torchfix_device.syntax import nodes
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
+from torchfix_device.facts.methods import attributes_named
+from torchfix_device.facts.sizes import evidence as loss_evidence
 
 # Index of ``size_average`` among the positional parameters (after ``self`` for classes), as in
 # torch 2.x; an argument at or past it passed positionally may be a legacy argument.
@@ -71,14 +73,18 @@ class LegacyLossReductionArgs(Codemod):
     `size_average=False` → `reduction="sum"`, else `reduction="mean"`. When both are `None`
     they are dropped and the `reduction=` given (or its default) stays. A `reduction=` passed
     together with them is replaced, since torch ignores it. `reduction="elementwise_mean"`
-    becomes `reduction="mean"`.
+    becomes `reduction="mean"`. A literal written to the attribute of a torch loss module
+    (`loss_fn.size_average = False`) becomes the `reduction` it stands for
+    (`loss_fn.reduction = "sum"`).
 
     ## Why is this bad?
     `size_average` and `reduce` have been deprecated since PyTorch 0.4.1; every call prints
     `UserWarning: size_average and reduce args will be deprecated, please use
     reduction='sum' instead.`, and the two flags interact in a way that is easy to misread
     (`reduce=False` silently overrides `size_average`). `"elementwise_mean"` is likewise a
-    deprecated spelling of `"mean"`.
+    deprecated spelling of `"mean"`. Worse, since 0.4 a loss module reads only the `reduction`
+    it was built with: `loss_fn.size_average = False` after building it changes nothing, and the
+    loss silently averages where the code sums.
 
     ## Example
     ```python
@@ -104,14 +110,21 @@ class LegacyLossReductionArgs(Codemod):
     other than `"mean"` (which counts when the name is `None`): reported for manual review. Calls
     that may pass the legacy arguments positionally (as many positional arguments as come before
     `size_average`, or `*args`) are reported too. Calls with `**kwargs` and no legacy keyword,
-    and functions or classes that are not torch losses, are left alone.
+    and functions or classes that are not torch losses, are left alone. An attribute write is
+    left alone unless every value the receiver may hold is a torch loss built without a reduction
+    argument (`nn.CrossEntropyLoss(w)`, moved or not; `self.loss_fn` set to one by every
+    `.loss_fn = ...` of the file), the file writes only one of the two legacy attributes, and
+    reads neither (a loss has no such attribute since 0.4).
 
     ## Fix safety
     Safe: for literal values the new `reduction=` is exactly the one torch computes from the
     legacy arguments (checked against `legacy_get_string` for every combination in the
     test-suite), so the loss returns the same values, minus the deprecation warning; for a name,
     the expression gives what torch gives for `None`, `True`, `False`, `0` and `1` (executed in
-    the test-suite too).
+    the test-suite too). An attribute write is an unsafe fix: it gives the loss the reduction
+    PyTorch 0.3 computed from the attribute (`legacy_get_string` of the one flag written), where
+    on 2.x the write does nothing, so the values the program computes today change to those the
+    code was written for.
     """
 
     code = "TFD010"
@@ -123,10 +136,8 @@ class LegacyLossReductionArgs(Codemod):
     @classmethod
     def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
         """A ``torch.nn`` loss class or ``torch.nn.functional`` loss called with a legacy
-        reduction argument."""
+        reduction argument; a literal written to a legacy attribute (``loss_fn.size_average = False``)."""
         if not (facts.torch_imported and facts.names & LOSS_NAMES):
-            return
-        if not (facts.keywords & {"size_average", "reduce"} or "elementwise_mean" in facts.text):
             return
         scan = facts.scan
         for node, _, _ in facts.contexts:
@@ -134,6 +145,34 @@ class LegacyLossReductionArgs(Codemod):
                 scan.opaque or any(q.startswith("torch.nn.") and q.rpartition(".")[2] in LOSS_NAMES for q in scan.qualified(node.func))
             ):
                 yield node
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
+                    and node.targets[0].attr in LEGACY and isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool):
+                yield node
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.BaseSmallStatement:
+        """``loss_fn.size_average = False``: since 0.4 a loss reads ``reduction``, set when it is
+        built, so the write changes nothing; ``loss_fn.reduction = "sum"`` does what it did."""
+        target = original_node.targets[0].target if len(original_node.targets) == 1 else None
+        value = original_node.value
+        if not (isinstance(target, cst.Attribute) and target.attr.value in LEGACY and isinstance(value, cst.Name) and value.value in ("True", "False")):
+            return updated_node
+        other, losses = "reduce" if target.attr.value == "size_average" else "size_average", loss_evidence(self.values)
+        if losses.assigned_to_attribute().get(other) or not losses.holds_made_torch_loss(target.value):
+            return updated_node  # both written: their order decides; or not shown to be a torch loss
+        if any(not isinstance(self.values.parent(a), cst.AssignTarget) for a in attributes_named(self.values, target.attr.value)):
+            return updated_node  # read somewhere: a loss has no such attribute since 0.4
+        flag = LITERALS[value.value]
+        reduction = legacy_reduction(flag, None) if other == "reduce" else legacy_reduction(None, flag)
+        shown = nodes.code_of(target.value)
+        message = (f"`{shown}.{target.attr.value} = {value.value}` changes nothing since PyTorch 0.4, where a loss reads the "
+                   f"`reduction` it was built with: `{shown}.reduction = \"{reduction}\"` does what it did in 0.3, "
+                   "which changes the values the loss gives today")
+        if not self.report(original_node, message, safe=False):
+            return updated_node
+        return updated_node.with_changes(
+            targets=[updated_node.targets[0].with_changes(target=updated_node.targets[0].target.with_changes(attr=cst.Name("reduction")))],
+            value=cst.SimpleString(f'"{reduction}"'),
+        )
 
     def _legacy_position(self, func: cst.BaseExpression) -> int | None:
         for q in self.qualified_names(func, ending_in=LOSS_NAMES):

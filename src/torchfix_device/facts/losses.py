@@ -87,6 +87,21 @@ class LossEvidence:
                 return _reduction_position_ok(positional, REDUCTION_POSITION.get(last))
         return False
 
+    def holds_made_torch_loss(self, receiver: cst.BaseExpression) -> bool:
+        """Every value ``receiver`` may hold is a torch loss module built with no reduction argument
+        (``nn.CrossEntropyLoss(weight)``, moved or not): a name, through its bindings reaching it, or
+        ``self.x`` in a method, through every value any ``.x = ...`` of the file assigns."""
+        if isinstance(receiver, cst.Name):
+            made = calls_making(self.values, list(self.values.values_of(receiver)))
+        elif isinstance(receiver, cst.Attribute) and self.method_around(receiver) is not None:
+            held = [value for _, value in self.assigned_to_attribute().get(receiver.attr.value, [])]
+            made = calls_making(self.values, [v for v in held if not m.matches(strip_moves(v), m.Attribute(attr=m.Name(receiver.attr.value)))])
+        else:
+            return False  # `self.loss_fn = self.loss_fn.cuda()`: a move of itself, left out above
+        return bool(made) and all(
+            self.is_loss_constructor(call) and not any(nodes.keyword_arg(call, k) for k in ("reduction", "size_average", "reduce")) for call in made or ()
+        )
+
     def is_own_loss_attribute(self, func: cst.Attribute) -> bool:
         """``self.x`` in a method of the class whose ``__init__`` sets ``self.x = nn.XLoss()`` (or
         an instance of a project class whose call returns a 0-dim tensor), and nothing in the file
@@ -410,3 +425,22 @@ def _attribute_targets(target: cst.BaseExpression) -> Iterator[tuple[cst.Attribu
 def _is_shape(value: cst.BaseExpression) -> bool:
     """``x.size()`` or ``x.shape``."""
     return m.matches(value, m.Call(func=m.Attribute(attr=m.Name("size")), args=[])) or m.matches(value, m.Attribute(attr=m.Name("shape")))
+
+
+def calls_making(values: "ModuleValues", held: "list[cst.BaseExpression | None]", seen: frozenset[int] = frozenset()) -> list[cst.Call] | None:
+    """The calls that made what ``held`` (the values a name or attribute may hold) may be:
+    through moves (``DQN(args).cuda()``) and names moved (``model = model.to(device)``: what
+    ``model`` held before); None where one is no call."""
+    made: list[cst.Call] = []
+    for value in held:
+        instance = strip_moves(value) if value is not None else None
+        if isinstance(instance, cst.Name) and id(instance) not in seen and instance is not value:
+            inner = calls_making(values, list(values.values_of(instance)), seen | {id(instance)})
+            if inner is None:
+                return None
+            made += inner
+        elif isinstance(instance, cst.Call):
+            made.append(instance)
+        else:
+            return None
+    return made

@@ -40,7 +40,7 @@ from torchfix_device.facts import kinds
 from torchfix_device.facts.methods import attributes_named, class_of_self, own_def
 from torchfix_device.facts.project_attributes import subclassed_in_run
 from torchfix_device.facts.self_attributes import held_by_self
-from torchfix_device.facts.losses import strip_moves
+from torchfix_device.facts.losses import calls_making, strip_moves
 from torchfix_device.facts.values import PARAM, VALUE
 from torchfix_device.syntax import nodes, traversal
 from torchfix_device.syntax.qualified_names import BUILTIN_NAMES
@@ -146,25 +146,6 @@ def instance_call_dims(values: "ModuleValues", func: cst.BaseExpression) -> int 
     made = calls_making(values, held) if held else None
     found = {getattr(values.call_returns(m), "call_dims", None) for m in made or ()}
     return found.pop() if len(found) == 1 else None
-
-
-def calls_making(values: "ModuleValues", held: "list[cst.BaseExpression | None]", seen: frozenset[int] = frozenset()) -> list[cst.Call] | None:
-    """The calls that made what ``held`` (the values a name or attribute may hold) may be:
-    through moves (``DQN(args).cuda()``) and names moved (``model = model.to(device)``: what
-    ``model`` held before); None where one is no call."""
-    made: list[cst.Call] = []
-    for value in held:
-        instance = strip_moves(value) if value is not None else None
-        if isinstance(instance, cst.Name) and id(instance) not in seen and instance is not value:
-            inner = calls_making(values, list(values.values_of(instance)), seen | {id(instance)})
-            if inner is None:
-                return None
-            made += inner
-        elif isinstance(instance, cst.Call):
-            made.append(instance)
-        else:
-            return None
-    return made
 
 
 def own_method(values: "ModuleValues", func: cst.BaseExpression) -> cst.FunctionDef | None:

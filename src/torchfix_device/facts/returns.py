@@ -32,8 +32,8 @@ from torchfix_device.facts import sizes as facts_sizes
 from torchfix_device.facts.cpu_paths import loader_class
 from torchfix_device.facts.environments import derives_from_gym, gym_environment_ids
 from torchfix_device.facts.grad import GradEvidence
-from torchfix_device.facts.losses import LossEvidence
-from torchfix_device.facts.project_calls import calls_making, own_method
+from torchfix_device.facts.losses import LossEvidence, calls_making
+from torchfix_device.facts.project_calls import own_method
 from torchfix_device.facts.values import VALUE, install_summariser
 from torchfix_device.syntax import nodes, traversal
 
