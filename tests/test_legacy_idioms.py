@@ -14,6 +14,7 @@ from torchfix_device.options import RunOptions
 from torchfix_device.codemods.legacy_loss_reduction_args import LegacyLossReductionArgs, legacy_reduction
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
 from torchfix_device.engine import transform_source
+from torchfix_device.codemods.catalog import all_codemods
 
 torch = pytest.importorskip("torch")
 
@@ -428,3 +429,14 @@ def test_a_literal_written_to_a_legacy_loss_attribute_gives_what_0_3_computed() 
     summed = torch.nn.functional.cross_entropy(scores, labels, weight=weight, reduction="sum")
     assert after["Classifier"](weight).loss(scores, labels).item() == pytest.approx(summed.item())
     assert before["Classifier"](weight).loss(scores, labels).item() != pytest.approx(summed.item())
+
+
+def test_a_checkpoint_of_whole_objects_is_one_whichever_save_wrote_it() -> None:
+    """TFD015 asks the same fact as the losses (``facts.checkpoints``): a load unpacked into the
+    names one of the file's saves stores is a checkpoint of whole objects, even where another save
+    stores other names (which only the question of what each name holds must rule out)."""
+    source = (FIXTURE_ROOT / "loss_data_index" / "checkpoint_other_names.unsafe.in.py").read_text(encoding="utf-8")
+    codemods = [c for c in all_codemods() if c.code == "TFD015"]
+    out = transform_source(source, codemods, filename="x.py", options=RunOptions(unsafe_fixes=True))
+    assert 'model, criterion = torch.load(f, map_location="cpu", weights_only=False)' in out.text
+    assert any("saves whole" in f.message for f in out.findings)

@@ -35,16 +35,16 @@ def saved_values(values: "ModuleValues", node: cst.CSTNode) -> list[cst.BaseExpr
     """The expressions every save of the program's checkpoint stores at the place of binding
     ``node``, a target of ``a, b = torch.load(...)`` (see the module docstring); None otherwise."""
     found = checkpoint_saves(values, node)
-    if found is None:
-        return None
+    if found is None or len(found[1]) != sum(_names_of(save) is not None for save in _saves(values)):
+        return None  # another save stores other names: the file may hold those
     index, saves = found
     return [save.elements[index].value for save in saves]  # type: ignore[attr-defined]
 
 
 def checkpoint_saves(values: "ModuleValues", node: cst.CSTNode) -> tuple[int, list[cst.List | cst.Tuple]] | None:
     """Where binding ``node`` stands among the targets of ``a, b = torch.load(...)``, and the list
-    or tuple display of every ``torch.save`` that saves those names (see the module docstring);
-    None otherwise."""
+    or tuple display of every ``torch.save`` that saves those names, in that order (at least one;
+    :func:`saved_values` asks that no save stores other names); None otherwise."""
     owner = binding_owner(node, values.parent)
     statement = owner[0] if owner is not None else None
     if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or not isinstance(statement.value, cst.Call):
@@ -53,10 +53,8 @@ def checkpoint_saves(values: "ModuleValues", node: cst.CSTNode) -> tuple[int, li
     if names is None or not (values.torch_names(statement.value.func) & LOADS):
         return None
     index = next((i for i, e in enumerate(statement.targets[0].target.elements) if e.value is node), None)  # type: ignore[attr-defined]
-    saves = [save for save in _saves(values) if _names_of(save) is not None]
-    if index is None or not saves or any(_names_of(save) != names for save in saves):
-        return None
-    return index, saves  # type: ignore[return-value]
+    saves = [save for save in _saves(values) if _names_of(save) == names]
+    return (index, saves) if index is not None and saves else None  # type: ignore[return-value]
 
 
 def _saves(values: "ModuleValues") -> list[cst.BaseExpression]:
