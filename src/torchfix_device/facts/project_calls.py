@@ -28,7 +28,7 @@ every tensor its ``forward`` computes from them and from its arguments.
 attribute (:func:`~.self_attributes.held_by_self`) holds is an instance of a class of the file or
 of another file of the run, maybe moved (``DQN(args).cuda()``), has the dimensions every
 ``return`` of that class's own ``forward`` shows, whatever its input
-(:class:`~.returns.Returned`'s ``call_dims``: ``return F.softmax(q.view(-1, n, k), dim=2)`` is 3-dim).
+(:class:`~.returns.Returned`'s ``call``: ``return F.softmax(q.view(-1, n, k), dim=2)`` is 3-dim).
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def instance_call_dims(values: "ModuleValues", func: cst.BaseExpression) -> int 
     target = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
     held = list(values.values_of(target)) if isinstance(target, cst.Name) else held_by_self(values, target)
     made = calls_making(values, held) if held else None
-    found = {getattr(values.call_returns(m), "call_dims", None) for m in made or ()}
+    found = {getattr(getattr(values.call_returns(m), "call", None), "dims", None) for m in made or ()}
     return found.pop() if len(found) == 1 else None
 
 

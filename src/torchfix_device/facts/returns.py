@@ -65,19 +65,15 @@ class Returned:
     """A class whose instances, called, return what is shown to be a 0-dim tensor: the
     ``forward`` of an ``nn.Module`` subclass (``LabelSmoothing(...)(x, y)``), the ``__call__`` of
     another class, defined in the class itself."""
-    call_dims: int | None = None
-    """A class whose instances, called, return what every ``return`` of that method shows to
-    have these dimensions (:func:`.project_calls.instance_call_dims` asks it)."""
     closure: "Returned | None" = None
     """A function every ``return`` of which gives one function it defines (``def trainer(...):
     def train(...): ...; return train``): what calling that function gives."""
     call: "Returned | None" = None
-    """A class: what calling an instance gives (its ``forward``, its ``__call__``)."""
+    """A class: what calling an instance gives, its ``forward`` or ``__call__`` defined in the class
+    itself (:func:`.project_calls.instance_call_dims` asks its dimensions)."""
     closures: tuple[tuple[str, "Returned"], ...] = ()
     """A class: for each method of it that returns a function it defines, what calling that
     function gives (``train_step = rvae.trainer(...)`` then ``train_step(...)``)."""
-
-
     none_at: tuple[bool, ...] = ()
     """The positions of :attr:`positions` where a ``return`` may give ``None`` (``kld = None`` in an
     ``else``): the dimensions there are those of the other values."""
@@ -107,8 +103,7 @@ def made_by_class(values: "ModuleValues", cls: cst.ClassDef) -> Returned:
         closures = tuple((m.name.value, found) for m in cls.body.body if isinstance(m, cst.FunctionDef) and not m.decorators
                          and _defined_and_returned(values, m) is not None and (found := returned(values, m).closure) is not None)
         known = memo[id(cls)] = Returned(loader=loader_class(values, cls), scalar_call=scalar, gym_env=derives_from_gym(values, cls),
-                                         call_dims=returned(values, method).dims if method is not None else None, closures=closures,
-                                         call=returned(values, method) if method is not None else None)
+                                         call=returned(values, method) if method is not None else None, closures=closures)
     return known
 
 
