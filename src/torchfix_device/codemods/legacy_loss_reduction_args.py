@@ -139,6 +139,8 @@ class LegacyLossReductionArgs(Codemod):
         reduction argument; a literal written to a legacy attribute (``loss_fn.size_average = False``)."""
         if not (facts.torch_imported and facts.names & LOSS_NAMES):
             return
+        if not (facts.keywords & {"size_average", "reduce"} or any(word in facts.text for word in ("elementwise_mean", *LEGACY))):
+            return
         scan = facts.scan
         for node, _, _ in facts.contexts:
             if isinstance(node, ast.Call) and _legacy_reduction_call(node) and (

@@ -95,9 +95,10 @@ class LossEvidence:
             made = calls_making(self.values, list(self.values.values_of(receiver)))
         elif isinstance(receiver, cst.Attribute) and self.method_around(receiver) is not None:
             held = [value for _, value in self.assigned_to_attribute().get(receiver.attr.value, [])]
+            # `self.loss_fn = self.loss_fn.cuda()`, a move of itself, adds nothing
             made = calls_making(self.values, [v for v in held if not m.matches(strip_moves(v), m.Attribute(attr=m.Name(receiver.attr.value)))])
         else:
-            return False  # `self.loss_fn = self.loss_fn.cuda()`: a move of itself, left out above
+            return False  # any other receiver: what it holds is not shown
         return bool(made) and all(
             self.is_loss_constructor(call) and not any(nodes.keyword_arg(call, k) for k in ("reduction", "size_average", "reduce")) for call in made or ()
         )
