@@ -184,8 +184,7 @@ def dims_past_none(values: "ModuleValues", expr: cst.BaseExpression) -> tuple[in
     if not isinstance(expr, cst.Name):
         return dims(values, expr), False
     reach = values.reach(expr)
-    bindings = reach.bindings if reach.why is None else ()
-    may_be_none = any(nodes.is_none(values.bound(b).value) for b in bindings if values.bound(b).kind == VALUE)
+    may_be_none = any(values.binds_none(b) for b in (reach.bindings if reach.why is None else ()))
     return _name_dims(values, expr, 0, past_none=True), may_be_none
 
 

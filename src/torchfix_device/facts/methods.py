@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from torchfix_device.facts.self_attributes import class_of_self as self_class
+from torchfix_device.facts.self_attributes import method_of_self
 from torchfix_device.syntax import traversal
 
 if TYPE_CHECKING:
@@ -117,13 +117,10 @@ def _classes_of(values: "ModuleValues", receiver: cst.BaseExpression, depth: int
 def class_of_self(values: "ModuleValues", name: cst.Name) -> cst.ClassDef | None:
     """The class of the plain (undecorated) method whose first parameter ``name`` is, where it is
     read and not rebound (:func:`~.self_attributes.class_of_self`)."""
-    cls = self_class(values, name)
-    method = values.enclosing(name, cst.FunctionDef) if cls is not None else None
-    while method is not None and values.parent(values.parent(method)) is not cls:
-        method = values.enclosing(method, cst.FunctionDef)  # out of a function the method defines
+    method = method_of_self(values, name)  # (in a closure too: a function the method defines)
     if method is None or method.decorators:
         return None  # (a class method's `cls` is the class, a static method's first parameter anything)
-    return cls
+    return values.parent(values.parent(method))  # type: ignore[return-value]
 
 
 def _defines(cls: cst.ClassDef, method: str) -> bool:

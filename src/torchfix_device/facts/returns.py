@@ -100,8 +100,8 @@ def made_by_class(values: "ModuleValues", cls: cst.ClassDef) -> Returned:
         memo[id(cls)] = NOTHING  # while it is being found
         method = _instance_call(values, cls)
         scalar = method is not None and facts_sizes.evidence(values).returns_size(method) is facts_sizes.Size.ZERO_DIM
-        closures = tuple((m.name.value, found) for m in cls.body.body if isinstance(m, cst.FunctionDef) and not m.decorators
-                         and _defined_and_returned(values, m) is not None and (found := returned(values, m).closure) is not None)
+        closures = tuple((m.name.value, returned(values, nested)) for m in cls.body.body if isinstance(m, cst.FunctionDef)
+                         and not m.decorators and (nested := _defined_and_returned(values, m)) is not None)
         known = memo[id(cls)] = Returned(loader=loader_class(values, cls), scalar_call=scalar, gym_env=derives_from_gym(values, cls),
                                          call=returned(values, method) if method is not None else None, closures=closures)
     return known
@@ -175,7 +175,7 @@ def _dims(values: "ModuleValues", expr: cst.BaseExpression) -> tuple[int | None,
 def _defined_and_returned(values: "ModuleValues", function: cst.FunctionDef) -> cst.FunctionDef | None:
     """The one plain function ``function`` defines in its own body that every ``return`` of it
     gives by name (a closure: ``def train(...): ...`` then ``return train``); None otherwise."""
-    returns = [r.value for r in traversal.function_returns(function)]
+    returns = [r.value for r in traversal.function_returns(function)] if not traversal.yields(function) else []
     found = {id(d): d for d in (values.function_called(r) if isinstance(r, cst.Name) else None for r in returns)}
     nested = found.popitem()[1] if len(found) == 1 else None
     return nested if nested is not None and values.enclosing(nested, cst.FunctionDef) is function else None
@@ -202,8 +202,8 @@ def called_otherwise(values: "ModuleValues", call: cst.Call) -> Returned | None:
                 instances = calls_making(values, list(values.values_of(made.func.value))) or [None]
                 found |= {dict(getattr(values.call_returns(i), "closures", ())).get(made.func.attr.value) if i else None for i in instances}
             else:
-                summary = values.call_returns(made) if isinstance(made, cst.Call) else None
-                found.add(summary and (summary.closure or summary.call))
+                summary = values.call_returns(made) if isinstance(made, cst.Call) else None  # a function's closure, a class's call
+                found.add(getattr(summary, "closure", None) or getattr(summary, "call", None))
         return found.pop() if len(found) == 1 else None
     finally:
         busy.discard(id(call))

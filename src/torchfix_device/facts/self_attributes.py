@@ -89,6 +89,12 @@ class SelfAttributeEvidence(ProofMemo):
 
     def class_of_self(self, receiver: cst.BaseExpression) -> cst.ClassDef | None:
         """The class whose method has ``receiver`` as its first parameter (not rebound)."""
+        method = self.method_of_self(receiver)
+        return self.parent(self.parent(method)) if method is not None else None  # type: ignore[return-value]
+
+    def method_of_self(self, receiver: cst.BaseExpression) -> cst.FunctionDef | None:
+        """The method of a class whose first parameter ``receiver`` is, read there or in a function
+        the method defines (a closure), and rebound nowhere in the method."""
         if not isinstance(receiver, cst.Name):
             return None
         above = self.parent(receiver)
@@ -108,7 +114,7 @@ class SelfAttributeEvidence(ProofMemo):
         key = (id(above), receiver.value)
         if key not in rebinds:  # one walk per method, not one per attribute read
             rebinds[key] = any(_binds(node, receiver.value) for node in traversal.walk(above.body))
-        return None if rebinds[key] else cls
+        return None if rebinds[key] else above  # type: ignore[return-value]
 
     def _bases_shown(self, cls: cst.ClassDef, local: dict[str, cst.ClassDef], seen: set[int]) -> bool:
         """Every base class of ``cls`` is ``object``, ``torch.nn.Module`` or a class of this
@@ -318,6 +324,11 @@ def _first_parameter(node: cst.CSTNode, name: str) -> bool:
 def class_of_self(values, receiver: cst.BaseExpression) -> cst.ClassDef | None:  # noqa: ANN001
     """The class whose method has ``receiver`` as its first parameter, not rebound there."""
     return values.facet("self attributes", lambda: _Reader(values)).class_of_self(receiver)
+
+
+def method_of_self(values, receiver: cst.BaseExpression) -> cst.FunctionDef | None:  # noqa: ANN001
+    """The method whose first parameter ``receiver`` is (:meth:`SelfAttributeEvidence.method_of_self`)."""
+    return values.facet("self attributes", lambda: _Reader(values)).method_of_self(receiver)
 
 
 class _AttributeIndex:

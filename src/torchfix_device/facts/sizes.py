@@ -258,7 +258,7 @@ class SizeEvidence(LossEvidence):
             return None
         bindings = reach.bindings  # `total / n` raises where `total` holds None: the others decide
         if nodes.raises_if_none(name, self.values.parent(name)):
-            bindings = tuple(n for n in bindings if not nodes.is_none(self.value_of(n))) or bindings
+            bindings = tuple(n for n in bindings if not self.values.binds_none(n)) or bindings
         key = tuple(id(n) for n in bindings)
         if key in self._busy:
             self._neutral += 1

@@ -25,6 +25,7 @@ from torchfix_device.facts.name_flow import binding_owner, reaching_bindings
 from torchfix_device.facts.names import AnyNodeNames
 from torchfix_device.facts.tree import TreeFacts, tree_facts
 from torchfix_device.syntax import traversal
+from torchfix_device.syntax.nodes import is_none
 
 if TYPE_CHECKING:
     from torchfix_device.syntax.lookup import CodemodView
@@ -89,20 +90,17 @@ class ModuleValues:
         return self.tree.parents.get(id(node))
 
     def tree_facet(self, name: str, compute: "Callable[[], Any]") -> Any:
-        """The fact ``name`` of this tree, computed by ``compute`` the first time for every
-        codemod that visits the tree: only for facts of the syntax alone (never of names, whose
-        answers may take the asking codemod's shortcuts)."""
+        """The fact ``name`` of this tree, computed by ``compute`` the first time for every codemod that visits
+        the tree: only for facts of the syntax alone (never of names: they may take the asker's shortcuts)."""
         facets = self.tree.facets
         return facets[name] if name in facets else facets.setdefault(name, compute())
 
     def source_order(self, node: cst.CSTNode) -> int:
-        """Where ``node`` comes in a walk of the module (binding sets arrive in the order of
-        memory addresses: answers must not depend on that)."""
+        """Where ``node`` comes in a walk of the module (binding sets arrive in the order of memory addresses)."""
         return self.tree.order.get(id(node), len(self.tree.order))
 
     def block_of(self, statement: cst.CSTNode) -> tuple[tuple[cst.CSTNode, ...], int] | None:
-        """The statements of the block that holds ``statement`` and its index there (None where
-        its parent holds no list of statements)."""
+        """The statements of the block holding ``statement`` and its index there (None: no such block)."""
         body = getattr(self.parent(statement), "body", None)
         if not isinstance(body, (list, tuple)):
             return None
@@ -117,10 +115,9 @@ class ModuleValues:
 
     # -- names ------------------------------------------------------------------------------
     def names(self, node: cst.CSTNode, *, ending_in: frozenset[str] | None = None) -> set[str]:
-        """The module objects ``node`` may name (libcst's qualified names, star imports included).
-        ``ending_in`` (last parts, ``{"array"}``): only names ending in one of them are looked at;
-        the others may be left out (where the file shows none can end so, no scope analysis of
-        the whole file is made)."""
+        """The module objects ``node`` may name (libcst's qualified names, star imports included). ``ending_in``
+        (last parts, ``{"array"}``): only names ending in one of them are looked at; the others may be left out
+        (where the file shows none can end so, no scope analysis of the whole file is made)."""
         return self._names.qualified_names(node, ending_in=ending_in)
 
     def bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
@@ -179,9 +176,9 @@ class ModuleValues:
         none, or two differ): a name's kind, dimensionality..., from its bindings'; with ``past_none``,
         of those that bind anything but ``None`` (where ``read`` raises on it: ``total / n``)."""
         reach, found = self.reach(read), set()
-        for bound in (self.bound(node) for node in (reach.bindings if reach.why is None else ())):
-            if not (past_none and bound.kind == VALUE and isinstance(bound.value, cst.Name) and bound.value.value == "None"):
-                found.add(answer(bound))
+        for node in reach.bindings if reach.why is None else ():
+            if not (past_none and self.binds_none(node)):
+                found.add(answer(self.bound(node)))
             if None in found or len(found) > 1:
                 return None
         return found.pop() if found else None
@@ -212,6 +209,10 @@ class ModuleValues:
         if isinstance(scope, (cst.Module, cst.FunctionDef)) and isinstance(where, (cst.FunctionDef, cst.Lambda)):
             return Reach(nodes, scope, whole=True)  # a module's or an enclosing function's name read in a function: any binding
         return Reach(why=f"`{read.value}` comes from an enclosing scope")
+
+    def binds_none(self, node: cst.CSTNode) -> bool:
+        """Binding ``node`` binds the literal ``None`` (``total = None``)."""
+        return self.bound(node).kind == VALUE and is_none(self.bound(node).value)
 
     def bound(self, node: cst.CSTNode) -> Bound:
         """What binding ``node`` binds (memoised)."""
@@ -276,7 +277,7 @@ class ModuleValues:
         function another call returned (:func:`.returns.called_otherwise`); None otherwise or with no summariser."""
         function = self.function_called(call.func)
         if function is not None or not _SUMMARISER:
-            return self.function_returns(function) if function is not None else None
+            return self.function_returns(function) if function is not None else None  # (none installed: nothing)
         cls = self.class_called(call.func)
         if cls is not None:
             return _SUMMARISER[1](self, cls)
@@ -422,10 +423,9 @@ def install_summariser(summarise: Callable[[ModuleValues, cst.FunctionDef], Any]
 
 
 def of(view: "CodemodView") -> ModuleValues:
-    """The :class:`ModuleValues` of the module ``view`` is visiting, one per module version for
-    each codemod: every fact the codemod asks, and every helper of it, shares it. (Not shared
-    between codemods: its names of any node take the asking codemod's shortcuts where they hold,
-    and those hold only in the statements that codemod visits.)"""
+    """The :class:`ModuleValues` of the module ``view`` is visiting, one per module version for each codemod:
+    every fact the codemod asks, and every helper of it, shares it. (Not shared between codemods: its names of
+    any node take the asking codemod's shortcuts where they hold, only in the statements that codemod visits.)"""
     module = view.visited_module
     memo = view.__dict__.setdefault("_facts_memo", {})
     known = memo.get(id(module))
