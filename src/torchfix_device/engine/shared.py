@@ -11,17 +11,10 @@ from libcst.metadata import MetadataWrapper
 from torchfix_device.syntax import batched_visitors  # noqa: F401  (libcst's hooks found once per class)
 from torchfix_device.syntax import visits  # noqa: F401  (libcst's visits build only what a hook changed)
 from torchfix_device.syntax import traversal
+from torchfix_device.syntax.traversal import TRIVIA
 from torchfix_device.syntax import qualified_names as fast_names
-
-
-TRIVIA = (
-    cst.Dot, cst.Comma, cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace,
-    cst.Newline, cst.EmptyLine, cst.Comment, cst.LeftParen, cst.RightParen, cst.AssignEqual,
-    cst.Colon, cst.Semicolon,
-)
-"""Tokens no metadata is asked of (no scope, name or position of theirs is read): libcst's own
-node classes share one instance of some as a default (every ``cst.Attribute(value=..., attr=...)``
-built without a ``dot`` holds the same ``Dot()``), so a rewritten tree holds them twice."""
+from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
+from torchfix_device.facts.tree import tree_facts
 
 
 def _holds_no_node_twice(module: cst.Module) -> bool:
@@ -77,9 +70,11 @@ class SharedWrapper:
         if known is None or known[0] is not module:
             # libcst's wrapper deep-copies a tree (about a parse's cost) because metadata is
             # keyed by node identity, which a node standing in two places would confuse. A tree
-            # fresh from the parser holds no node twice; a rewritten one is checked (a walk),
-            # tokens no metadata is asked of aside.
-            unique = module is self._parsed or _holds_no_node_twice(module)
+            # fresh from the parser holds no node twice; a rewritten one's tree facts tell
+            # (derived from the tree it came from), tokens no metadata is asked of aside.
+            unique = module is self._parsed or tree_facts(module).once
+            if CHECK_FAST_NAMES:
+                assert unique == (module is self._parsed or _holds_no_node_twice(module)), "a tree's facts miss a node in two places"
             known = self._wrappers[id(module)] = (module, MetadataWrapper(module, unsafe_skip_copy=unique))
         return known[1]
 

@@ -74,11 +74,16 @@ def reaching_bindings(
     bindings: Sequence[cst.CSTNode],
     read: cst.CSTNode,
     parent: Parent,
+    jumps: frozenset[int] | None = None,
 ) -> list[cst.CSTNode] | None:
     """The nodes of ``bindings`` (libcst's bindings of ``name`` in ``scope``) that may hold the
     value ``name`` has at ``read``, a place in ``scope``'s own statements (a function's
-    parameters are bound on entry). None when the walk cannot tell."""
-    walk = _Walk(name, bindings, read, parent)
+    parameters are bound on entry). None when the walk cannot tell.
+
+    ``jumps`` (:func:`jumping_statements` of ``scope``): the walk passes over a statement that
+    holds none of the bindings, not the read, and no jump or ``del`` (it leaves the set as it
+    found it), so that a read in a long module costs no walk of every statement of it."""
+    walk = _Walk(name, bindings, read, parent, jumps)
     initial = [b for b in bindings if isinstance(b, cst.Param)] if isinstance(scope, cst.FunctionDef) else []
     try:
         start = frozenset(id(b) for b in initial) | {REACHED}
@@ -94,8 +99,12 @@ def reaching_bindings(
 
 
 class _Walk:
-    def __init__(self, name: str, bindings: Sequence[cst.CSTNode], read: cst.CSTNode, parent: Parent) -> None:
+    def __init__(self, name: str, bindings: Sequence[cst.CSTNode], read: cst.CSTNode, parent: Parent,
+                 jumps: frozenset[int] | None = None) -> None:
         self.name = name
+        self.jumps = jumps
+        self.holding: set[int] = set()
+        """The owners of the bindings and every node around one (with ``jumps``)."""
         self.found: frozenset[int] | None = None
         self.loops: list[_Loop] = []
         self.owned: dict[int, list[tuple[int, str]]] = {}
@@ -106,6 +115,10 @@ class _Walk:
             if owner is None:
                 continue  # never met: the answer is None
             self.owned.setdefault(id(owner[0]), []).append((id(binding), owner[1]))
+            around: cst.CSTNode | None = owner[0]
+            while jumps is not None and around is not None and id(around) not in self.holding:
+                self.holding.add(id(around))
+                around = parent(around)
         self.path: set[int] = set()
         node: cst.CSTNode | None = read
         while node is not None:
@@ -148,7 +161,10 @@ class _Walk:
 
     # -- statements -----------------------------------------------------------------------------
     def block(self, statements: Sequence[cst.CSTNode], state: State) -> State:
+        jumps, holding, path = self.jumps, self.holding, self.path
         for statement in statements:
+            if jumps is not None and id(statement) not in holding and id(statement) not in path and id(statement) not in jumps:
+                continue  # binds nothing, reads nothing asked, ends no path: the set passes as it is
             state = self.statement(statement, state)
         return state
 
@@ -268,6 +284,20 @@ class _Walk:
         out = self.suite(node.body, bound)
         inner = self.owned_inside(node.body) if REACHED in bound else frozenset()
         return out | bound | inner if inner else out  # a context manager may swallow an exception
+
+
+def jumping_statements(scope: cst.CSTNode, parent: Parent) -> frozenset[int]:
+    """The ids of the statements in ``scope`` (itself included) that hold a ``return``,
+    ``raise``, ``break``, ``continue`` or ``del`` (in a function defined there too): those a walk
+    must go through even where they bind nothing."""
+    found: set[int] = set()
+    for node in traversal.walk_statements(scope):
+        if isinstance(node, (cst.Return, cst.Raise, cst.Break, cst.Continue, cst.Del)):
+            around: cst.CSTNode | None = node
+            while around is not None and id(around) not in found:
+                found.add(id(around))
+                around = None if around is scope else parent(around)
+    return frozenset(found)
 
 
 def _deleted_names(target: cst.BaseExpression) -> set[str]:

@@ -47,15 +47,20 @@ SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, 
 class AnyNodeNames:
     """``bindings(name, node)`` and ``qualified_names(node)`` for any node of ``module``."""
 
-    def __init__(self, codemod: "CodemodView", module: cst.Module, parent: Callable[[cst.CSTNode], "cst.CSTNode | None"]) -> None:
+    def __init__(self, codemod: "CodemodView", module: cst.Module, parent: Callable[[cst.CSTNode], "cst.CSTNode | None"],
+                 tree_facet: "Callable[[str, Callable[[], Any]], Any] | None" = None) -> None:
         self.codemod = codemod
         self.module = module
         self.parent = parent
+        self.tree_facet = tree_facet or (lambda name, compute: compute())
+        """A fact of the tree alone, shared by every codemod that asks it of this tree."""
         self._globals: set[str] | None = None
         self._bound = ModuleBindings({}, set(), True)
         self._outermost: dict[int, tuple[cst.CSTNode | None, bool]] = {}
 
     def _exact_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
+        if self.module is self.codemod.visited_module:  # the codemod's answer: libcst's, by parts where it can
+            return self.codemod.bindings_visible_at(name, node)
         return self.codemod.exact_bindings(name, node)
 
     def _exact_names(self, node: cst.CSTNode) -> set[str]:
@@ -119,8 +124,10 @@ class AnyNodeNames:
 
     def _module_bindings(self, name: str) -> set[Any] | None:
         if self._globals is None:
-            self._globals = {n.value for g in traversal.walk_statements(self.module) if isinstance(g, cst.Global) for n in (a.name for a in g.names)}
-            self._bound = module_bindings(self.module)
+            self._globals, self._bound = self.tree_facet("module bindings", lambda: (
+                {n.value for g in traversal.walk_statements(self.module) if isinstance(g, cst.Global) for n in (a.name for a in g.names)},
+                module_bindings(self.module),
+            ))
         if name in self._globals or self._bound.everything_unknown or name in self._bound.unknown:
             return None  # a function may bind it, or a form only libcst's analysis follows
         found = set(self._bound.by_name.get(name, ()))

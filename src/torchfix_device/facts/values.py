@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import libcst as cst
 
 from torchfix_device import torch_api
-from torchfix_device.facts.name_flow import binding_owner, reaching_bindings
+from torchfix_device.facts.name_flow import binding_owner, jumping_statements, reaching_bindings
 from torchfix_device.facts.names import AnyNodeNames
 from torchfix_device.facts.tree import TreeFacts, tree_facts
 from torchfix_device.syntax import traversal
@@ -49,9 +49,8 @@ class Bound:
 
 @dataclass(frozen=True)
 class Reach:
-    """The bindings that may hold a name's value where it is read (``bindings``, in source order), or why
-    that cannot be told (``why``). ``whole`` when every binding of the name is taken (a module-level name
-    or an enclosing function's read in a function, a comprehension's own target)."""
+    """The bindings that may hold a name's value at a read (``bindings``, in source order), or why that cannot be
+    told (``why``); ``whole``: all are taken (a module's or enclosing function's name read in a function, a comprehension's target)."""
 
     bindings: tuple[cst.CSTNode, ...] = ()
     scope: cst.CSTNode | None = None
@@ -66,7 +65,7 @@ class ModuleValues:
         self.view = view
         self.module = module
         self._tree: TreeFacts | None = None
-        self._names = AnyNodeNames(view, module, self.parent)
+        self._names = AnyNodeNames(view, module, self.parent, self.tree_facet)
         self._reach: dict[int, Reach] = {}
         self._bound: dict[int, Bound] = {}
         self.facets: dict[str, Any] = {}
@@ -95,9 +94,9 @@ class ModuleValues:
         facets = self.tree.facets
         return facets[name] if name in facets else facets.setdefault(name, compute())
 
-    def source_order(self, node: cst.CSTNode) -> int:
+    def source_order(self, node: cst.CSTNode) -> tuple:
         """Where ``node`` comes in a walk of the module (binding sets arrive in the order of memory addresses)."""
-        return self.tree.order.get(id(node), len(self.tree.order))
+        return self.tree.place(node)
 
     def block_of(self, statement: cst.CSTNode) -> tuple[tuple[cst.CSTNode, ...], int] | None:
         """The statements of the block holding ``statement`` and its index there (None: no such block)."""
@@ -200,7 +199,8 @@ class ModuleValues:
         if isinstance(scope, COMPREHENSIONS):
             return Reach(nodes, scope, whole=True)  # a comprehension's own target
         if scope is where or (isinstance(where, (cst.ListComp, cst.SetComp, cst.DictComp)) and scope_of(where, self.parent) is scope):
-            reaching = reaching_bindings(scope, read.value, nodes, read, self.parent) if isinstance(scope, (cst.Module, cst.FunctionDef)) else None
+            jumps = self.tree_facet(f"jumps {id(scope)}", lambda: jumping_statements(scope, self.parent))
+            reaching = reaching_bindings(scope, read.value, nodes, read, self.parent, jumps) if isinstance(scope, (cst.Module, cst.FunctionDef)) else None
             if reaching is None:
                 return Reach(why=f"where `{read.value}` was last bound cannot be told")
             if not reaching:

@@ -142,6 +142,9 @@ class FastNames:
         (``from torch import zeros as z``, ``import torch.nn as tnn``), anywhere in the file."""
         for node, at_module_level in _imports(module, nested=True):
             self._record_import(node, at_module_level)
+        self._given: dict[str, frozenset[str]] = {}
+        """Spelling → what the module-level imports of its first part give it (a file made of
+        many files imports ``torch`` dozens of times)."""
 
     def _record_import(self, node: cst.Import | cst.ImportFrom, at_module_level: bool) -> None:
         if isinstance(node, cst.ImportFrom) and node.module is not None:
@@ -292,7 +295,10 @@ class FastNames:
         imports = self._imports.get(root, [])
         if imported_here and not imports:
             return None  # an import this walk did not find: ask libcst
-        names = names_from(imports, spelt)
+        given = self._given.get(spelt)
+        if given is None:
+            given = self._given[spelt] = frozenset(names_from(imports, spelt))
+        names = set(given)
         if bound_here:
             names.add(spelt)
         return names

@@ -60,6 +60,15 @@ def forgetting_children(func: Callable[P, R]) -> Callable[P, R]:
 
     return wrapper
 
+TRIVIA = (
+    cst.Dot, cst.Comma, cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace,
+    cst.Newline, cst.EmptyLine, cst.Comment, cst.LeftParen, cst.RightParen, cst.AssignEqual,
+    cst.Colon, cst.Semicolon,
+)
+"""Tokens no metadata is asked of (no scope, name or position of theirs is read): libcst's own
+node classes share one instance of some as a default (every ``cst.Attribute(value=..., attr=...)``
+built without a ``dot`` holds the same ``Dot()``), so a rewritten tree holds them twice."""
+
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node under ``node`` (itself included), in source order."""
     stack = [node]
