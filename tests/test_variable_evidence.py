@@ -23,7 +23,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 from conftest import run_cli
 from torchfix_device.options import RunOptions
 from torchfix_device.syntax import traversal
-from torchfix_device.facts.name_flow import jumping_statements, reaching_bindings
+from torchfix_device.facts.name_flow import reaching_bindings
 from torchfix_device.codemods.variable_wrapper import VariableWrapper
 from torchfix_device.engine import transform_source
 
@@ -646,6 +646,12 @@ def test_a_notebook_is_one_program(tmp_path: Path) -> None:
 
 
 # -- the order of bindings (codemods/_name_flow.py) ------------------------------------------------
+def _facets():
+    """A tree's facets as :meth:`ModuleValues.tree_facet` keeps them (each computed once)."""
+    known: dict = {}
+    return lambda name, compute: known[name] if name in known else known.setdefault(name, compute())
+
+
 def _reaching(source: str, name: str = "x") -> list[int]:
     """Lines of the bindings of ``name`` reaching its read in ``use(x)``."""
     wrapper = MetadataWrapper(cst.parse_module(source))
@@ -658,7 +664,7 @@ def _reaching(source: str, name: str = "x") -> list[int]:
     bindings = [a.node for a in scopes[read][name]]
     scope = scopes[read].node if hasattr(scopes[read], "node") else wrapper.module
     found = reaching_bindings(scope, name, bindings, read, parents.get)
-    skipping = reaching_bindings(scope, name, bindings, read, parents.get, jumping_statements(scope, parents.get))
+    skipping = reaching_bindings(scope, name, bindings, read, parents.get, _facets())
     assert skipping == found  # passing over statements that bind nothing changes no answer
     if found is None:
         return [-1]
@@ -709,7 +715,7 @@ def test_passing_over_statements_changes_no_reaching_bindings_in_the_fixtures() 
             continue  # Python 2 inputs: the token pass's, not this walk's
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         scopes, parents = wrapper.resolve(ScopeProvider), wrapper.resolve(ParentNodeProvider)
-        jumps: dict[int, frozenset[int]] = {}
+        facet = _facets()
         for scope in {id(s): s for s in scopes.values() if s is not None}.values():
             home = getattr(scope, "node", None)
             if not isinstance(home, (cst.Module, cst.FunctionDef)):
@@ -719,10 +725,8 @@ def test_passing_over_statements_changes_no_reaching_bindings_in_the_fixtures() 
                 if not isinstance(read, cst.Name):
                     continue
                 bindings = [a.node for a in scope[read.value] if getattr(a, "node", None) is not None]
-                if id(home) not in jumps:
-                    jumps[id(home)] = jumping_statements(home, parents.get)
                 found = reaching_bindings(home, read.value, bindings, read, parents.get)
-                assert reaching_bindings(home, read.value, bindings, read, parents.get, jumps[id(home)]) == found, (path, read.value)
+                assert reaching_bindings(home, read.value, bindings, read, parents.get, facet) == found, (path, read.value)
                 compared += 1
                 told += found is not None
     assert compared > 3000 and told > compared // 2

@@ -121,7 +121,7 @@ def _may_hold(evidence: "Evidence", scope: cst.CSTNode, node: cst.Name, made: fr
     if above is None or not isinstance(scope, (cst.Module, cst.FunctionDef)) or (isinstance(scope, cst.FunctionDef) and child is not scope.body):
         return True
     bindings = [b.node for b in evidence.bindings(node.value, node) if getattr(b, "node", None) is not None]
-    found = reaching_bindings(scope, node.value, bindings, node, evidence.parent)
+    found = reaching_bindings(scope, node.value, bindings, node, evidence.parent, evidence.values.tree_facet)
     if found is None or any(id(b) in made for b in found):
         return True
     return not (all(_makes_new(evidence, b) for b in found) or _runs_before(evidence, scope, node, read))

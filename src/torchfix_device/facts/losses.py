@@ -100,7 +100,7 @@ class LossEvidence:
         else:
             return False  # any other receiver: what it holds is not shown
         return bool(made) and all(
-            self.is_loss_constructor(call) and not any(nodes.keyword_arg(call, k) for k in ("reduction", "size_average", "reduce")) for call in made or ()
+            self.is_loss_constructor(call) and not any(nodes.keyword_arg(call, k) for k in ("reduction", "size_average", "reduce")) for call in made
         )
 
     def is_own_loss_attribute(self, func: cst.Attribute) -> bool:

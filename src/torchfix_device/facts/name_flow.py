@@ -74,15 +74,17 @@ def reaching_bindings(
     bindings: Sequence[cst.CSTNode],
     read: cst.CSTNode,
     parent: Parent,
-    jumps: frozenset[int] | None = None,
+    tree_facet: "Callable[[str, Callable[[], frozenset[int]]], frozenset[int]] | None" = None,
 ) -> list[cst.CSTNode] | None:
     """The nodes of ``bindings`` (libcst's bindings of ``name`` in ``scope``) that may hold the
     value ``name`` has at ``read``, a place in ``scope``'s own statements (a function's
     parameters are bound on entry). None when the walk cannot tell.
 
-    ``jumps`` (:func:`jumping_statements` of ``scope``): the walk passes over a statement that
-    holds none of the bindings, not the read, and no jump or ``del`` (it leaves the set as it
-    found it), so that a read in a long module costs no walk of every statement of it."""
+    With ``tree_facet`` (the tree's facts, :meth:`ModuleValues.tree_facet`, which keep the
+    statements of ``scope`` that jump, :func:`jumping_statements`, once per tree), the walk passes
+    over a statement that holds none of the bindings, not the read, and no jump or ``del`` (it
+    leaves the set as it found it): a read in a long module costs no walk of every statement."""
+    jumps = tree_facet(f"jumps {id(scope)}", lambda: jumping_statements(scope, parent)) if tree_facet is not None else None
     walk = _Walk(name, bindings, read, parent, jumps)
     initial = [b for b in bindings if isinstance(b, cst.Param)] if isinstance(scope, cst.FunctionDef) else []
     try:

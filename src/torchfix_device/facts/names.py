@@ -48,18 +48,20 @@ class AnyNodeNames:
     """``bindings(name, node)`` and ``qualified_names(node)`` for any node of ``module``."""
 
     def __init__(self, codemod: "CodemodView", module: cst.Module, parent: Callable[[cst.CSTNode], "cst.CSTNode | None"],
-                 tree_facet: "Callable[[str, Callable[[], Any]], Any] | None" = None) -> None:
+                 tree_facet: "Callable[[str, Callable[[], Any]], Any]") -> None:
         self.codemod = codemod
         self.module = module
         self.parent = parent
-        self.tree_facet = tree_facet or (lambda name, compute: compute())
+        self.tree_facet = tree_facet
         """A fact of the tree alone, shared by every codemod that asks it of this tree."""
         self._globals: set[str] | None = None
         self._bound = ModuleBindings({}, set(), True)
         self._outermost: dict[int, tuple[cst.CSTNode | None, bool]] = {}
 
     def _exact_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
-        if self.module is self.codemod.visited_module:  # the codemod's answer: libcst's, by parts where it can
+        """libcst's answer: the codemod's for its own module (the engine's by parts where they tell,
+        else the whole-file analysis), the whole file's for another version of it."""
+        if self.module is self.codemod.visited_module:
             return self.codemod.bindings_visible_at(name, node)
         return self.codemod.exact_bindings(name, node)
 

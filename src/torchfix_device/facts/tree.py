@@ -30,7 +30,7 @@ class TreeFacts:
     def __init__(self, module: cst.Module, base: "TreeFacts | None" = None) -> None:
         self.module = module
         derived = _derived(module, base) if base is not None and base.once else None
-        self.parents, self.once = derived if derived is not None else _parents(module)
+        self.parents, self.once = (derived, True) if derived is not None else _parents(module)
         """Each node's parent (by ``id``); whether no node but a token stands in two places."""
         self._older = (base.module, base._older) if derived is not None and base is not None else None
         """The trees this one's parents come from: alive, so that no node takes the ``id`` of
@@ -77,7 +77,7 @@ def _parents(module: cst.Module) -> tuple[dict[int, cst.CSTNode], bool]:
     return parents, once
 
 
-def _derived(module: cst.Module, base: "TreeFacts") -> tuple[dict[int, cst.CSTNode], bool] | None:
+def _derived(module: cst.Module, base: "TreeFacts") -> dict[int, cst.CSTNode] | None:
     """The parents of ``module`` from those of ``base``'s tree (which holds no node twice): the
     nodes ``module`` shares with it keep theirs (the nodes under them are the same objects); the
     new nodes are walked, and the nodes of the old tree no longer in the new one are dropped
@@ -121,7 +121,7 @@ def _derived(module: cst.Module, base: "TreeFacts") -> tuple[dict[int, cst.CSTNo
             if id(child) not in kept and not isinstance(child, traversal.TRIVIA):
                 del parents[id(child)]
                 stack.append(child)
-    return parents, True
+    return parents
 
 
 def _untokened(parents: dict[int, cst.CSTNode]) -> set[int]:

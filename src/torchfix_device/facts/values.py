@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import libcst as cst
 
 from torchfix_device import torch_api
-from torchfix_device.facts.name_flow import binding_owner, jumping_statements, reaching_bindings
+from torchfix_device.facts.name_flow import binding_owner, reaching_bindings
 from torchfix_device.facts.names import AnyNodeNames
 from torchfix_device.facts.tree import TreeFacts, tree_facts
 from torchfix_device.syntax import traversal
@@ -199,8 +199,7 @@ class ModuleValues:
         if isinstance(scope, COMPREHENSIONS):
             return Reach(nodes, scope, whole=True)  # a comprehension's own target
         if scope is where or (isinstance(where, (cst.ListComp, cst.SetComp, cst.DictComp)) and scope_of(where, self.parent) is scope):
-            jumps = self.tree_facet(f"jumps {id(scope)}", lambda: jumping_statements(scope, self.parent))
-            reaching = reaching_bindings(scope, read.value, nodes, read, self.parent, jumps) if isinstance(scope, (cst.Module, cst.FunctionDef)) else None
+            reaching = reaching_bindings(scope, read.value, nodes, read, self.parent, self.tree_facet) if isinstance(scope, (cst.Module, cst.FunctionDef)) else None
             if reaching is None:
                 return Reach(why=f"where `{read.value}` was last bound cannot be told")
             if not reaching:
