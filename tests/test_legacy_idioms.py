@@ -59,6 +59,9 @@ def test_rewritten_loss_matches_torch(size_average, reduce, given) -> None:
     "nn.MSELoss(size_average=False, reduce=value)",
     "nn.MSELoss(size_average=True, reduce=value)",
     "nn.MSELoss(size_average=None, reduce=value)",
+    "nn.MSELoss(value)",  # by position: the places they have had since 0.3
+    "nn.CrossEntropyLoss(None, value)",
+    "nn.L1Loss(value, reduction='mean')",
 ])
 def test_a_legacy_argument_given_by_a_name_gets_the_reduction_torch_computes(call: str) -> None:
     """The rewrite of a name (``size_average=value``) is an expression; executed for each value
@@ -82,6 +85,37 @@ def test_a_legacy_argument_given_by_a_name_gets_the_reduction_torch_computes(cal
 ])
 def test_what_a_name_cannot_say_stays_for_review(call: str) -> None:
     source = f"import torch.nn as nn\ncriterion = {call}\n"
+    out = transform_source(source, [LegacyLossReductionArgs])
+    assert out.text == source and [f.fixed for f in out.findings] == [False]
+
+
+@pytest.mark.parametrize("size_average", [None, True, False])
+def test_a_literal_passed_by_position_gets_the_reduction_torch_computes(size_average) -> None:
+    """``nn.CrossEntropyLoss(weight, False)``, ``F.nll_loss(x, y, None, False)``,
+    ``nn.MSELoss(False)``: the rewritten call gives the loss values the original gives."""
+    source = (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
+        "x, y = torch.randn(4, 3), torch.tensor([0, 2, 1, 2])\n"
+        f"result = [nn.CrossEntropyLoss(None, {size_average})(x, y), F.nll_loss(x, y, None, {size_average}),\n"
+        f"          nn.MSELoss({size_average})(x, x.flip(0))]\n"
+    )
+    rewritten = transform_source(source, [LegacyLossReductionArgs]).text
+    assert rewritten.count(f"{size_average}") == source.count(f"{size_average}") - 3, rewritten  # the three go
+    assert rewritten.count("reduction=") == (0 if size_average is None else 3), rewritten
+    results = []
+    for text in (source, rewritten):
+        scope: dict = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(text, scope)
+        results.append(scope["result"])
+    assert all(torch.equal(a, b) for a, b in zip(*results)), rewritten
+
+
+def test_more_than_size_average_passed_by_position_stays_for_review() -> None:
+    """The parameters after ``size_average`` differ between losses (``ignore_index`` comes before
+    ``reduce`` in ``nn.CrossEntropyLoss``): only ``size_average``'s place is read."""
+    source = "import torch.nn as nn\ncriterion = nn.CrossEntropyLoss(None, False, 0)\n"
     out = transform_source(source, [LegacyLossReductionArgs])
     assert out.text == source and [f.fixed for f in out.findings] == [False]
 

@@ -92,6 +92,21 @@ def test_score_site_requires_the_legacy_token_gone():
     assert not script.score_site(keep, "img = imgs[0].item()", "img = imgs.data[0]")
 
 
+def test_a_loss_args_site_is_fixed_when_the_legacy_keyword_is_gone():
+    """The keyword is the legacy token: a name holding its value may stay in the expression that
+    replaces it (``reduction="sum" if size_average is not None and not size_average else "mean"``)."""
+    script = _load_script()
+    row = {"idiom": "loss args", "expected": "fix"}
+    line = "        nn.NLLLoss(weight=weight, size_average=size_average))"
+    fixed = '        nn.NLLLoss(weight=weight, reduction="sum" if size_average is not None and not size_average else "mean"))'
+    assert script.score_site(row, fixed, line)
+    assert not script.score_site(row, "        nn.NLLLoss(weight, size_average=size_average))", line)
+    assert not script.score_site(row, "loss = F.nll_loss(x, y, reduce=False) # moved", "loss = F.nll_loss(x, y, reduce=False)")
+    positional = "            return nn.MSELoss(self.size_average)(input, target)"
+    assert script.score_site(row, positional.replace("self.size_average", 'reduction="mean"'), positional)
+    assert not script.score_site(row, None, positional)
+
+
 def test_a_fix_site_in_a_re_indented_region_is_scored_on_its_own_line():
     """A loop put under ``with torch.no_grad():`` is one changed region; the fixed line must not
     be scored on the text of its unfixed neighbour (the scorer counted it missed), and the

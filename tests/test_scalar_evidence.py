@@ -36,8 +36,8 @@ def torch03():
     """0-dim tensors read as PyTorch 0.3 read its 1-element results: ``t[i]`` on a 0-dim or 1-d
     tensor that does not require grad (``loss.data[0]``, a sum of ``.data``) gives the Python
     number, and ``t.numpy()`` of a 0-dim one gives a 1-element array (so ``[0]`` gives a numpy
-    float32)."""
-    getitem, numpy = torch.Tensor.__getitem__, torch.Tensor.numpy
+    float32), and ``t.tolist()`` of a 0-dim one a 1-element list."""
+    getitem, numpy, tolist = torch.Tensor.__getitem__, torch.Tensor.numpy, torch.Tensor.tolist
 
     def legacy_getitem(self, index):
         if type(index) is int and self.dim() <= 1 and not self.requires_grad:
@@ -48,11 +48,15 @@ def torch03():
         out = numpy(self, *args, **kwargs)
         return out.reshape(1) if self.dim() == 0 else out
 
-    torch.Tensor.__getitem__, torch.Tensor.numpy = legacy_getitem, legacy_numpy
+    def legacy_tolist(self):
+        out = tolist(self)
+        return [out] if self.dim() == 0 else out
+
+    torch.Tensor.__getitem__, torch.Tensor.numpy, torch.Tensor.tolist = legacy_getitem, legacy_numpy, legacy_tolist
     try:
         yield
     finally:
-        torch.Tensor.__getitem__, torch.Tensor.numpy = getitem, numpy
+        torch.Tensor.__getitem__, torch.Tensor.numpy, torch.Tensor.tolist = getitem, numpy, tolist
 
 
 def _run(source: str, legacy: bool = False):
@@ -488,3 +492,53 @@ def test_a_part_of_what_an_instance_returns_is_read_as_the_number_of_0_3() -> No
     assert torch.equal(row, legacy_row) and row.dim() == 1
     none_given = after.replace("mu, kld = model(x)", "mu, kld = model(x, z=1)")
     assert _run(none_given) == ("raised", "AttributeError") == _run(before.replace("mu, kld = model(x)", "mu, kld = model(x, z=1)"))
+
+
+# -- `.data.tolist()[0]` and a sum rebound to its number --------------------------------------------
+@pytest.mark.parametrize("form", ["loss.data.tolist()[0]", "loss.data.cpu().tolist()[0]"])
+def test_tolist_index_of_a_zero_dim_loss_becomes_item(form: str) -> None:
+    """Before: the Python float in 0.3 (a 1-element list's item), ``TypeError`` on 2.x (the
+    number itself is not subscriptable). After: the same Python float."""
+    source = SETUP + f"loss = F.mse_loss(pred, target)\nresult = [{form}]\nprint(result)\n"
+    out = _rewrite(source)
+    assert "tolist()" not in out.text and "result = [loss.item()]" in out.text, out.text
+    assert _run(source) == ("raised", "TypeError")
+    legacy, after = _run(source, legacy=True), _run(out.text)
+    assert type(after[0][0]) is float and legacy == after and after[1] != ""
+
+
+def test_tolist_index_of_one_element_is_an_unsafe_fix() -> None:
+    """Shown one element by ``.backward()`` only: a (1, 1) tensor's ``.tolist()[0]`` is a list."""
+    source = SETUP + "single = (x[:1] * w).sum(1, keepdim=True)\nsingle.backward()\nresult = single.data.tolist()[0]\n"
+    assert _rewrite(source).text == source
+    out = _rewrite(source, unsafe=True)
+    assert "result = single.item()" in out.text
+    assert type(_run(source)[0]) is list and type(_run(out.text)[0]) is float  # what the unsafe fix changes
+
+
+REBOUND = textwrap.dedent(
+    """
+    criterion = nn.CrossEntropyLoss()
+    batches = [(torch.randn(5, 7), torch.randint(0, 7, (5,))) for _ in range(6)]
+    model = nn.Linear(7, 7)
+    total_loss = 0
+    for data, targets in batches:
+        total_loss += data.size(0) * criterion(model(data), targets).data
+
+    total_loss = total_loss[0] / len(batches)
+    print("Test perplexity : %5.2f" % (torch.tensor(total_loss).exp()))
+    result = total_loss
+    """
+)
+
+
+def test_accumulated_sum_rebound_to_its_number_reads_the_same() -> None:
+    """``total = total[0] / n`` after the loop: the same number under the name, before (0.3) and
+    after the fix; the read after it, reached by that rebinding alone, prints the same."""
+    source = SETUP + REBOUND
+    out = _rewrite(source)
+    assert "total_loss = total_loss / len(batches)" in out.text and ".item()" in out.text, out.text
+    assert _run(source) == ("raised", "IndexError")
+    (legacy, legacy_text), (after, after_text) = _run(source, legacy=True), _run(out.text)
+    assert type(legacy) is float and type(after) is float
+    assert after == pytest.approx(legacy, rel=1e-6) and legacy_text == after_text != ""

@@ -137,3 +137,42 @@ def test_a_file_gaining_an_importer_changes_the_cached_answer(tmp_path: Path) ->
     assert "[*]" in verdict()  # an importer that never calls it: every call still passes a loss
     (root / "report.py").write_text("from train import evaluate\nevaluate([], None, len)\n", encoding="utf-8")
     assert "[*]" not in verdict()  # the cached answer follows the importer's code
+
+
+ALIASES = '''import torch
+
+USE_CUDA = torch.cuda.is_available()
+FloatTensor = torch.cuda.FloatTensor if USE_CUDA else torch.FloatTensor
+LongTensor = torch.cuda.LongTensor if USE_CUDA else torch.LongTensor
+ByteTensor = torch.cuda.ByteTensor if USE_CUDA else torch.ByteTensor
+
+ids = LongTensor([3, 1, 2])
+print(ids.sum().item(), ids.dtype, ids.device)
+'''
+
+
+def test_tensor_type_aliases_nothing_reads_go_from_a_script_no_file_imports(tmp_path: Path) -> None:
+    """TFD008: the aliases nothing reads go with the one that is read; the script prints the
+    same. Where another file imports the module, the unread alias may be read there: it stays."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "prep.py").write_text(ALIASES, encoding="utf-8")
+    before = run_script("prep.py", cwd=root)
+    assert before.returncode == 0, before.stderr
+    assert run_cli("apply", ".", "--no-cache", cwd=root).returncode == 0
+    text = (root / "prep.py").read_text(encoding="utf-8")
+    assert "FloatTensor" not in text and "ByteTensor" not in text and "torch.cuda.LongTensor" not in text, text
+    after = run_script("prep.py", cwd=root)
+    assert after.returncode == 0 and after.stdout == before.stdout, after.stderr
+
+    shared = tmp_path / "q"
+    shared.mkdir()
+    (shared / "prep.py").write_text(ALIASES, encoding="utf-8")
+    (shared / "use.py").write_text("from prep import FloatTensor\nprint(FloatTensor)\n", encoding="utf-8")
+    out = run_cli("check", ".", "--no-cache", cwd=shared).stdout.decode()
+    assert "`FloatTensor` is a CUDA tensor type alias that is never called: remove it" in out, out
+    assert "`ByteTensor` is a CUDA tensor type alias that is never called" in out
+    assert run_cli("apply", ".", "--no-cache", cwd=shared).returncode == 0
+    kept = (shared / "prep.py").read_text(encoding="utf-8")
+    assert "FloatTensor = torch.cuda.FloatTensor if USE_CUDA else torch.FloatTensor" in kept
+    assert run_script("use.py", cwd=shared).returncode == 0

@@ -100,7 +100,9 @@ class LegacyLossReductionArgs(Codemod):
     kl = nn.KLDivLoss(reduction="mean")
     ```
 
-    One of them given by a name (`size_average=size_average`, `reduce=args.reduce`) becomes the
+    `size_average` passed by position (`nn.MSELoss(False)`, `nn.MSELoss(self.size_average)`,
+    `nn.CrossEntropyLoss(weights, False)`: the place it has had since 0.3) is rewritten the same
+    way. One of them given by a name (`size_average=size_average`, `reduce=args.reduce`) becomes the
     expression torch evaluates: `reduction="sum" if size_average is not None and not
     size_average else "mean"` (`None` and true values give the mean, a false one the sum).
 
@@ -108,8 +110,8 @@ class LegacyLossReductionArgs(Codemod):
     Both given by names, a value that is neither a name nor a literal (`size_average=f()`,
     evaluated once where the rewrite reads it twice), or a name together with a `reduction=`
     other than `"mean"` (which counts when the name is `None`): reported for manual review. Calls
-    that may pass the legacy arguments positionally (as many positional arguments as come before
-    `size_average`, or `*args`) are reported too. Calls with `**kwargs` and no legacy keyword,
+    with `*args`, or passing more than `size_average` by position (what follows it differs between
+    losses), are reported too. Calls with `**kwargs` and no legacy keyword,
     and functions or classes that are not torch losses, are left alone. An attribute write is
     left alone unless every value the receiver may hold is a torch loss built without a reduction
     argument (`nn.CrossEntropyLoss(w)`, moved or not; `self.loss_fn` set to one by every
@@ -131,24 +133,26 @@ class LegacyLossReductionArgs(Codemod):
     name = "legacy-loss-reduction-args"
     summary = "`size_average=`/`reduce=` on losses are deprecated: use the equivalent `reduction=`"
     safe = True
-    triggers = ("size_average", "reduce", "elementwise_mean")
+    triggers = ("size_average", "reduce", "elementwise_mean", "Loss(", "_loss(")
 
     @classmethod
     def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
         """A ``torch.nn`` loss class or ``torch.nn.functional`` loss called with a legacy
-        reduction argument; a literal written to a legacy attribute (``loss_fn.size_average = False``)."""
+        reduction argument (a keyword, or ``size_average`` by position under the loss's own
+        name); a literal written to a legacy attribute (``loss_fn.size_average = False``)."""
         if not (facts.torch_imported and facts.names & LOSS_NAMES):
             return
-        if not (facts.keywords & {"size_average", "reduce"} or any(word in facts.text for word in ("elementwise_mean", *LEGACY))):
-            return
+        words = bool(facts.keywords & {"size_average", "reduce"} or any(word in facts.text for word in ("elementwise_mean", *LEGACY)))
         scan = facts.scan
         for node, _, _ in facts.contexts:
-            if isinstance(node, ast.Call) and _legacy_reduction_call(node) and (
-                scan.opaque or any(q.startswith("torch.nn.") and q.rpartition(".")[2] in LOSS_NAMES for q in scan.qualified(node.func))
-            ):
-                yield node
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
-                    and node.targets[0].attr in LEGACY and isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool):
+            if isinstance(node, ast.Assign):
+                if words and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
+                        and node.targets[0].attr in LEGACY and isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool):
+                    yield node
+                continue
+            if not isinstance(node, ast.Call) or not (words and _legacy_reduction_call(node) or _by_position(node, _spelt_last(node.func))):
+                continue
+            if scan.opaque or any(q.startswith("torch.nn.") and q.rpartition(".")[2] in LOSS_NAMES for q in scan.qualified(node.func)):
                 yield node
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.BaseSmallStatement:
@@ -177,6 +181,8 @@ class LegacyLossReductionArgs(Codemod):
         )
 
     def _legacy_position(self, func: cst.BaseExpression) -> int | None:
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return None  # `nn.MSELoss(...)(x, y)` calls the loss built, not its class
         for q in self.qualified_names(func, ending_in=LOSS_NAMES):
             parts = q.split(".")
             if q.startswith("torch.nn.functional.") and len(parts) == 4 and parts[-1] in LOSS_FUNCTIONS:
@@ -191,12 +197,18 @@ class LegacyLossReductionArgs(Codemod):
             return updated_node
         legacy = {k: nodes.keyword_arg(original_node, k) for k in LEGACY}
         reduction = nodes.keyword_arg(original_node, "reduction")
-        if not any(legacy.values()):
+        positional = nodes.positional_args(original_node)
+        by_position = positional[position:]  # `nn.MSELoss(self.size_average)`: the legacy ones, in order
+        if not any(legacy.values()) and not by_position:
             return self._elementwise_mean(original_node, updated_node, reduction)
-        shown = ", ".join(f"{k}=" for k, a in legacy.items() if a)
-        if any(a.star for a in original_node.args) or len(nodes.positional_args(original_node)) > position:
-            self.report(original_node, f"deprecated `{shown}`: arguments passed positionally; use `reduction=` by hand", fixable=False)
+        shown = ", ".join([*(f"{k}=" for k, a in legacy.items() if a), *(["size_average"] if by_position else [])])
+        shown = f"`{shown}`" + (" (passed by position)" if by_position else "")
+        if any(a.star for a in original_node.args) or len(by_position) > 1 or by_position and legacy["size_average"] is not None:
+            # what follows `size_average` differs between losses (`ignore_index` comes first in some)
+            self.report(original_node, f"deprecated {shown}: arguments passed positionally; use `reduction=` by hand", fixable=False)
             return updated_node
+        if by_position:
+            legacy["size_average"] = by_position[0]
         values: dict[str, bool | None] = {}
         variables: dict[str, str] = {}
         for key, arg in legacy.items():
@@ -212,13 +224,13 @@ class LegacyLossReductionArgs(Codemod):
         if variables:
             new_code = _reduction_of_a_value(variables, values, reduction)
             if new_code is None:
-                self.report(original_node, f"deprecated `{shown}` given by values: use `reduction=` by hand", fixable=False)
+                self.report(original_node, f"deprecated {shown} given by values: use `reduction=` by hand", fixable=False)
                 return updated_node
-            message = f"deprecated `{shown}`: use `reduction={new_code}`, what torch computes from them"
+            message = f"deprecated {shown}: use `reduction={new_code}`, what torch computes from them"
         else:
             new_value = legacy_reduction(values["size_average"], values["reduce"])
             new_code = f'"{new_value}"' if new_value is not None else None
-            message = f"deprecated `{shown}` with `None` has no effect: remove it" if new_value is None else f"deprecated `{shown}`: use `reduction={new_code}`"
+            message = f"deprecated {shown} with `None` has no effect: remove it" if new_value is None else f"deprecated {shown}: use `reduction={new_code}`"
         if not self.report(original_node, message):
             return updated_node
         drop = {k for k, a in legacy.items() if a is not None}
@@ -227,7 +239,15 @@ class LegacyLossReductionArgs(Codemod):
         new_arg = None
         if new_code is not None:
             new_arg = cst.parse_expression(f"f(reduction={new_code})").args[0]  # type: ignore[attr-defined]
-        return _replace_keywords(updated_node, drop, new_arg)
+        if not by_position:
+            return _replace_keywords(updated_node, drop, new_arg)
+        # the keyword takes the place of the first argument passed by position (keywords follow)
+        first = next(i for i, a in enumerate(original_node.args) if a is by_position[0])
+        updated_node = _replace_keywords(updated_node, drop, None)
+        kept = [a for i, a in enumerate(updated_node.args) if not first <= i < first + len(by_position)]
+        if new_arg is not None:
+            kept.insert(first, new_arg.with_changes(comma=updated_node.args[first + len(by_position) - 1].comma))
+        return updated_node.with_changes(args=_with_last_comma(kept, updated_node.args[-1]))
 
     def _elementwise_mean(
         self, original: cst.Call, updated: cst.Call, reduction: cst.Arg | None
@@ -248,6 +268,13 @@ class LegacyLossReductionArgs(Codemod):
         return updated.with_changes(args=args)
 
 
+def _with_last_comma(args: list[cst.Arg], original_last: cst.Arg) -> list[cst.Arg]:
+    """``args`` whose last one ends as ``original_last`` did (a trailing comma or none)."""
+    if args and args[-1] is not original_last:
+        args[-1] = args[-1].with_changes(comma=original_last.comma)
+    return args
+
+
 def _replace_keywords(call: cst.Call, drop: set[str], new_arg: cst.Arg | None) -> cst.Call:
     """Remove the keyword arguments in ``drop``; ``new_arg`` takes the place of the first one."""
     args: list[cst.Arg] = []
@@ -258,13 +285,19 @@ def _replace_keywords(call: cst.Call, drop: set[str], new_arg: cst.Arg | None) -
                 new_arg = None
             continue
         args.append(arg)
-    original_last = call.args[-1]
-    if args and args[-1] is not original_last:
-        args[-1] = args[-1].with_changes(comma=original_last.comma)
-    return call.with_changes(args=args)
+    return call.with_changes(args=_with_last_comma(args, call.args[-1]))
 
 
 # -- stage 1 ---------------------------------------------------------------------------------
+def _spelt_last(func: ast.expr) -> str | None:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _by_position(call: ast.Call, loss: str | None) -> bool:
+    """``call`` of the torch loss ``loss`` (a class's or function's last name) passes an argument
+    by position at or past ``size_average``'s place."""
+    position = LOSS_CLASSES.get(loss) if loss in LOSS_CLASSES else LOSS_FUNCTIONS.get(loss or "")
+    return position is not None and len(call.args) > position
 def _legacy_reduction_call(call: ast.Call) -> bool:
     """The codemod's own test on the arguments: ``size_average=`` / ``reduce=``, or
     ``reduction="elementwise_mean"``."""

@@ -158,10 +158,25 @@ def zero_index(node: cst.Subscript) -> bool:
     return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
 
 
-def numpy_subject(node: cst.Subscript) -> cst.BaseExpression | None:
-    """``x`` of ``x.data.numpy()[0]``, ``x.data.cpu().numpy()[0]``, ``x.cpu().data.numpy()[0]``."""
+HOST_METHODS = frozenset({"numpy", "tolist"})
+"""What reads a tensor's values out to the host: ``.numpy()`` (an array), ``.tolist()`` (lists of
+Python numbers; a 0-dim tensor gives the number itself)."""
+
+
+def host_method(node: cst.Subscript) -> str | None:
+    """``numpy`` or ``tolist`` for ``x.data.numpy()[0]`` or ``x.data.tolist()[0]`` (see
+    :func:`numpy_subject`), None otherwise."""
     call = node.value
-    if not (isinstance(call, cst.Call) and not call.args and m.matches(call.func, m.Attribute(attr=m.Name("numpy")))):
+    if numpy_subject(node) is None:
+        return None
+    return cst.ensure_type(cst.ensure_type(call, cst.Call).func, cst.Attribute).attr.value
+
+
+def numpy_subject(node: cst.Subscript) -> cst.BaseExpression | None:
+    """``x`` of ``x.data.numpy()[0]``, ``x.data.cpu().numpy()[0]``, ``x.cpu().data.numpy()[0]``,
+    and of the same with ``.tolist()`` in place of ``.numpy()``."""
+    call = node.value
+    if not (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) and call.func.attr.value in HOST_METHODS):
         return None
     receiver, seen_data = cst.ensure_type(call.func, cst.Attribute).value, False
     while True:

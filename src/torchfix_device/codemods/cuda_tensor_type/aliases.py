@@ -59,6 +59,28 @@ class Alias:
     (the device TFD001 gives a hard-coded ``.cuda()``)."""
 
 
+
+DYNAMIC_NAMES = frozenset({"globals", "locals", "vars", "eval", "exec", "__import__"})
+"""Builtins that may read a name by its string: an alias no code spells may still be read."""
+
+
+def unread_goes(codemod: "Codemod", alias: Alias) -> bool:
+    """No read of ``alias`` can exist: it is a function's local, or a module's name where no
+    file of the run imports the module; the file reads no names by their strings
+    (``globals()``, ``eval``...); its condition is a flag (a name, an attribute, negated or
+    not, or ``torch.cuda.is_available()``), whose evaluation does nothing."""
+    if alias.owner is not None or not (isinstance(alias.scope, cst.FunctionDef) or codemod.imported_by_none):
+        return False
+    if traversal.all_names(codemod.visited_module) & DYNAMIC_NAMES:
+        return False
+    test = alias.choice.test
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if isinstance(test, cst.Call) and not test.args:
+        return "torch.cuda.is_available" in codemod.qualified_names(test.func)
+    return _nodes.dotted_name(test) is not None
+
+
 def find_aliases(codemod: "Codemod", module: cst.Module) -> dict[str, list[Alias]]:
     """The aliases of ``module`` by name, with their reads and whether they can be rewritten."""
     found: dict[str, list[Alias]] = {}

@@ -10,7 +10,7 @@ from torchfix_device.syntax import imports, nodes, traversal
 from torchfix_device import torch_api
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts
-from torchfix_device.codemods.cuda_tensor_type.aliases import MODULE, Alias, attribute_device, find_aliases, read_kind
+from torchfix_device.codemods.cuda_tensor_type.aliases import MODULE, Alias, attribute_device, find_aliases, read_kind, unread_goes
 from torchfix_device.devices.source import NoDevice
 from torchfix_device.devices.flag_scan import statements_of
 from torchfix_device.facts import kinds
@@ -54,6 +54,9 @@ class CudaTensorType(Codemod):
     (their lines go), where nothing between them calls anything or rebinds what the condition reads.
     A CUDA type bound with no condition (`dtype = torch.cuda.FloatTensor`) is an alias on
     `torch.cuda.is_available()`, the device a hard-coded `.cuda()` gets; such names share one binding.
+    An alias nothing reads goes (`FloatTensor = ...` beside the `LongTensor = ...` a notebook
+    uses): a function's own, or a module's where no file of the run imports the module, in a file
+    that reads no name by its string (`globals()`, `eval`...), on a flag's condition.
 
     ## Why is this bad?
     `torch.cuda.FloatTensor` exists only with CUDA: the code fails on a CPU-only machine
@@ -87,7 +90,8 @@ class CudaTensorType(Codemod):
     0-dimensional array, `Tensor(*shape)`), the alias passed as a value or to `isinstance`, a
     read before it is bound, a second binding of its name — is left whole, with its reads, and
     reported; so is a module alias handed out as a value or whose attribute is bound in two
-    places of the file. CPU types outside `nn.Module` methods (`torch.FloatTensor(...)`) are left alone;
+    places of the file. An alias nothing reads in a module another file imports (or may import),
+    or on a condition that calls something, is reported. CPU types outside `nn.Module` methods (`torch.FloatTensor(...)`) are left alone;
     inside them TFD003 handles them.
 
     ## Fix safety
@@ -95,7 +99,8 @@ class CudaTensorType(Codemod):
     same shape and dtype; `torch.tensor` copies the same data; `torch.as_tensor`, like the legacy
     constructor, shares a NumPy array's memory on the CPU when the dtype matches and copies it
     otherwise; `.to(device=, dtype=)` converts like `.type()` did. An alias's reads get the device
-    its condition chose. An attribute alias's reads are those of its file: a subclass in another
+    its condition chose. An alias nothing can read does nothing but evaluate its flag, which
+    has no effect. An attribute alias's reads are those of its file: a subclass in another
     file reading `self.tt` would no longer find it. On a machine without CUDA the code now runs on the CPU instead of failing.
     `y.type_as(x)` gives `y` the type `type(x.data)` was in 0.3, device included (since 0.4
     `type(x.data)` is `torch.Tensor`: the old code moves `y` to the CPU).
@@ -152,6 +157,9 @@ class CudaTensorType(Codemod):
         for alias in aliases:
             self._alias_of[id(alias.statement)] = alias
             self._handled.update(id(n) for n in (alias.choice.body, alias.choice.orelse))
+            if alias.reason is None and not alias.reads and unread_goes(self, alias):
+                alias.removed = True  # nothing reads it: it goes, and no device is bound
+                continue
             if alias.reason is None:
                 alias.reason, blocker = self._why_not(module, alias, seen)
                 if blocker is not None:
@@ -247,6 +255,10 @@ class CudaTensorType(Codemod):
         if alias.reason is not None:
             if alias.reason is not ALL_READS_SUPPRESSED and not any(a is alias for a in self._blockers.values()):
                 self.report(original_node, f"`{alias.name}` is {what} that stays because {alias.reason}: give its reads a dtype and a device by hand", fixable=False)
+            return updated_node
+        if alias.removed and not alias.reads:
+            if self.report(original_node, f"`{alias.name}` is {what} that nothing reads: remove it"):
+                self._removed += [original_node, updated_node]
             return updated_node
         if alias.removed:
             dtype = f"dtype={self._torch}.{alias.dtype}, " if alias.dtype != MODULE else "a dtype and "

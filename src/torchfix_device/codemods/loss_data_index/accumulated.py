@@ -8,7 +8,9 @@ a read may come before the accumulation in the file.
 
 A name is planned when, in its scope, it is bound to a number literal (``total = 0``) and by
 accumulations (``total += <numbers> * x.data``, ``total = total + x.data``) only, and every
-read of it is ``total[0]`` (or the ``total`` of ``total = total + ...``). Where a read or a
+read of it is ``total[0]`` (or the ``total`` of ``total = total + ...``), or is reached only
+by a rebinding to a value computed from ``total[0]`` (``total = total[0] / n``: the same value
+after the fix), which reaches no ``total[0]`` and no accumulation. Where a read or a
 binding is anything else (``total.cpu()``, ``f(total)``, ``total = torch.zeros(1)``) the plan
 is left for manual review, with the reason. Where ``x`` is not shown to be a scalar the fix is
 unsafe: ``x.item()`` raises on a vector, whose ``total[0]`` is its first element's sum.
@@ -28,6 +30,7 @@ from torchfix_device.syntax.nodes import zero_index
 
 if TYPE_CHECKING:
     from torchfix_device.codemods.base import Codemod
+    from torchfix_device.facts.values import ModuleValues
 
 NOT_SCALAR_ATTRS = frozenset({"weight", "bias", "grad", "data"})
 """``x.weight.data``: parameters and gradients, never one loss."""
@@ -79,29 +82,93 @@ def _plan_one(
     for _, data in accumulated:
         self_reads.update(id(n) for n in _self_reads(codemod, data, name))
     started = False
+    rebinds: dict[int, cst.CSTNode] = {}
+    """``total = total[0] / n``: the number read, kept under the name (a number before and after the fix)."""
     for assignment in assignments:
         if id(assignment.node) in targets:
             continue
         value = evidence.value_of(assignment.node)
         if isinstance(value, cst.BaseExpression) and _is_number_literal(value):
             started = True
+        elif isinstance(value, cst.BaseExpression) and _reads_the_number(value, name):
+            rebinds[id(assignment.node)] = assignment.node
         elif found.problem is None:
             found.problem = f"`{name}` is also bound to something else than a number here ({_describe(codemod, assignment.node)})"
     accesses = {id(a.node): a.node for assignment in assignments for a in assignment.references}
+    values = evidence.values
     for node in accesses.values():
         parent = codemod.parent_of(node)
         if isinstance(parent, cst.Subscript) and parent.value is node and zero_index(parent):
             found.reads.append(parent)
-        elif id(node) not in self_reads and found.problem is None:
+        elif (id(node) in self_reads or _reached_by(values, node, rebinds) == "only") or found.problem is not None:
+            continue
+        else:
             found.problem = f"`{name}` is also used as it is ({_describe(codemod, node)}), where a number would not do what the tensor does"
     if not found.reads:
         return None  # not the idiom: nothing reads `name[0]`
+    if rebinds and found.problem is None:
+        found.problem = _rebinds_reach(codemod, values, name, rebinds, [r.value for r in found.reads] + [
+            cst.ensure_type(n, cst.Name) for n in accesses.values() if id(n) in self_reads], [t for t, _ in accumulated])
     if not started and found.problem is None:
         found.problem = f"`{name}` is not shown to start from a number (`{name} = 0`)"
     for data in found.datas:
         if evidence.size(data.value) not in (Size.ZERO_DIM, Size.ONE):
             found.unproven.append(_nodes.code_of(data.value))
     return found
+
+
+def _reads_the_number(value: cst.BaseExpression, name: str) -> bool:
+    """``value`` reads ``name[0]`` (``total[0] / len(data)``): the same number in 0.3 as ``total``
+    after the fix, so ``value`` is the same too (no lambda or comprehension, which run later)."""
+    found = False
+    for node in traversal.walk(value):
+        if isinstance(node, (cst.Lambda, cst.BaseComp)):
+            return False
+        if isinstance(node, cst.Subscript) and zero_index(node) and isinstance(node.value, cst.Name) and node.value.value == name:
+            found = True
+    return found
+
+
+def _reached_by(values: "ModuleValues", read: cst.CSTNode, rebinds: dict[int, cst.CSTNode]) -> str | None:
+    """``"only"`` where every binding that may reach ``read`` is one of ``rebinds``, ``"some"``
+    where one of them is, None where none is; ``"some"`` also where the reach cannot be told."""
+    reach = values.reach(read) if isinstance(read, cst.Name) else None
+    if reach is None or reach.why is not None or not reach.bindings:
+        return "some" if rebinds else None
+    held = [id(b) in rebinds for b in reach.bindings]
+    return "only" if all(held) else "some" if any(held) else None
+
+
+def _rebinds_reach(
+    codemod: "Codemod", values: "ModuleValues", name: str, rebinds: dict[int, cst.CSTNode], reads: list[cst.Name], accumulated: list[cst.Name]
+) -> str | None:
+    """Why a rebinding (``total = total[0] / n``) may reach what the fix rewrites: a ``name[0]``
+    or ``total`` of ``total = total + x.data`` read (by the flow of the scope), or an
+    accumulation (one that comes later in the file, or shares a loop with it); None if none may."""
+    for read in reads:
+        if _reached_by(values, read, rebinds) is not None:
+            return f"`{name}` is read as `{name}[0]` where it may hold a number it was rebound to ({_describe(codemod, read)})"
+    for target in accumulated:
+        for rebind in rebinds.values():
+            if _source_before(codemod, rebind, target) or _loops_of(codemod, rebind) & _loops_of(codemod, target):
+                return f"`{name}` is accumulated where it may hold a number it was rebound to ({_describe(codemod, target)})"
+    return None
+
+
+def _loops_of(codemod: "Codemod", node: cst.CSTNode) -> set[int]:
+    """The ``for``/``while`` statements around ``node`` (up to its function)."""
+    found: set[int] = set()
+    parent = codemod.parent_of(node)
+    while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module)):
+        if isinstance(parent, (cst.For, cst.While)):
+            found.add(id(parent))
+        parent = codemod.parent_of(parent)
+    return found
+
+
+def _source_before(codemod: "Codemod", first: cst.CSTNode, second: cst.CSTNode) -> bool:
+    position = codemod.get_metadata(PositionProvider, first).start, codemod.get_metadata(PositionProvider, second).start
+    return (position[0].line, position[0].column) < (position[1].line, position[1].column)
 
 
 def _accumulations(module: cst.Module, evidence: SizeEvidence) -> Iterator[tuple[cst.Name, cst.Attribute]]:

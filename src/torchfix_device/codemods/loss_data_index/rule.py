@@ -17,7 +17,7 @@ from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts.kinds import bound_values
 from torchfix_device.facts.sizes import Size, number_in_03
 from torchfix_device.facts.sizes import evidence as size_evidence
-from torchfix_device.syntax.nodes import numpy_subject, zero_index
+from torchfix_device.syntax.nodes import host_method, numpy_subject, zero_index
 from torchfix_device.facts.stores import store_of
 
 DATA = m.Attribute(attr=m.Name("data"))
@@ -34,7 +34,8 @@ class LossDataIndex(Codemod):
     """
     ## What it does
     Rewrites `x.data[0]` to `x.item()` where the code shows that `x` is a scalar, and so also
-    `x.data[0][0]`, `x.data.numpy()[0]`, `x.data.cpu().numpy()[0]` and `x.cpu().data.numpy()[0]`.
+    `x.data[0][0]`, `x.data.numpy()[0]`, `x.data.cpu().numpy()[0]`, `x.cpu().data.numpy()[0]` and the same
+    with `.tolist()` in place of `.numpy()` (`losses.append(loss.data.tolist()[0])`).
     The evidence, never a name: the result of a torch loss with a scalar reduction
     (`F.cross_entropy(...)`, `F.*_loss(...)`, a call of an `nn.*Loss()` instance bound in scope,
     moved with `.cuda()`/`.to()` or not, or chosen by a condition between two (`A() if c else B()`), or set as `self.x = nn.XLoss()` in this class's
@@ -78,14 +79,17 @@ class LossDataIndex(Codemod):
     Accumulated scalars are one fix over several statements: `total = 0`, then
     `total += loss.data` (or `+= n * criterion(...).data`, `total = total + loss.data`), then
     `total[0]` becomes `total += loss.item()` and `total`: every statement of it rewritten, or
-    none (a `# noqa` on any of them keeps them all).
+    none (a `# noqa` on any of them keeps them all). The sum may then be rebound to what is
+    computed from its number (`total = total[0] / n`, after the loop that accumulates): that
+    value is the same before and after the fix, and so are the reads that only it reaches.
 
     ## Why is this bad?
     Before PyTorch 0.4 a loss was a 1-element tensor and `loss.data[0]` read its value. Since 0.4
     a loss is 0-dimensional, and indexing it raises `IndexError: invalid index of a 0-dim tensor.
     Use tensor.item()`. `.item()` returns the Python number, as the old code meant. On a 0-dim
     tensor `.numpy()` gives a 0-d array, so `.data.numpy()[0]` raises `IndexError: too many
-    indices for array`, and a sum accumulated from `.data` is 0-dim, so `total[0]` raises.
+    indices for array`; its `.tolist()` gives the number itself, so `.data.tolist()[0]` raises
+    `TypeError: 'float' object is not subscriptable`; and a sum accumulated from `.data` is 0-dim, so `total[0]` raises.
 
     ## Example
     ```python
@@ -123,7 +127,9 @@ class LossDataIndex(Codemod):
     of `.numpy()[0]` was a numpy `float32`; `.item()` gives a Python float of the same value,
     which `format`, f-strings and `%f` print alike but `print`/`str` print with more digits:
     the rewrite is unsafe where `x` may be a 1-element vector (on which `.numpy()[0]` works
-    today) and the value is not only formatted. An accumulated sum becomes a Python float summed
+    today) and the value is not only formatted. `.tolist()[0]` and `.item()` give the same
+    Python number for a 0-dim tensor; the rewrite is unsafe where `x` may be a 1-element tensor
+    of two dimensions or more (its `.tolist()[0]` is a list). An accumulated sum becomes a Python float summed
     in double precision instead of a float32 tensor: the same number up to float32 rounding.
     `x[0]` of a tensor shown 0-dim raises in every PyTorch since 0.4 as well.
     The accumulation fix is unsafe where the accumulated value is not shown to be a scalar (on a
@@ -272,12 +278,14 @@ class LossDataIndex(Codemod):
 
     def _numpy_index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
         size, why = self._verdict(numpy_subject(original))  # type: ignore[arg-type]
+        method = host_method(original)
+        shown = f"`.{method}()[0]`"
         if size is None:
             if why is not None:
-                self.report(original, f"`.numpy()[0]`: {why}; use `.item()` if it is a 0-dim loss", fixable=False)
+                self.report(original, f"{shown}: {why}; use `.item()` if it is a 0-dim loss", fixable=False)
             return updated
         parent = self.parent_of(original)
-        if isinstance(parent, cst.Attribute) and parent.value is original:
+        if method == "numpy" and isinstance(parent, cst.Attribute) and parent.value is original:
             self.report(
                 original,
                 f"`.numpy()[0]` on a scalar, then `.{parent.attr.value}` of the numpy number, which a Python number "
@@ -286,9 +294,16 @@ class LossDataIndex(Codemod):
             )
             return updated
         if size is Size.LIKELY:
-            fixed = self.report(original, f"`.numpy()[0]` on a loss: use `.item()`; {PASSED_LOSS}", safe=False)
+            fixed = self.report(original, f"{shown} on a loss: use `.item()`; {PASSED_LOSS}", safe=False)
         elif size is Size.ZERO_DIM or formats_alike(self, original):
-            fixed = self.report(original, "`.numpy()[0]` on a scalar: use `.item()`")
+            fixed = self.report(original, f"{shown} on a scalar: use `.item()`")
+        elif method == "tolist":
+            fixed = self.report(
+                original,
+                "`.tolist()[0]` on a one-element tensor: use `.item()`; unsafe: only `.backward()` shows it has one "
+                "element, so it may be a 1-element tensor of two dimensions, whose `.tolist()[0]` is a list",
+                safe=False,
+            )
         else:
             fixed = self.report(
                 original,
