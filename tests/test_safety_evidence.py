@@ -304,3 +304,28 @@ def test_data_index_without_evidence_is_reported_and_left_alone(case: str) -> No
     assert before[0] == "value"  # real indexing, working today
     naive = source.replace(".data[0]", ".item()")
     assert _observe(naive)[0] == "raised"  # what a rewrite by name would have done
+
+
+HOST_READS = textwrap.dedent(
+    """
+    import torch
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    params = {k: v.numpy() for k, v in torch.load(PATH).items()}
+    result = sorted((k, a.tolist()) for k, a in params.items())
+    """
+)
+
+
+def test_a_load_read_out_to_numpy_is_mapped_to_the_cpu(tmp_path: Path) -> None:
+    """TFD005: the tensors are only read out as NumPy, so `map_location="cpu"`: the same arrays
+    before and after; a device of the code there (what the rule would give elsewhere: `meta`
+    stands in for an accelerator) makes the reads raise, as a CUDA device would."""
+    path = tmp_path / "weights.pth"
+    torch.save({"w": torch.arange(6.0).view(2, 3), "b": torch.ones(2)}, path)
+    out = _rewrite(HOST_READS, "TFD005")
+    assert 'torch.load(PATH, map_location="cpu").items()' in out.text, out.text
+    before, after = _observe(HOST_READS, PATH=str(path)), _observe(out.text, PATH=str(path))
+    assert before[0] == "value" and before == after
+    elsewhere = out.text.replace('map_location="cpu"', 'map_location=torch.device("meta")')
+    assert _observe(elsewhere, PATH=str(path))[0] == "raised"

@@ -1,7 +1,8 @@
 import ast
 from typing import Iterator
 import libcst as cst
-from torchfix_device.syntax import nodes
+from torchfix_device.syntax import nodes, traversal
+from torchfix_device.syntax.nodes import HOST_METHODS
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts, calls_to, has_keyword
 from torchfix_device.devices.source import DeviceExpr, NoDevice
@@ -34,6 +35,10 @@ class TorchLoadWithoutMapLocation(Codemod):
     own, where a flag cannot give it) but the load is read only by `m.load_state_dict(...)`,
     `map_location="cpu"`: a module's or optimizer's `load_state_dict` copies each tensor to
     where its own are, so any location that exists does.
+
+    Where the loaded tensors are only read out to the host, `{k: v.numpy() for k, v in
+    torch.load(f).items()}` (`.values()`, `.tolist()`, any comprehension), `map_location="cpu"`:
+    NumPy takes CPU tensors only, so a device of the code would make those reads raise.
 
     Where no file of the load's import group (the files of the run connected to its file by
     imports, either way; more than the file itself) puts a value on a device, nor any file of
@@ -75,7 +80,7 @@ class TorchLoadWithoutMapLocation(Codemod):
 
     ## Fix safety
     Safe. The loaded values are the same; only where they live changes, and they are placed
-    where the code that uses them runs. In a module given its submodules or subclassed by others (see TFD001),
+    where the code that uses them runs (the host, for values only read out as NumPy or lists). In a module given its submodules or subclassed by others (see TFD001),
     `map_location=next(self.parameters()).device` is unsafe. `map_location="cpu"` for `m.load_state_dict(...)` is
     safe where `m` is shown to be a `torch.nn` module or `torch.optim` optimizer (made by one,
     or by an `nn.Module` class of the file, or the method's own `self`, where no class of the
@@ -105,6 +110,11 @@ class TorchLoadWithoutMapLocation(Codemod):
             return updated_node
         if len(nodes.positional_args(original_node)) >= 2 or nodes.has_star_args(original_node):
             return updated_node  # a location chosen positionally, or forwarded `*args`/`**kwargs`
+        if self._read_on_host(original_node):
+            if self.report(original_node, "`torch.load` without `map_location`, whose tensors are only read out to the host "
+                           "(`.numpy()`, `.tolist()`): add `map_location=\"cpu\"`, where those need them"):
+                return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')
+            return updated_node
         if self.class_stack and kinds.is_dataset_class(facts_values.of(self), self.class_stack[-1]):
             if self.report(original_node, "`torch.load` without `map_location` in a data set: add `map_location=\"cpu\"`, where a `DataLoader` and its workers expect its data"):
                 return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')
@@ -148,6 +158,34 @@ class TorchLoadWithoutMapLocation(Codemod):
         """No device, or only the file's default one (``torch.cuda.is_available()``), not a
         module's, a parameter's or a flag's."""
         return not isinstance(device, DeviceExpr) or device.unproven is not None or device.code == self.device_source.inserted_name
+
+    def _read_on_host(self, load: cst.Call) -> bool:
+        """The loaded tensors are only read out to the host: ``{k: v.numpy() for k, v in
+        torch.load(f).items()}`` (or ``.values()``; a comprehension of one ``for``), each value
+        read only as ``v.numpy()`` or ``v.tolist()``."""
+        attr = self.parent_of(load)
+        call = self.parent_of(attr) if isinstance(attr, cst.Attribute) and attr.value is load else None
+        loop = self.parent_of(call) if isinstance(call, cst.Call) and call.func is attr and not call.args else None
+        if not (isinstance(loop, cst.CompFor) and loop.iter is call and loop.inner_for_in is None):
+            return False
+        target: cst.BaseExpression | None = loop.target
+        method = cst.ensure_type(attr, cst.Attribute).attr.value
+        if method == "items":
+            pair = target.elements if isinstance(target, (cst.Tuple, cst.List)) else ()
+            target = pair[1].value if len(pair) == 2 and isinstance(pair[1], cst.Element) else None
+        elif method != "values":
+            return False
+        comprehension = self.parent_of(loop)
+        if not (isinstance(target, cst.Name) and isinstance(comprehension, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp))):
+            return False
+        reads = [n for n in traversal.walk(comprehension) if isinstance(n, cst.Name) and n.value == target.value and n is not target]
+        return bool(reads) and all(self._host_read(read) for read in reads)
+
+    def _host_read(self, name: cst.Name) -> bool:
+        """``name.numpy()`` or ``name.tolist()``."""
+        attr = self.parent_of(name)
+        call = self.parent_of(attr) if isinstance(attr, cst.Attribute) and attr.value is name and attr.attr.value in HOST_METHODS else None
+        return isinstance(call, cst.Call) and call.func is attr and not call.args
 
     def _state_receiver(self, load: cst.Call) -> cst.BaseExpression | None:
         """``m`` where the loaded value is only given to ``m.load_state_dict(...)``, whole (without
