@@ -36,10 +36,6 @@ class TorchLoadWithoutMapLocation(Codemod):
     `map_location="cpu"`: a module's or optimizer's `load_state_dict` copies each tensor to
     where its own are, so any location that exists does.
 
-    Where the loaded tensors are only read out to the host, `{k: v.numpy() for k, v in
-    torch.load(f).items()}` (`.values()`, `.tolist()`, any comprehension), `map_location="cpu"`:
-    NumPy takes CPU tensors only, so a device of the code would make those reads raise.
-
     Where no file of the load's import group (the files of the run connected to its file by
     imports, either way; more than the file itself) puts a value on a device, nor any file of
     the run in its folder or below (where a pickled model's class may come from),
@@ -66,6 +62,10 @@ class TorchLoadWithoutMapLocation(Codemod):
     ```
 
     ## Not rewritten
+    A load whose tensors are only read out to the host, `{k: v.numpy() for k, v in
+    torch.load(f).items()}` (`.values()`, `.tolist()`, any comprehension): the code reads CPU
+    tensors only, as a checkpoint saved on the CPU gives them (one saved on a GPU failed at
+    `.numpy()` in 0.3 as well), and a device of the code would make those reads raise.
     Calls that already pass `map_location` (by keyword or as the second positional argument) or
     forward `*args` or `**kwargs` (which may hold it: `def load(*a, **k): return torch.load(*a, **k)`); every other `load` (`np.load`, `pickle.load`,
     `json.load`, `yaml.load`, a method called `load`); calls inside `__init__` or nested
@@ -80,7 +80,7 @@ class TorchLoadWithoutMapLocation(Codemod):
 
     ## Fix safety
     Safe. The loaded values are the same; only where they live changes, and they are placed
-    where the code that uses them runs (the host, for values only read out as NumPy or lists). In a module given its submodules or subclassed by others (see TFD001),
+    where the code that uses them runs. In a module given its submodules or subclassed by others (see TFD001),
     `map_location=next(self.parameters()).device` is unsafe. `map_location="cpu"` for `m.load_state_dict(...)` is
     safe where `m` is shown to be a `torch.nn` module or `torch.optim` optimizer (made by one,
     or by an `nn.Module` class of the file, or the method's own `self`, where no class of the
@@ -111,10 +111,7 @@ class TorchLoadWithoutMapLocation(Codemod):
         if len(nodes.positional_args(original_node)) >= 2 or nodes.has_star_args(original_node):
             return updated_node  # a location chosen positionally, or forwarded `*args`/`**kwargs`
         if self._read_on_host(original_node):
-            if self.report(original_node, "`torch.load` without `map_location`, whose tensors are only read out to the host "
-                           "(`.numpy()`, `.tolist()`): add `map_location=\"cpu\"`, where those need them"):
-                return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')
-            return updated_node
+            return updated_node  # the code reads CPU tensors only: a device would make `.numpy()` raise
         if self.class_stack and kinds.is_dataset_class(facts_values.of(self), self.class_stack[-1]):
             if self.report(original_node, "`torch.load` without `map_location` in a data set: add `map_location=\"cpu\"`, where a `DataLoader` and its workers expect its data"):
                 return nodes.add_keyword_arg(updated_node, "map_location", '"cpu"')
