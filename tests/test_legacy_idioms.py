@@ -19,6 +19,15 @@ from torchfix_device.codemods.catalog import all_codemods
 torch = pytest.importorskip("torch")
 
 
+def _executed(text: str, **given) -> dict:
+    """The namespace of ``text`` run as a module (deprecation warnings silenced; ``given``: names set first)."""
+    scope: dict = dict(given)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(text, scope)
+    return scope
+
+
 @pytest.mark.parametrize("size_average, reduce", list(itertools.product([None, True, False], repeat=2)))
 def test_reduction_mapping_matches_torch(size_average, reduce) -> None:
     from torch.nn._reduction import legacy_get_string
@@ -40,14 +49,8 @@ def test_rewritten_loss_matches_torch(size_average, reduce, given) -> None:
     source = f"import torch.nn as nn\ncriterion = nn.MSELoss({', '.join(args)})\n"
     rewritten = transform_source(source, [LegacyLossReductionArgs]).text
     assert "size_average" not in rewritten and "reduce=" not in rewritten
-    results = []
-    for text in (source, rewritten):
-        scope: dict = {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            exec(text, scope)
-        results.append(scope["criterion"].reduction)
-    assert results[0] == results[1]
+    before, after = (_executed(text)["criterion"].reduction for text in (source, rewritten))
+    assert before == after
 
 
 @pytest.mark.parametrize("call", [
@@ -70,14 +73,8 @@ def test_a_legacy_argument_given_by_a_name_gets_the_reduction_torch_computes(cal
     rewritten = transform_source(source, [LegacyLossReductionArgs]).text
     assert "size_average" not in rewritten and "reduce=" not in rewritten, rewritten
     for value in (None, True, False, 0, 1):
-        reductions = []
-        for text in (source, rewritten):
-            scope: dict = {"value": value}
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                exec(text, scope)
-            reductions.append(scope["criterion"].reduction)
-        assert reductions[0] == reductions[1], (value, rewritten)
+        before, after = (_executed(text, value=value)["criterion"].reduction for text in (source, rewritten))
+        assert before == after, (value, rewritten)
 
 
 @pytest.mark.parametrize("call", [
@@ -102,14 +99,8 @@ def test_a_literal_passed_by_position_gets_the_reduction_torch_computes(size_ave
     rewritten = transform_source(source, [LegacyLossReductionArgs]).text
     assert rewritten.count(f"{size_average}") == source.count(f"{size_average}") - 3, rewritten  # the three go
     assert rewritten.count("reduction=") == (0 if size_average is None else 3), rewritten
-    results = []
-    for text in (source, rewritten):
-        scope: dict = {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            exec(text, scope)
-        results.append(scope["result"])
-    assert all(torch.equal(a, b) for a, b in zip(*results)), rewritten
+    before, after = (_executed(text)["result"] for text in (source, rewritten))
+    assert all(torch.equal(a, b) for a, b in zip(before, after)), rewritten
 
 
 def test_more_than_size_average_passed_by_position_stays_for_review() -> None:

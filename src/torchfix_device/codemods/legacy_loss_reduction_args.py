@@ -298,6 +298,8 @@ def _by_position(call: ast.Call, loss: str | None) -> bool:
     by position at or past ``size_average``'s place."""
     position = LOSS_CLASSES.get(loss) if loss in LOSS_CLASSES else LOSS_FUNCTIONS.get(loss or "")
     return position is not None and len(call.args) > position
+
+
 def _legacy_reduction_call(call: ast.Call) -> bool:
     """The codemod's own test on the arguments: ``size_average=`` / ``reduce=``, or
     ``reduction="elementwise_mean"``."""

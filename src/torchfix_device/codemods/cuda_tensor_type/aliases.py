@@ -59,7 +59,6 @@ class Alias:
     (the device TFD001 gives a hard-coded ``.cuda()``)."""
 
 
-
 DYNAMIC_NAMES = frozenset({"globals", "locals", "vars", "eval", "exec", "__import__"})
 """Builtins that may read a name by its string: an alias no code spells may still be read."""
 
