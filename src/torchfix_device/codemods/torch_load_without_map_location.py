@@ -1,7 +1,7 @@
 import ast
 from typing import Iterator
 import libcst as cst
-from torchfix_device.syntax import nodes, traversal
+from torchfix_device.syntax import nodes
 from torchfix_device.syntax.nodes import HOST_METHODS
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.prefilter.candidates import FileFacts, calls_to, has_keyword
@@ -172,10 +172,9 @@ class TorchLoadWithoutMapLocation(Codemod):
             target = pair[1].value if len(pair) == 2 and isinstance(pair[1], cst.Element) else None
         elif method != "values":
             return False
-        comprehension = self.parent_of(loop)
-        if not (isinstance(target, cst.Name) and isinstance(comprehension, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp))):
+        if not isinstance(target, cst.Name):
             return False
-        reads = [n for n in traversal.walk(comprehension) if isinstance(n, cst.Name) and n.value == target.value and n is not target]
+        reads = facts_values.of(self).reads_of(target)
         return bool(reads) and all(self._host_read(read) for read in reads)
 
     def _host_read(self, name: cst.Name) -> bool:

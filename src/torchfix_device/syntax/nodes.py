@@ -163,15 +163,6 @@ HOST_METHODS = frozenset({"numpy", "tolist"})
 Python numbers; a 0-dim tensor gives the number itself)."""
 
 
-def host_method(node: cst.Subscript) -> str | None:
-    """``numpy`` or ``tolist`` for ``x.data.numpy()[0]`` or ``x.data.tolist()[0]`` (see
-    :func:`numpy_subject`), None otherwise."""
-    call = node.value
-    if numpy_subject(node) is None:
-        return None
-    return cst.ensure_type(cst.ensure_type(call, cst.Call).func, cst.Attribute).attr.value
-
-
 def numpy_subject(node: cst.Subscript) -> cst.BaseExpression | None:
     """``x`` of ``x.data.numpy()[0]``, ``x.data.cpu().numpy()[0]``, ``x.cpu().data.numpy()[0]``,
     and of the same with ``.tolist()`` in place of ``.numpy()``."""

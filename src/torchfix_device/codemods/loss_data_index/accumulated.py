@@ -100,9 +100,7 @@ def _plan_one(
         parent = codemod.parent_of(node)
         if isinstance(parent, cst.Subscript) and parent.value is node and zero_index(parent):
             found.reads.append(parent)
-        elif (id(node) in self_reads or _reached_by(values, node, rebinds) == "only") or found.problem is not None:
-            continue
-        else:
+        elif found.problem is None and id(node) not in self_reads and _reached_by(values, node, rebinds) != "only":
             found.problem = f"`{name}` is also used as it is ({_describe(codemod, node)}), where a number would not do what the tensor does"
     if not found.reads:
         return None  # not the idiom: nothing reads `name[0]`
@@ -150,25 +148,19 @@ def _rebinds_reach(
             return f"`{name}` is read as `{name}[0]` where it may hold a number it was rebound to ({_describe(codemod, read)})"
     for target in accumulated:
         for rebind in rebinds.values():
-            if _source_before(codemod, rebind, target) or _loops_of(codemod, rebind) & _loops_of(codemod, target):
+            if values.source_order(rebind) < values.source_order(target) or _loops_of(values, rebind) & _loops_of(values, target):
                 return f"`{name}` is accumulated where it may hold a number it was rebound to ({_describe(codemod, target)})"
     return None
 
 
-def _loops_of(codemod: "Codemod", node: cst.CSTNode) -> set[int]:
+def _loops_of(values: "ModuleValues", node: cst.CSTNode) -> set[int]:
     """The ``for``/``while`` statements around ``node`` (up to its function)."""
     found: set[int] = set()
-    parent = codemod.parent_of(node)
-    while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module)):
-        if isinstance(parent, (cst.For, cst.While)):
-            found.add(id(parent))
-        parent = codemod.parent_of(parent)
+    loop = values.enclosing(node, (cst.For, cst.While, cst.FunctionDef, cst.Module))
+    while isinstance(loop, (cst.For, cst.While)):
+        found.add(id(loop))
+        loop = values.enclosing(loop, (cst.For, cst.While, cst.FunctionDef, cst.Module))
     return found
-
-
-def _source_before(codemod: "Codemod", first: cst.CSTNode, second: cst.CSTNode) -> bool:
-    position = codemod.get_metadata(PositionProvider, first).start, codemod.get_metadata(PositionProvider, second).start
-    return (position[0].line, position[0].column) < (position[1].line, position[1].column)
 
 
 def _accumulations(module: cst.Module, evidence: SizeEvidence) -> Iterator[tuple[cst.Name, cst.Attribute]]:

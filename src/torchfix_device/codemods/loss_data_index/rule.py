@@ -17,7 +17,7 @@ from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.facts.kinds import bound_values
 from torchfix_device.facts.sizes import Size, number_in_03
 from torchfix_device.facts.sizes import evidence as size_evidence
-from torchfix_device.syntax.nodes import host_method, numpy_subject, zero_index
+from torchfix_device.syntax.nodes import numpy_subject, zero_index
 from torchfix_device.facts.stores import store_of
 
 DATA = m.Attribute(attr=m.Name("data"))
@@ -278,7 +278,7 @@ class LossDataIndex(Codemod):
 
     def _numpy_index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
         size, why = self._verdict(numpy_subject(original))  # type: ignore[arg-type]
-        method = host_method(original)
+        method = cst.ensure_type(cst.ensure_type(original.value, cst.Call).func, cst.Attribute).attr.value  # numpy, tolist
         shown = f"`.{method}()[0]`"
         if size is None:
             if why is not None:
