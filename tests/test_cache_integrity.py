@@ -5,11 +5,13 @@ analysed again; a cached rewrite is compiled like a fresh one before it is writt
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import console_script, run_cli
 from torchfix_device.run.cache import CACHE_DIR_NAME, ResultCache
 from torchfix_device.codemods.catalog import all_codemods
 from torchfix_device.files.selection import read_marks
@@ -164,3 +166,44 @@ def test_the_tool_fingerprint_covers_every_codemod_and_fact(tmp_path: Path, monk
         fingerprints.append(cache.tool_fingerprint())
     cache.tool_fingerprint.cache_clear()
     assert len(set(fingerprints)) == 4, fingerprints
+
+
+FUNCTIONS = '''import torch
+from torch.autograd import Function
+
+
+class Double(Function):
+    def forward(self, x):
+        return x * 2
+
+    def backward(self, grad):
+        return grad * 2
+
+
+class Triple(Function):
+    def forward(self, x):
+        return x * 3
+
+    def backward(self, grad):
+        return grad * 3
+'''
+USES = "import torch\nfrom fns import Double, Triple\n\nx = torch.ones(2).cuda()\ny = Double()(x) + Triple()(x)\n"
+
+
+def test_a_run_with_legacy_functions_reads_its_cache_under_another_hash_seed(tmp_path: Path) -> None:
+    """The legacy autograd Functions each file reaches key the run's cache. Their digest was
+    made from the text of sets of strings, whose order changes with the hash seed: a second run
+    missed the cache of every file by chance (always, over a folder of many projects)."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "fns.py").write_text(FUNCTIONS)
+    (tmp_path / "use.py").write_text(USES)
+
+    def check(seed: str) -> str:
+        env = {**os.environ, "NO_COLOR": "1", "PYTHONHASHSEED": seed}
+        out = subprocess.run([*console_script(), "check", "-v", "."], capture_output=True, env=env, cwd=tmp_path)
+        assert out.returncode == 1 and b"TFD017" in out.stdout, out.stderr.decode()
+        return (out.stdout + out.stderr).decode()
+
+    assert "cached result" not in check("1")
+    for seed in ("2", "3", "4"):
+        assert check(seed).count("cached result") == 2, seed

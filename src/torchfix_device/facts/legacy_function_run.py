@@ -227,7 +227,7 @@ def scan_run(
                     block(cls.name, cls.line, SUPPRESSED_CLASS)
     frozen = None if reached is None else {k: v for k, v in reached.items() if v}
     digest = hashlib.sha256(repr((
-        sorted(classes, key=repr), sorted(blocked, key=repr), sorted((frozen or {}).items()), sorted(conflicting),
+        sorted(classes, key=repr), sorted(blocked, key=repr), sorted((k, sorted(v)) for k, v in (frozen or {}).items()), sorted(conflicting),
     )).encode("utf-8")).hexdigest()
     return RunLegacyFunctions(tuple(classes), tuple(blocked), digest, frozen, frozenset(conflicting))
 
