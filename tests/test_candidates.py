@@ -147,6 +147,18 @@ def test_unparsable_text_gives_no_facts() -> None:
     assert parse_facts("def f(:\n") is None
 
 
+# TFD009 skips the statements whose lines spell neither `Variable`, an alias of it nor `volatile`:
+# an alias used far from its import, a module-level volatile input feeding the loop after it, a
+# removed `x = Variable(x)` whose comment goes to the next (skipped) statement, an `__all__` entry.
+TFD009_SKIPS = [
+    "import torch\nfrom torch.autograd import Variable as V\n__all__ = ['Net']\n\ndef helper(x):\n    return x + 1\n\n"
+    "class Net(torch.nn.Module):\n    def other(self):\n        return 1\n\n    def forward(self, x):\n        return V(x.data)\n",
+    "import torch\nfrom torch.autograd import Variable\nx = Variable(torch.ones(2), volatile=True)\nfor i in range(2):\n"
+    "    y = net(x)\n    print(y)\n",
+    "import torch\nfrom torch.autograd import Variable\nx = torch.ones(2)\n# moved along\nx = Variable(x)\ndef f():\n    return 1\n",
+    "import torch\nfrom torch.autograd import Variable\n__all__ = ['Variable']\ny = Variable(torch.ones(1))\ndef f():\n    return 1\n",
+]
+
 # -- necessity, codemod by codemod -------------------------------------------------------------------
 # Snippets where the shortcuts stage 1 takes could go wrong: names bound without an import, aliases,
 # starred bases, calls in decorators and defaults, nested functions, comments that make a function
@@ -175,6 +187,7 @@ TRICKY = [
     "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        s = x.sum()\n        s += 1\n        return s\n",
     "batch = zip([1], [2])\ndef first():\n    return batch[0]\nhead = (zip)([1], [2])[0]\ndef f(rows, n=len(map(abs, [1]))):\n"
     "    cols = filter(None, rows)\n    return [c for c in cols], len(cols)\n",
+    *TFD009_SKIPS,
 ]
 
 
@@ -196,6 +209,17 @@ def test_condition_holds_wherever_its_codemod_acts_on_tricky_code(text: str) -> 
     assert set(acting) <= set(kept)
     for unsafe in (False, True):
         assert _outcome(transform_source, text, unsafe) == _outcome(transform_unfiltered, text, unsafe)
+
+
+@pytest.mark.parametrize("text", TFD009_SKIPS)
+def test_variable_wrapper_alone_skips_only_what_it_cannot_touch(text: str) -> None:
+    """TFD009 alone (its statements skipped from the first pass on): the same as without stage 1."""
+    codemod = [c for c in all_codemods() if c.code == "TFD009"]
+    for unsafe in (False, True):
+        options = RunOptions(unsafe_fixes=unsafe)
+        skipped = transform_source(text, codemod, filename="x.py", options=options)
+        assert skipped.text != text
+        assert skipped == transform_unfiltered(text, codemod, filename="x.py", options=options)
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.relative_to(ROOT).as_posix())

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import ast
 from collections import deque
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.syntax.legacy import python_tree
@@ -32,12 +33,48 @@ _MARKERS = (b"def cuda", b"def to")
 TEXT_MARKERS = ("def cuda", "def to")
 
 
-@lru_cache(maxsize=64)
 def parsed(source: str | bytes) -> ast.Module | None:
     """CPython's tree of a file's code, None where it does not parse (the run reports that file);
-    one parse for the run-level facts that read the same file (its imports, its classes). A
-    Python 2 file, or one with PyTorch 0.3's ``async=``, is read through its token fixes
-    (:func:`~torchfix_device.syntax.legacy.python_tree`)."""
+    one parse for the run-level facts that read the same file (its imports, its classes), kept
+    for the whole gathering inside :func:`trees_kept`. A Python 2 file, or one with PyTorch 0.3's
+    ``async=``, is read through its token fixes (:func:`~torchfix_device.syntax.legacy.python_tree`)."""
+    kept = _Kept.trees
+    if kept is None:
+        return _parsed(source)
+    tree = kept.get(source, _Kept)
+    if tree is _Kept:
+        tree = _parsed(source)
+        if _Kept.size + len(source) <= KEPT_SOURCE_BYTES:
+            kept[source], _Kept.size = tree, _Kept.size + len(source)
+    return tree  # type: ignore[return-value]
+
+
+KEPT_SOURCE_BYTES = 4_000_000
+"""The most source whose trees :func:`trees_kept` keeps (a tree takes ~40 times its source)."""
+
+
+class _Kept:
+    trees: "dict[str | bytes, ast.Module | None] | None" = None
+    size = 0
+
+
+@contextmanager
+def trees_kept() -> Iterator[None]:
+    """Inside: :func:`parsed` keeps every tree (up to :data:`KEPT_SOURCE_BYTES` of source), so
+    that the several passes of the run-level facts over all files parse each once (the last 64
+    only were kept: each file was parsed three times)."""
+    outer = _Kept.trees
+    if outer is None:
+        _Kept.trees, _Kept.size = {}, 0
+    try:
+        yield
+    finally:
+        if outer is None:
+            _Kept.trees, _Kept.size = None, 0
+
+
+@lru_cache(maxsize=64)
+def _parsed(source: str | bytes) -> ast.Module | None:
     return python_tree(source)
 
 

@@ -36,7 +36,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
-from torchfix_device.syntax.legacy import python_tree
+from torchfix_device.facts.project_classes import parsed as python_tree
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_exports import DOUBT, IMPORT, OTHER, STDLIB, Bound, Namespace, module_namespace
 
@@ -191,6 +191,8 @@ class Resolver:
         self.limits = [self.absolute(r) for r in roots] + [self.cwd]
         self._namespaces: dict[Path, Namespace] = {}
         self._listings: dict[Path, frozenset[str]] = {}
+        self._files: dict[tuple[str, int, Path], tuple[Path, ...]] = {}
+        """(module, level, folder of the importer) → :meth:`module_files` (asked ~70 times a file)."""
         self.reached: dict[Path, set[str]] = {}
         """Module → the files whose star imports reached it (as shown)."""
 
@@ -312,16 +314,24 @@ class Resolver:
     def module_files(self, spelt: str, level: int, importer: Path) -> list[Path]:
         """Every file module ``spelt`` (``level`` dots before it) may be, imported in
         ``importer``: the one of each folder it is looked for in (several where it is ambiguous)."""
+        importer = self.absolute(importer)
+        key = (spelt, level, importer.parent)  # the answer depends on the importer's folder only
+        found = self._files.get(key)
+        if found is None:
+            found = self._files[key] = tuple(self._module_files(spelt, level, importer))
+        return list(found)
+
+    def _module_files(self, spelt: str, level: int, importer: Path) -> list[Path]:
         parts = spelt.split(".") if spelt else []
         if level:
-            base = self.absolute(importer).parent
+            base = importer.parent
             for _ in range(level - 1):
                 base = base.parent
             found = self._module_file(base, parts)
             return [found] if found is not None else []
         if not parts:
             return []
-        return [t for root in self.roots_of(self.absolute(importer)) if (t := self._module_file(root, parts)) is not None]
+        return [t for root in self.roots_of(importer) if (t := self._module_file(root, parts)) is not None]
 
     def importable(self, importer: Path):  # noqa: ANN201 - a predicate
         """Whether a file could be imported (by an absolute name) from ``importer``: it lies under

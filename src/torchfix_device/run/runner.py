@@ -40,6 +40,7 @@ from torchfix_device.facts.project_attributes import Imports, RunAttributes, res
 from torchfix_device.facts.project_placements import groups_on_cpu, places
 from torchfix_device.facts.project_classes import (
     class_bases, class_names, classes_of_data, cuda_taking_nothing, imported_modules, reachable_classes, subclassed_classes, subclasses_of,
+    trees_kept,
 )
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_imports import Resolver, RunStars, may_hold_star_import, resolve_star_imports
@@ -130,6 +131,13 @@ def _project_facts(
     import group keeps its values on the CPU (:mod:`torchfix_device.facts.project_placements`); and the files
     that no file of the run imports (:func:`unimported_files`). Unreadable files are left out (the run
     reports them)."""
+    with trees_kept():  # the passes below over every file parse each once
+        return _gathered(files, roots, options, legacy=legacy)
+
+
+def _gathered(
+    files: Sequence[Path], roots: Sequence[Path], options: RunOptions, *, legacy: bool,
+) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], frozenset[str], RunStars, RunLegacyFunctions, RunAttributes, frozenset[str]]:
     resolver = Resolver(roots)
     defined: dict[Path, frozenset[str]] = {}
     programs: dict[Path, bytes] = {}

@@ -158,6 +158,11 @@ class LossDataIndex(Codemod):
                     return True  # `.numpy()[0]`, `x.squeeze()[0]`
         return False
 
+    @classmethod
+    def sites(cls, facts: FileFacts):
+        """Where it rewrites and reports: every ``x[0]``, every ``.data`` (``total += loss.data``)."""
+        return (n for n, _, _ in facts.contexts if isinstance(n, ast.Attribute) and n.attr == "data" or isinstance(n, ast.Subscript) and _ast_zero(n.slice))
+
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
         self.evidence = size_evidence(facts_values.of(self))
@@ -196,8 +201,7 @@ class LossDataIndex(Codemod):
             data_of = self._data_of_scalar(value)
             if data_of is not None:
                 return self._index_of_data(original_node, updated_node, data_of)
-        if (_squeeze_or_function(value) or (isinstance(value, cst.Name) and value.value in items_and_parts)) \
-                and dims(self.evidence.values, value) == 0:
+        if (_squeeze_or_function(value) or (isinstance(value, cst.Name) and value.value in items_and_parts)) and dims(self.evidence.values, value) == 0:
             return self._zero_dim_index(original_node, updated_node)
         return updated_node
 
@@ -242,9 +246,7 @@ class LossDataIndex(Codemod):
         if not bound or not all(m.matches(v, DATA) for v in bound):
             return None
         sizes = [self._verdict(cst.ensure_type(v, cst.Attribute).value)[0] for v in bound]  # as for `x.data[0]`
-        if None in sizes:
-            return None
-        return max(sizes)  # type: ignore[type-var]  # the weakest
+        return None if None in sizes else max(sizes)  # type: ignore[type-var]  # the weakest
 
     def _index_of_data(self, original: cst.Subscript, updated: cst.Subscript, size: Size) -> cst.BaseExpression:
         """``fval[0]`` of ``fval = loss.data``: ``loss.data[0]`` in two steps, ``fval.item()``."""

@@ -5,7 +5,8 @@ during the walk (every Name node, less the import's own and the callees of the r
 which the codemod adds to ``_removed_names``), so no scope analysis is needed. A name still
 spelt somewhere (a use left alone, an attribute or local variable of that name, a string other
 than a docstring such as an ``__all__`` entry or a string annotation) keeps it. The count needs
-every statement visited: TFD009 must have no stage-1 site function (``candidates.SITES``).
+every statement holding such a name or string visited: the lines of TFD009's stage-1 sites
+(:func:`site_lines`) hold every one.
 A module-level import in a module that the star imports of other files of the run reach stays:
 it binds their ``Variable`` too (:attr:`~torchfix_device.facts.star_imports.FileStars.imported_by`).
 """
@@ -13,13 +14,39 @@ it binds their ``Variable`` too (:attr:`~torchfix_device.facts.star_imports.File
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING, Iterator
+
+import ast
 
 import libcst as cst
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
 from torchfix_device.syntax.imports import remove_import_aliases
 
+if TYPE_CHECKING:
+    from torchfix_device.prefilter.candidates import FileFacts
+
 VARIABLE_MODULES = ("torch.autograd", "torch.autograd.variable")
+
+
+def site_lines(facts: "FileFacts") -> Iterator[ast.AST] | None:
+    """TFD009's sites, as nodes standing for lines: every line spelling ``Variable``, a name
+    an import binds to it, or ``volatile`` (a name, an attribute, a keyword, in a string or a
+    comment: a superset of what it rewrites, reports and counts), and, in a file spelling
+    ``volatile``, every loop outside functions (``x = Variable(..., volatile=True)`` feeds the
+    loop after it in its block, :func:`.no_grad_loops.volatile_loop`). None (every statement)
+    in a file with a star import, which may bind ``Variable`` under another name."""
+    if facts.star_import:
+        return None
+    words = {"Variable", "volatile"}
+    loops: list[ast.AST] = []
+    for node, _, function in facts.contexts:
+        if isinstance(node, ast.ImportFrom) and node.module in VARIABLE_MODULES and not node.level:
+            words.update(a.asname for a in node.names if a.name == "Variable" and a.asname)
+        elif function is None and isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            loops.append(node)
+    lines = [ast.Pass(lineno=n, col_offset=0) for n, line in enumerate(facts.lines, 1) if any(w in line for w in words)]
+    return iter(lines + loops if "volatile" in facts.text else lines)
 
 
 class VariableImportTracking:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from typing import Sequence
+import ast
+from typing import Iterator, Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -15,7 +16,7 @@ from torchfix_device.facts.grad_changes import changed_in_place, refill_line
 from torchfix_device.facts.grad import GradEvidence
 from torchfix_device.codemods.variable_wrapper.no_grad_loops import loops_to_wrap, under_no_grad, volatile_note
 from torchfix_device.facts.kinds import is_tensor
-from torchfix_device.codemods.variable_wrapper.import_removal import VariableImportTracking
+from torchfix_device.codemods.variable_wrapper.import_removal import VariableImportTracking, site_lines
 from torchfix_device.codemods.variable_wrapper.star_doubts import StarImportReview, spelt_variable
 from torchfix_device.codemods.variable_wrapper.shapes import (
     atom, attribute_self_assignment, data_receiver, is_self_assignment, is_true, literal_data,
@@ -167,6 +168,10 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         # ``isinstance(x, Variable)`` and ``type(x) == Variable`` use ``Variable`` as a value, not
         # a call: the name spelt with a torch import is all that is needed.
         return facts.torch_imported and "Variable" in facts.names
+
+    @classmethod
+    def sites(cls, facts: FileFacts) -> Iterator[ast.AST] | None:
+        return site_lines(facts)
 
     def visit_Module(self, node: cst.Module) -> bool | None:
         super().visit_Module(node)
@@ -379,7 +384,9 @@ class VariableWrapper(VariableImportTracking, StarImportReview, Codemod):
         return updated_node
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
-        return updated_node.with_changes(body=self._carry_comments(updated_node.body)) if self._carried else updated_node
+        if self._carried and any(statement in self._carried for statement in updated_node.body):
+            return updated_node.with_changes(body=self._carry_comments(updated_node.body))
+        return updated_node
 
     def _carry_comments(self, body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """``body`` without the self-assignments marked to go, their comments above the next
