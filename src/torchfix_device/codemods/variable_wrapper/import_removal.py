@@ -13,10 +13,9 @@ it binds their ``Variable`` too (:attr:`~torchfix_device.facts.star_imports.File
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from typing import TYPE_CHECKING, Iterator
-
-import ast
 
 import libcst as cst
 from torchfix_device.syntax import nodes
