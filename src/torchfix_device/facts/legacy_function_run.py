@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from torchfix_device.facts.legacy_function_uses import Use, uses
-from torchfix_device.facts.legacy_functions import CODE, SUPPRESSED_CLASS, LegacyClass, legacy_classes, may_define, parse
+from torchfix_device.facts.legacy_functions import CODE, SUPPRESSED_CLASS, LegacyClass, legacy_classes, may_define
+from torchfix_device.facts.project_classes import parsed
 
 
 @dataclass(frozen=True)
@@ -153,13 +154,12 @@ def scan_run(
     from torchfix_device.syntax.suppressions import may_hold_directives, parse_suppressions
 
     classes: list[RunClass] = []
-    trees: dict[Path, ast.Module | None] = {}
     skipped: set[str] = set()
     for path, data in first.items():
         text = data.decode("utf-8", "replace")
         if path.suffix != ".py" or not may_define(text):
             continue
-        tree = trees[path] = parse(text)
+        tree = parsed(data)  # the run-level facts' tree of the file (kept while they are gathered)
         if tree is None:
             continue
         if will_skip(path, text):
@@ -205,7 +205,7 @@ def scan_run(
             for name in spelt:
                 block(name, 1, "the file is not rewritten in this run" if path.suffix == ".py" else "a notebook spells it")
             continue
-        tree = trees[path] if path in trees else parse(text)
+        tree = parsed(data)
         if tree is None:
             for name in spelt:
                 block(name, 1, "the file cannot be parsed")
