@@ -196,3 +196,70 @@ def test_member_sites_reach_one_level_into_a_nested_class() -> None:
     assert [m.name.value for m in inner.body.body if id(m) not in skipped] == ["a"]
     assert id(tests.body.body[1]) in skipped and id(inner) not in skipped
     assert set(_members_without_sites(tests, *sites.members[2])) == {id(tests.body.body[1])}  # not nested: one level
+
+
+BOUND_SNIPPETS = [
+    "def f(a, *b, c=1, **d):\n    e = [g for g in a if (h := g)]\n    i: int\n    j += 1\n    del k\n    return lambda l: l + m\n",
+    "def f():\n    try:\n        import x.y as z, w.v\n        from u import t as s, r\n    except E as q:\n        pass\n    with o() as (n, [p]):\n        class C:\n            attr = free\n    for *aa, bb in cc: pass\n    return dd\n",
+    "def f(x):\n    match x:\n        case [a, *rest] | {'k': a, **rest}:\n            return a, rest, other\n        case Point(x=px) as whole:\n            return px, whole\n    def g():\n        return x, outer\n    return g\n",
+    "def f():\n    nonlocal_free = 1\n    def g():\n        nonlocal nonlocal_free\n        nonlocal_free = 2\n    return g, module_name\n",
+    "def f(self):\n    self.attr = 1\n    obj.field = 2\n    seq[0] = 3\n    return attr, field, seq, obj, f, unbound_here\n",
+]
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("text", [*BOUND_SNIPPETS, *SOURCES], ids=[f"bound{i}" for i in range(len(BOUND_SNIPPETS))] + SOURCE_IDS)
+def test_a_name_no_scope_of_a_function_binds_resolves_at_module_level_as_libcst_says(text: str) -> None:
+    """``function_locals(...).bound``: every name read in a function's body that it does not list resolves
+    at module level in libcst's analysis of the function alone (the shortcut of
+    :mod:`torchfix_device.facts.names`); a function declaring ``global``/``nonlocal`` gives None."""
+    module = cst.parse_module(text)
+    compared = declared = 0
+    for function in (n for n in traversal.walk(module) if isinstance(n, cst.FunctionDef)):
+        local = scopes.function_locals(function)
+        bound = None if local is None else local.bound
+        declares = any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in traversal.walk(function))
+        assert (bound is None) == declares
+        if bound is None:
+            declared += 1
+            continue
+        scope_map = scopes.scopes_of_function_alone(function)
+        for name in (n for n in traversal.walk(function.body) if isinstance(n, cst.Name) and n.value not in bound):
+            scope = scope_map.get(name)
+            if scope is None or not any(access.node is name for access in scope.accesses[name.value]):
+                continue  # not a read libcst records (an attribute's or keyword's name)
+            assert scopes.resolution_in_function(scope_map, name, name.value) == (scopes.MODULE, set()), name.value
+            compared += 1
+    assert compared or declared or text not in BOUND_SNIPPETS
+
+
+LOCAL_SNIPPETS = [
+    "def f(a, b=1, *args, c, **kw):\n    x = a\n    x += b\n    y: int = x\n    z: str\n    for i, (j, *k) in args:\n        w = i + j\n    with open(c) as fh, g() as [p, q]:\n        pass\n    try:\n        pass\n    except E as err:\n        pass\n    def inner(): return x\n    class K:\n        attr = y\n    return x, y, z, i, j, k, w, fh, p, q, err, inner, K, kw, [x for _ in y], lambda: z\n",
+    "def f(self):\n    self.v = v = 1\n    d[k] = v\n    [v for v in range(3)]\n    return v, k, d\n",
+    "def f():\n    import os\n    (n := 1)\n    del m\n    m = n = q = 2\n    return os, n, m, q\n",
+    "def f(x=(y := 1)):\n    y = 2\n    return y, x\n",
+]
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("text", [*LOCAL_SNIPPETS, *SOURCES], ids=[f"local{i}" for i in range(len(LOCAL_SNIPPETS))] + SOURCE_IDS)
+def test_a_name_only_the_functions_own_scope_binds_resolves_as_libcst_says(text: str) -> None:
+    """``function_locals``: a read in a function's body of a name it lists resolves, in libcst's
+    analysis of the function alone, to exactly the bindings it lists."""
+    module = cst.parse_module(text)
+    compared = 0
+    for function in (n for n in traversal.walk(module) if isinstance(n, cst.FunctionDef)):
+        local = scopes.function_locals(function)
+        if local is None:
+            continue
+        assert set(local.simple) <= local.bound
+        scope_map = scopes.scopes_of_function_alone(function)
+        for name in (n for n in traversal.walk(function.body) if isinstance(n, cst.Name) and n.value in local.simple):
+            scope = scope_map.get(name)
+            if scope is None or not any(access.node is name for access in scope.accesses[name.value]):
+                continue  # not a read libcst records
+            where = scopes.resolution_in_function(scope_map, name, name.value)
+            assert where is not None and where[0] == scopes.LOCAL, name.value
+            assert {id(a.node) for a in where[1]} == {id(n) for n in local.simple[name.value]}, name.value
+            compared += 1
+    assert compared or text not in LOCAL_SNIPPETS

@@ -350,6 +350,10 @@ class Codemod(VisitorBasedCodemodCommand):
         ``nonlocal``. Exact for the names the function and what is inside it bind."""
         return scopes.scopes_of_function_alone(function)
 
+    def function_locals(self, function: cst.FunctionDef) -> "scopes.FunctionLocals | None":
+        """:func:`~torchfix_device.syntax.scopes.function_locals` of ``function``."""
+        return scopes.function_locals(function)
+
     def parent_of(self, node: cst.CSTNode) -> cst.CSTNode | None:  # None for the module
         return self.get_metadata(ParentNodeProvider, node, None)
 

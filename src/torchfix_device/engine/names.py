@@ -94,6 +94,9 @@ class FastNameAnswers:
     def scopes_of_function_alone(self, function: cst.FunctionDef) -> Any:
         return self._memos.function_scopes.get(function, lambda: scopes.scopes_of_function_alone(function))
 
+    def function_locals(self, function: cst.FunctionDef) -> "scopes.FunctionLocals | None":
+        return self._memos.function_locals.get(function, lambda: scopes.function_locals(function))
+
     def local_scope_of(self, target: cst.Name) -> Any:
         function = self.function_stack[-1] if self.function_stack else None  # type: ignore[attr-defined]
         found = self.scopes_of_function_alone(function) if function is not None else None

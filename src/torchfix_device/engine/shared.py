@@ -60,6 +60,8 @@ class SharedWrapper:
         rendered on its own with its indentation in the file, from line 1."""
         self.function_scopes = NodeMemo()
         """Function → libcst's scopes from an analysis of it alone (``scopes_of_function_alone``)."""
+        self.function_locals = NodeMemo()
+        """Function → what its own scope binds (``function_locals``)."""
         self.function_names = NodeMemo()
         """Function → the identifiers spelt as names in it."""
         self.skeletons = NodeMemo()

@@ -8,8 +8,10 @@ answers qualified names from the codemod's own question where it holds (a node i
 being visited, or a module-level node asked ``in_module_scope``), and otherwise, bindings
 included, from smaller analyses (:mod:`torchfix_device.syntax.scopes`), as the engine does:
 
-- in another function: the analysis of its outermost function alone says whether the name is bound
-  there (and by what), else it resolves at module level;
+- in another function: what its outermost function's own scope binds, read off its statements
+  (:func:`~torchfix_device.syntax.scopes.function_locals`: a name nothing in it binds resolves at
+  module level; one only its own scope binds, by plain forms, to those bindings), else libcst's
+  analysis of that function alone says whether the name is bound there (and by what);
 - at module level (outside any class body, lambda or comprehension): the module's own
   statements give the module-level bindings (:mod:`._module_bindings`, checked against the
   analysis of its skeleton with ``TORCHFIX_DEVICE_CHECK_NAMES=1``); a name some function
@@ -26,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
-from libcst.metadata.scope_provider import BuiltinAssignment, ImportAssignment
+from libcst.metadata.scope_provider import Assignment, BuiltinAssignment, ImportAssignment
 
 from torchfix_device.syntax import nodes
 from torchfix_device.syntax import traversal
@@ -57,6 +59,10 @@ class AnyNodeNames:
         self._globals: set[str] | None = None
         self._bound = ModuleBindings({}, set(), True)
         self._outermost: dict[int, tuple[cst.CSTNode | None, bool]] = {}
+        self._in_body: dict[int, bool] = {}
+        """``id`` of a node → it is in the body of the outermost function around it (not in
+        its decorators, defaults or annotations, evaluated outside it), where libcst's scope
+        analysis records a scope for it (not an attribute's name, a keyword, an import)."""
 
     def _exact_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
         """libcst's answer: the codemod's for its own module (the engine's by parts where they tell,
@@ -115,6 +121,11 @@ class AnyNodeNames:
     def _fast_bindings(self, name: str, node: cst.CSTNode) -> set[Any] | None:
         outermost, inside = self._outermost_scope(node)
         if isinstance(outermost, cst.FunctionDef):
+            local = self.codemod.function_locals(outermost) if self._in_body[id(node)] else None
+            if local is not None and name not in local.bound:
+                return self._module_bindings(name)  # nothing in it binds the name: what its analysis says
+            if local is not None and name in local.simple:  # its own scope alone binds it: its analysis's answer
+                return {Assignment(name, None, bound, 0) for bound in local.simple[name]}  # type: ignore[arg-type]
             where = scopes.resolution_in_function(self.codemod.scopes_of_function_alone(outermost), node, name)
             if where is None:
                 return None
@@ -145,18 +156,32 @@ class AnyNodeNames:
         if known is not None:
             return known
         outermost: cst.CSTNode | None = None
-        inside = False
+        inside = in_body = False
+        visited = True
         child, above = node, self.parent(node)
         while above is not None:
+            visited = visited and _scope_visits(above, child)
             if isinstance(above, cst.FunctionDef):
-                outermost, inside = above, False
+                outermost, inside, in_body = above, False, child is above.body
             elif isinstance(above, cst.ClassDef) and child is not above.body:
                 pass  # a base, keyword or decorator: evaluated in the scope around the class
             elif isinstance(above, SCOPES):
                 inside = True
             child, above = above, self.parent(above)
         found = self._outermost[id(node)] = (outermost, inside and outermost is None)
+        self._in_body[id(node)] = in_body and visited
         return found
+
+
+def _scope_visits(above: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """libcst's scope analysis visits ``child`` of ``above``, so records a scope for it."""
+    if isinstance(above, (cst.Attribute, cst.Arg)):
+        return child is above.value
+    if isinstance(above, (cst.FunctionDef, cst.ClassDef)):
+        return child is not above.name
+    if isinstance(above, cst.Param):
+        return child is above.default or child is above.annotation
+    return not isinstance(above, (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal))
 
 
 def _import_names(binding: Any, spelt: str) -> set[str]:

@@ -57,9 +57,11 @@ class CachedResult(NamedTuple):
     suppressed: tuple[Finding, ...]
     marks: Marks
     """The file's ``@generated``/skip-file comments: whether a run skips it needs no tokenizing."""
+    problems: tuple[str, ...] = ()
+    """A notebook's cells left as they are, and why (``TransformOutput.problems``)."""
 
 
-FORMAT = "4"
+FORMAT = "5"
 
 
 @lru_cache(maxsize=1)
@@ -171,9 +173,11 @@ class ResultCache:
         notes: Sequence[str],
         suppressed: Sequence[Finding],
         marks: Marks,
+        problems: Sequence[str] = (),
     ) -> None:
         """Keep a transform's result (``new_text`` None when unchanged) for a file holding
-        ``raw``, with the file's :class:`~torchfix_device.files.selection.Marks`."""
+        ``raw``, with the file's :class:`~torchfix_device.files.selection.Marks` (and, for a
+        notebook, the cells it left as they are: ``problems``)."""
         if not self._usable:
             return
         key = self.key(raw)
@@ -184,6 +188,7 @@ class ResultCache:
             "notes": list(notes),
             "suppressed": [asdict(f) for f in suppressed],
             "marks": [marks.generated_line, marks.skip_file],
+            "problems": list(problems),
         }
         data = {"format": FORMAT, "version": __version__, "key": key, "result": result, "checksum": _checksum(key, result)}
         try:
@@ -231,9 +236,10 @@ def _validated(data: object, key: str) -> CachedResult:
     assert isinstance(data, dict)
     result = data["result"]
     _check(data["key"] == key and isinstance(result, dict) and data["checksum"] == _checksum(key, result))
-    text, notes, marks = result["text"], result["notes"], result["marks"]
+    text, notes, marks, problems = result["text"], result["notes"], result["marks"], result["problems"]
     _check(text is None or isinstance(text, str))
     _check(isinstance(notes, list) and all(isinstance(n, str) for n in notes))
+    _check(isinstance(problems, list) and all(isinstance(p, str) for p in problems))
     _check(isinstance(marks, list) and len(marks) == 2 and type(marks[1]) is bool)
     _check(marks[0] is None or (type(marks[0]) is int and marks[0] > 0))
     _check(isinstance(result["findings"], list) and isinstance(result["suppressed"], list))
@@ -243,4 +249,5 @@ def _validated(data: object, key: str) -> CachedResult:
         list(notes),
         tuple(_finding(f) for f in result["suppressed"]),
         Marks(marks[0], marks[1]),
+        tuple(problems),
     )

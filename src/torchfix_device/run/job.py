@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import gc
 import io
+import json
 import os
 import tokenize
 import warnings
@@ -59,11 +60,13 @@ def process_file(
     writing).
     """
     codemods, cache = _for_this_file(path, codemods, options or DEFAULT_OPTIONS, cache)
-    if cached_only and (cache is None or path.suffix == ".ipynb"):
+    if cached_only and cache is None:
         return None
-    if source is None and path.suffix == ".ipynb":
-        return process_notebook(path, codemods, options=options, root=root)
     options = options or DEFAULT_OPTIONS
+    if cache is not None:
+        cache = _keyed_by_run_facts(cache, path, options)
+    if source is None and path.suffix == ".ipynb":
+        return process_notebook(path, codemods, options=options, root=root, cache=cache, cached_only=cached_only)
     shown = shown or display_path(path)
     if source is None:
         try:
@@ -86,17 +89,6 @@ def process_file(
             where = f"line {exc.line}: " if exc.line else ""
             return FileResult(path, shown, "failed", error=f"{where}{exc.message}")
     hit, marks = None, None
-    stars = options.star_imports.of(path) if options.star_imports else None
-    if cache is not None and stars is not None:
-        cache = cache.for_stars(stars.digest)
-    if cache is not None:
-        own = options.own_move_classes_of(str(path))
-        cache = cache.for_classes(own, options.known_classes_of(str(path)), own & options.cuda_taking_nothing)
-    attributes = options.project_attributes.of(path) if options.project_attributes else None
-    if cache is not None and attributes is not None:
-        cache = cache.for_run_facts("attributes", attributes.digest)
-    if cache is not None and str(path) not in options.unimported:  # the answer of most files unsalted
-        cache = cache.for_run_facts("imported", "1")
     if cache is not None:  # the marks are kept with the result, so read them once
         hit = _compiling(cache.get(source.raw), str(path))
         if hit is None and cached_only:
@@ -132,6 +124,23 @@ def process_file(
     return result
 
 
+def _keyed_by_run_facts(cache: "ResultCache", path: Path, options: RunOptions) -> "ResultCache":
+    """``cache`` with entries keyed by what the run's other files tell about ``path`` too: what
+    its star imports bind, the classes with their own moves it reaches, the project's attributes
+    and functions it imports, whether some file of the run imports it."""
+    stars = options.star_imports.of(path) if options.star_imports else None
+    if stars is not None:
+        cache = cache.for_stars(stars.digest)
+    own = options.own_move_classes_of(str(path))
+    cache = cache.for_classes(own, options.known_classes_of(str(path)), own & options.cuda_taking_nothing)
+    attributes = options.project_attributes.of(path) if options.project_attributes else None
+    if attributes is not None:
+        cache = cache.for_run_facts("attributes", attributes.digest)
+    if str(path) not in options.unimported:  # the answer of most files unsalted
+        cache = cache.for_run_facts("imported", "1")
+    return cache
+
+
 def _for_this_file(
     path: Path, codemods: Sequence["CodemodRef | type[Codemod]"], options: RunOptions, cache: "ResultCache | None"
 ) -> tuple[Sequence["CodemodRef | type[Codemod]"], "ResultCache | None"]:
@@ -145,9 +154,12 @@ def _for_this_file(
 
 def process_notebook(
     path: Path, codemods: Sequence["CodemodRef | type[Codemod]"], *, options: RunOptions | None = None, root: Path | None = None,
-) -> FileResult:
+    cache: "ResultCache | None" = None, cached_only: bool = False,
+) -> FileResult | None:
     """Read, transform (:mod:`torchfix_device.run.notebook`) and (when ``options.write``) atomically
-    replace one notebook. Never raises."""
+    replace one notebook. Never raises. ``cache`` (keyed for this file): its result when it
+    holds one for these bytes, else the transform's is kept there; ``cached_only``: None
+    instead of a transform when it holds none."""
     options = options or DEFAULT_OPTIONS
     shown = display_path(path)
     try:
@@ -158,6 +170,15 @@ def process_notebook(
         return FileResult(path, shown, "failed", error=f"{exc.strerror}; not read")
     except OSError as exc:
         return FileResult(path, shown, "failed", error=f"cannot read: {exc.strerror or exc}")
+    if cache is not None:
+        cache = cache.for_run_facts("notebook", "1")
+        hit = _notebook_hit(cache.get(raw))
+        if hit is not None:
+            source = SourceFile(path=path, raw=raw, text=raw.decode("utf-8"), encoding="utf-8", bom=False, root=root, folder=folder)
+            output = TransformOutput(source.text if hit.new_text is None else hit.new_text, hit.findings, hit.notes, problems=hit.problems)
+            return _notebook_result(output, path, shown, source, options, cached=True)
+        if cached_only:
+            return None
     from torchfix_device.run import notebook  # libcst, and nbformat
 
     try:
@@ -168,7 +189,7 @@ def process_notebook(
     if not notebook.is_python_notebook(nb):
         return FileResult(path, shown, "skipped", error="not a Python notebook (its kernel language is not Python)", source=source)
     try:
-        with budget.enforced(options.file_time_limit, options.file_memory_limit):
+        with collecting_cycles_after(), budget.enforced(options.file_time_limit, options.file_memory_limit):
             output = notebook.transform_notebook(
                 nb, source.text, codemods, filename=str(path), options=options
             )
@@ -178,8 +199,29 @@ def process_notebook(
         return FileResult(path, shown, "failed", error=str(exc), source=source)
     except Exception as exc:  # a codemod bug must not stop the other files
         return failure_result(exc, path, shown, source)
+    if cache is not None:
+        new_text = None if output.text == source.text else output.text
+        cache.put(raw, new_text, output.findings, output.notes, (), file_selection.Marks(None, False), output.problems)
+    return _notebook_result(output, path, shown, source, options, cached=False)
+
+
+def _notebook_hit(hit: "CachedResult | None") -> "CachedResult | None":
+    """``hit`` if its rewrite (if any) reads as a notebook's JSON, as a fresh rewrite does; else
+    None (a miss: the notebook is transformed again)."""
+    if hit is None or hit.new_text is None:
+        return hit
+    try:
+        data = json.loads(hit.new_text, strict=False)
+    except ValueError:
+        return None
+    return hit if isinstance(data, dict) and isinstance(data.get("cells"), list) else None
+
+
+def _notebook_result(output: TransformOutput, path: Path, shown: str, source: SourceFile, options: RunOptions, *, cached: bool) -> FileResult:
+    """The result of a notebook's transform (written when ``options.write`` and it changes)."""
     result = FileResult(
-        path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes, problems=list(output.problems)
+        path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes, problems=list(output.problems),
+        cached=cached,
     )
     if output.text == source.text:
         return result

@@ -20,7 +20,7 @@ The answers are libcst's own objects (``Assignment``), their nodes those of the 
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ScopeProvider
@@ -39,6 +39,109 @@ def scopes_of_function_alone(function: cst.FunctionDef) -> Mapping[cst.CSTNode, 
     if any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in traversal.walk_statements(function)):
         return None
     return MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True).resolve(ScopeProvider)
+
+
+_TARGETS = {
+    cst.AssignTarget: "target", cst.AnnAssign: "target", cst.AugAssign: "target", cst.For: "target",
+    cst.CompFor: "target", cst.NamedExpr: "target", cst.AsName: "name", cst.Del: "target", cst.MatchCase: "pattern",
+}
+"""Where a statement or expression binds names: every name under that field (a generous
+superset: ``a.b = 1`` lists ``a``, which binds nothing)."""
+_BINDING_WHOLE = tuple(c for c in (cst.Import, cst.ImportFrom, getattr(cst, "TypeParam", None), getattr(cst, "TypeAlias", None)) if c)
+
+
+def _bound_under(node: cst.CSTNode) -> set[str] | None:
+    """A superset of the names bound under ``node`` (its parameters, targets, imports, nested
+    definitions, comprehension and ``match`` targets: every name spelt in a target, ``a.b = 1``
+    lists ``a``); None when a ``global`` or ``nonlocal`` is there."""
+    found: set[str] = set()
+    for inner in traversal.walk(node):
+        kind = type(inner)
+        if kind is cst.Name or kind in (cst.Attribute, cst.Call, cst.Arg):
+            continue
+        if kind in (cst.Global, cst.Nonlocal):
+            return None
+        field = _TARGETS.get(kind)
+        if field is not None:
+            found.update(n.value for n in traversal.walk(getattr(inner, field)) if isinstance(n, cst.Name))
+        elif kind is cst.Param or kind is cst.FunctionDef or kind is cst.ClassDef:
+            found.add(inner.name.value)
+        elif isinstance(inner, _BINDING_WHOLE):
+            found.update(n.value for n in traversal.walk(inner) if isinstance(n, cst.Name))
+    return found
+
+
+class FunctionLocals(NamedTuple):
+    """What a function's own scope binds, as libcst's analysis of the function alone records it."""
+
+    bound: frozenset[str]
+    """A superset of the names some scope inside the function binds, its own name included: a
+    name outside it, read in its body, resolves at module level as libcst's analysis of the
+    function alone says."""
+    simple: dict[str, tuple[cst.CSTNode, ...]]
+    """Name → the nodes of its bindings (libcst's ``Assignment.node``: the target ``Name``, the
+    ``Param``, the nested ``FunctionDef``/``ClassDef``), for a name the function's own scope binds
+    and nothing else inside it does, by the forms read here only (assignments, augmented and
+    annotated ones, ``for`` and ``with``/``except ... as`` targets, parameters, nested
+    definitions): a name read anywhere in its body resolves to exactly these."""
+
+
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_OTHER_FORMS = (cst.Import, cst.ImportFrom, cst.Del, cst.NamedExpr, cst.MatchCase, *_BINDING_WHOLE)
+"""Bindings left to libcst's analysis (its walrus in a comprehension binds there, for one)."""
+
+
+def function_locals(function: cst.FunctionDef) -> FunctionLocals | None:
+    """The :class:`FunctionLocals` of ``function``; None when it declares names ``global`` or
+    ``nonlocal`` (they reach outside it)."""
+    simple: dict[str, list[cst.CSTNode]] = {}
+    other: set[str] = set()
+    params = function.params
+    parts: list[cst.CSTNode | None] = [*function.decorators, function.returns]
+    for param in (*params.posonly_params, *params.params, params.star_arg, *params.kwonly_params, params.star_kwarg):
+        if isinstance(param, cst.Param):
+            simple.setdefault(param.name.value, []).append(param)
+            parts += [param.default, param.annotation]
+    outside = [_bound_under(part) for part in parts if part is not None]
+    if any(b is None for b in outside):
+        return None
+    other.update(*outside)  # a walrus in a default binds around the function: left to libcst
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Global or kind is cst.Nonlocal:
+            return None
+        if isinstance(node, _NESTED) or isinstance(node, _OTHER_FORMS):
+            named = kind is cst.FunctionDef or kind is cst.ClassDef
+            inner = [_bound_under(child) for child in traversal.children(node)] if named else [_bound_under(node)]
+            if any(b is None for b in inner):
+                return None
+            other.update(*inner)
+            if named:
+                simple.setdefault(node.name.value, []).append(node)
+            continue
+        if kind is cst.AssignTarget or kind is cst.AnnAssign or kind is cst.AugAssign or kind is cst.For:
+            _stores(node.target, simple, other)
+        elif kind is cst.AsName:
+            _stores(node.name, simple, other)
+        stack.extend(traversal.children(node))
+    bound = frozenset({function.name.value, *simple, *other})
+    return FunctionLocals(bound, {k: tuple(v) for k, v in simple.items() if k not in other})
+
+
+def _stores(target: cst.CSTNode, simple: dict[str, list[cst.CSTNode]], other: set[str]) -> None:
+    """The names a target binds (libcst's ``STORE`` context: the target itself, or inside a
+    tuple, list or starred element); an attribute or subscript binds none."""
+    if isinstance(target, cst.Name):
+        simple.setdefault(target.value, []).append(target)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _stores(element.value, simple, other)
+    elif isinstance(target, cst.StarredElement):
+        _stores(target.value, simple, other)
+    elif not isinstance(target, (cst.Attribute, cst.Subscript)):
+        other.update(n.value for n in traversal.walk(target) if isinstance(n, cst.Name))
 
 
 def resolution_in_function(
