@@ -207,27 +207,34 @@ BOUND_SNIPPETS = [
 ]
 
 
+def _reads_in_functions(text: str):
+    """(function, its ``function_locals``, a read libcst records in its body, libcst's analysis of
+    the function alone) for every function of ``text``; the function's ``function_locals`` is
+    None (and no read is given) where it declares ``global`` or ``nonlocal``, checked here."""
+    module = cst.parse_module(text)
+    for function in (n for n in traversal.walk(module) if isinstance(n, cst.FunctionDef)):
+        local = scopes.function_locals(function)
+        assert (local is None) == any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in traversal.walk(function))
+        if local is None:
+            yield function, None, None, None
+            continue
+        scope_map = scopes.scopes_of_function_alone(function)
+        for name in (n for n in traversal.walk(function.body) if isinstance(n, cst.Name)):
+            scope = scope_map.get(name)
+            if scope is not None and any(access.node is name for access in scope.accesses[name.value]):
+                yield function, local, name, scope_map  # not an attribute's or keyword's name
+
+
 @pytest.mark.sweep
 @pytest.mark.parametrize("text", [*BOUND_SNIPPETS, *SOURCES], ids=[f"bound{i}" for i in range(len(BOUND_SNIPPETS))] + SOURCE_IDS)
 def test_a_name_no_scope_of_a_function_binds_resolves_at_module_level_as_libcst_says(text: str) -> None:
-    """``function_locals(...).bound``: every name read in a function's body that it does not list resolves
-    at module level in libcst's analysis of the function alone (the shortcut of
-    :mod:`torchfix_device.facts.names`); a function declaring ``global``/``nonlocal`` gives None."""
-    module = cst.parse_module(text)
+    """``function_locals(...).bound``: every name read in a function's body that it does not list
+    resolves at module level in libcst's analysis of the function alone (the shortcut of
+    :mod:`torchfix_device.facts.names`)."""
     compared = declared = 0
-    for function in (n for n in traversal.walk(module) if isinstance(n, cst.FunctionDef)):
-        local = scopes.function_locals(function)
-        bound = None if local is None else local.bound
-        declares = any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in traversal.walk(function))
-        assert (bound is None) == declares
-        if bound is None:
-            declared += 1
-            continue
-        scope_map = scopes.scopes_of_function_alone(function)
-        for name in (n for n in traversal.walk(function.body) if isinstance(n, cst.Name) and n.value not in bound):
-            scope = scope_map.get(name)
-            if scope is None or not any(access.node is name for access in scope.accesses[name.value]):
-                continue  # not a read libcst records (an attribute's or keyword's name)
+    for _, local, name, scope_map in _reads_in_functions(text):
+        declared += local is None
+        if local is not None and name.value not in local.bound:
             assert scopes.resolution_in_function(scope_map, name, name.value) == (scopes.MODULE, set()), name.value
             compared += 1
     assert compared or declared or text not in BOUND_SNIPPETS
@@ -246,20 +253,13 @@ LOCAL_SNIPPETS = [
 def test_a_name_only_the_functions_own_scope_binds_resolves_as_libcst_says(text: str) -> None:
     """``function_locals``: a read in a function's body of a name it lists resolves, in libcst's
     analysis of the function alone, to exactly the bindings it lists."""
-    module = cst.parse_module(text)
     compared = 0
-    for function in (n for n in traversal.walk(module) if isinstance(n, cst.FunctionDef)):
-        local = scopes.function_locals(function)
-        if local is None:
+    for _, local, name, scope_map in _reads_in_functions(text):
+        if local is None or name.value not in local.simple:
             continue
         assert set(local.simple) <= local.bound
-        scope_map = scopes.scopes_of_function_alone(function)
-        for name in (n for n in traversal.walk(function.body) if isinstance(n, cst.Name) and n.value in local.simple):
-            scope = scope_map.get(name)
-            if scope is None or not any(access.node is name for access in scope.accesses[name.value]):
-                continue  # not a read libcst records
-            where = scopes.resolution_in_function(scope_map, name, name.value)
-            assert where is not None and where[0] == scopes.LOCAL, name.value
-            assert {id(a.node) for a in where[1]} == {id(n) for n in local.simple[name.value]}, name.value
-            compared += 1
+        where = scopes.resolution_in_function(scope_map, name, name.value)
+        assert where is not None and where[0] == scopes.LOCAL, name.value
+        assert {id(a.node) for a in where[1]} == {id(n) for n in local.simple[name.value]}, name.value
+        compared += 1
     assert compared or text not in LOCAL_SNIPPETS
