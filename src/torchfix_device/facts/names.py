@@ -58,11 +58,7 @@ class AnyNodeNames:
         """A fact of the tree alone, shared by every codemod that asks it of this tree."""
         self._globals: set[str] | None = None
         self._bound = ModuleBindings({}, set(), True)
-        self._outermost: dict[int, tuple[cst.CSTNode | None, bool]] = {}
-        self._in_body: dict[int, bool] = {}
-        """``id`` of a node → it is in the body of the outermost function around it (not in
-        its decorators, defaults or annotations, evaluated outside it), where libcst's scope
-        analysis records a scope for it (not an attribute's name, a keyword, an import)."""
+        self._outermost: dict[int, tuple[cst.CSTNode | None, bool, bool]] = {}
 
     def _exact_bindings(self, name: str, node: cst.CSTNode) -> set[Any]:
         """libcst's answer: the codemod's for its own module (the engine's by parts where they tell,
@@ -99,7 +95,7 @@ class AnyNodeNames:
         spelt = nodes.dotted_name(node)  # a name or a chain of attributes of one
         if spelt is None:
             return set()
-        outermost, inside = self._outermost_scope(node)
+        outermost, inside, _ = self._outermost_scope(node)
         if self._visited(outermost):
             return self.codemod.qualified_names(node, ending_in=ending_in)
         if outermost is None and not inside:
@@ -119,13 +115,14 @@ class AnyNodeNames:
         return star_names.widened(self.codemod.star_imports, node, answer, self.bindings)
 
     def _fast_bindings(self, name: str, node: cst.CSTNode) -> set[Any] | None:
-        outermost, inside = self._outermost_scope(node)
+        outermost, inside, in_body = self._outermost_scope(node)
         if isinstance(outermost, cst.FunctionDef):
-            local = self.codemod.function_locals(outermost) if self._in_body[id(node)] else None
+            local = self.codemod.function_locals(outermost) if in_body else None
             if local is not None and name not in local.bound:
                 return self._module_bindings(name)  # nothing in it binds the name: what its analysis says
-            if local is not None and name in local.simple:  # its own scope alone binds it: its analysis's answer
-                return {Assignment(name, None, bound, 0) for bound in local.simple[name]}  # type: ignore[arg-type]
+            if local is not None and name in local.simple:  # its own scope alone binds it: its analysis's
+                # answer (no scope object: the consumers only ask whether a binding's is the global one)
+                return {Assignment(name, None, binding, 0) for binding in local.simple[name]}  # type: ignore[arg-type]
             where = scopes.resolution_in_function(self.codemod.scopes_of_function_alone(outermost), node, name)
             if where is None:
                 return None
@@ -149,9 +146,12 @@ class AnyNodeNames:
             assert {id(b.node) for b in found} == {id(a.node) for a in exact if hasattr(a, "node")}, name
         return found
 
-    def _outermost_scope(self, node: cst.CSTNode) -> tuple[cst.CSTNode | None, bool]:
-        """The outermost function around ``node`` (None at module level), and whether some
-        other scope (class body, lambda, comprehension) is around it outside any function."""
+    def _outermost_scope(self, node: cst.CSTNode) -> tuple[cst.CSTNode | None, bool, bool]:
+        """The outermost function around ``node`` (None at module level), whether some other
+        scope (class body, lambda, comprehension) is around it outside any function, and whether
+        it is in that function's body (not its decorators, defaults or annotations, evaluated
+        outside it) where libcst's scope analysis records a scope for it (not an attribute's
+        name, a keyword, an import)."""
         known = self._outermost.get(id(node))
         if known is not None:
             return known
@@ -168,8 +168,7 @@ class AnyNodeNames:
             elif isinstance(above, SCOPES):
                 inside = True
             child, above = above, self.parent(above)
-        found = self._outermost[id(node)] = (outermost, inside and outermost is None)
-        self._in_body[id(node)] = in_body and visited
+        found = self._outermost[id(node)] = (outermost, inside and outermost is None, in_body and visited)
         return found
 
 

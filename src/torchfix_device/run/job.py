@@ -30,7 +30,7 @@ from torchfix_device.files import selection as file_selection
 from torchfix_device.files.selection import MAX_FILE_BYTES, display_path
 from torchfix_device.files.sources import SourceError, SourceFile, WriteError, atomic_replace, read_source
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions, ignored_codes
-from torchfix_device.files.safe_paths import FolderReplaced, NotRegularFile, read_regular
+from torchfix_device.files.safe_paths import FolderId, FolderReplaced, NotRegularFile, read_regular
 from torchfix_device.results import FileResult, InternalError, TransformOutput
 from torchfix_device.syntax.suppressions import UnusedSuppression, parse_suppressions, unused_suppressions
 
@@ -174,7 +174,7 @@ def process_notebook(
         cache = cache.for_run_facts("notebook", "1")
         hit = _notebook_hit(cache.get(raw))
         if hit is not None:
-            source = SourceFile(path=path, raw=raw, text=raw.decode("utf-8"), encoding="utf-8", bom=False, root=root, folder=folder)
+            source = _notebook_source(path, raw, root, folder)
             output = TransformOutput(source.text if hit.new_text is None else hit.new_text, hit.findings, hit.notes, problems=hit.problems)
             return _notebook_result(output, path, shown, source, options, cached=True)
         if cached_only:
@@ -185,7 +185,7 @@ def process_notebook(
         nb = notebook.read_notebook(raw)
     except notebook.NotebookError as exc:
         return FileResult(path, shown, "failed", error=str(exc))
-    source = SourceFile(path=path, raw=raw, text=raw.decode("utf-8"), encoding="utf-8", bom=False, root=root, folder=folder)
+    source = _notebook_source(path, raw, root, folder)
     if not notebook.is_python_notebook(nb):
         return FileResult(path, shown, "skipped", error="not a Python notebook (its kernel language is not Python)", source=source)
     try:
@@ -203,6 +203,11 @@ def process_notebook(
         new_text = None if output.text == source.text else output.text
         cache.put(raw, new_text, output.findings, output.notes, (), file_selection.Marks(None, False), output.problems)
     return _notebook_result(output, path, shown, source, options, cached=False)
+
+
+def _notebook_source(path: Path, raw: bytes, root: Path | None, folder: "FolderId | None") -> SourceFile:
+    """A notebook's bytes as a :class:`SourceFile` (read as UTF-8, as its JSON is)."""
+    return SourceFile(path=path, raw=raw, text=raw.decode("utf-8"), encoding="utf-8", bom=False, root=root, folder=folder)
 
 
 def _notebook_hit(hit: "CachedResult | None") -> "CachedResult | None":
