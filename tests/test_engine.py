@@ -344,6 +344,52 @@ def test_children_read_from_fields_equal_libcsts_children() -> None:
         assert checked > 50000
 
 
+def test_a_plain_visitor_with_a_per_field_hook_gets_it_called() -> None:
+    """A plain visitor walks without libcst's per-field dispatch only where nothing could
+    answer it: a hook defined on the class, on the instance, or in a batched visitor (a
+    metadata provider's) is called as libcst calls it; one that defines none gets the same
+    node visits."""
+    import libcst as cst
+    from libcst._batched_visitor import _BatchedCSTVisitor
+    from torchfix_device.syntax import visits
+
+    module = cst.parse_module("f(x)\nif y:\n    g(z)\n")
+
+    class OnClass(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def visit_Call_func(self, node: cst.Call) -> None:
+            self.calls.append("func " + cst.Module([]).code_for_node(node.func))
+
+        def leave_If_test(self, node: cst.If) -> None:
+            self.calls.append("test")
+
+    class Plain(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def visit_Name(self, node: cst.Name) -> None:
+            self.names.append(node.value)
+
+    on_class = OnClass()
+    module.visit(on_class)
+    assert on_class.calls == ["func f", "test", "func g"]
+    on_instance, seen = Plain(), []
+    on_instance.visit_Call_args = lambda node: seen.append(len(node.args))  # type: ignore[attr-defined]
+    module.visit(on_instance)
+    assert seen == [1, 1] and on_instance.names == ["f", "x", "y", "g", "z"]
+    plain = Plain()
+    assert not visits._has_field_hooks(plain)
+    module.visit(plain)
+    assert plain.names == ["f", "x", "y", "g", "z"]
+    batched: list[str] = []
+    visitor = _BatchedCSTVisitor({"visit_Call_func": [lambda node: batched.append("func")]})
+    assert visits._has_field_hooks(visitor) and not visits._has_field_hooks(_BatchedCSTVisitor({"visit_Name": []}))
+    module.visit(visitor)
+    assert batched == ["func", "func"]
+
+
 def test_a_codemod_with_a_per_field_hook_gets_it_called() -> None:
     """Codemods without ``visit_<Node>_<field>`` hooks skip libcst's per-field dispatch; one
     that defines such a hook still has it called, in libcst's order."""

@@ -394,3 +394,34 @@ def test_match_captures_read_from_libcst_equal_cpythons() -> None:
         elif isinstance(node, ast.MatchMapping) and node.rest:
             expected.add(node.rest)
     assert fast_names._match_captures(cst.parse_module(code)) == expected == {"a", "rest", "b", "kw", "q", "s", "p", "t", "v"}
+
+
+def test_check_mode_agrees_on_import_names_next_to_star_imports_and_loop_targets(tmp_path) -> None:
+    """Two places where only the checking mode used to fail (an internal error naming ``torch``
+    or ``data``), with the same findings as a normal run: the dotted name of an import in a
+    file with a star import (``torch.utils`` in ``from torch.utils.data import ...`` is no
+    read a star import could bind) and a loop target named like an imported package (``from
+    data.loader import ...`` reads no ``data``)."""
+    from conftest import run_cli
+
+    (tmp_path / "models.py").write_text("import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n")
+    (tmp_path / "train.py").write_text(
+        "from torch.utils.data import DataLoader\nfrom models import *\nimport os.path\nimport torch\n\n"
+        "x = torch.cuda.FloatTensor(3)\nprint(os.path.join('a', 'b'), DataLoader, Net)\n"
+    )
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "__init__.py").write_text("")
+    (tmp_path / "data" / "loader.py").write_text("from torch.utils.data import DataLoader\n\n\nclass AudioLoader(DataLoader):\n    pass\n")
+    (tmp_path / "test.py").write_text(
+        "from data.loader import AudioLoader\nimport torch\n\nif __name__ == '__main__':\n"
+        "    loader = AudioLoader([(torch.zeros(2), torch.ones(2))], batch_size=None)\n"
+        "    for i, (data) in enumerate(loader):\n        inputs, sizes = data\n"
+        "        print(inputs.cuda().sum(), sizes.numpy())\n"
+    )
+    normal = run_cli("check", "--no-cache", ".", cwd=tmp_path)
+    checked = run_cli("check", "--no-cache", ".", cwd=tmp_path, env={"TORCHFIX_DEVICE_CHECK_NAMES": "1"})
+    assert "internal error" not in checked.stdout.decode() + checked.stderr.decode()
+    found = normal.stdout.decode().splitlines()
+    assert any(line.startswith("train.py:6:") for line in found) and any(line.startswith("test.py:8:") for line in found)
+    assert checked.stdout.decode().splitlines() == found
+    assert checked.returncode == normal.returncode == 1

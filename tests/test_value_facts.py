@@ -475,6 +475,24 @@ def test_the_syntax_of_a_tree_is_computed_once_for_every_codemod_that_visits_it(
     assert first.assigned_names() == other.assigned_names() == frozenset({"x"})
 
 
+def test_names_spelt_in_imports_are_no_reads() -> None:
+    """An import's dotted names and the names it binds are no reads: ``from data.loader import
+    X`` does not read a loop's ``data``, ``import os.path`` does not read ``os``."""
+    import types
+
+    tree = cst.parse_module(
+        "import os.path\nfrom data.loader import Loader as L, batches\n"
+        "for i, (data) in enumerate(L()):\n    os.path.join(data, batches)\n"
+    )
+    values = facts_values.of(types.SimpleNamespace(visited_module=tree))
+    reads = values.name_reads(tree)
+    loop = tree.body[2]
+    body_call = loop.body.body[0].body[0].value
+    assert [r is body_call.args[0].value for r in reads["data"]] == [False, True]  # the loop target, then the read
+    assert reads["os"] == [body_call.func.value.value] and reads["batches"] == [body_call.args[1].value]
+    assert "L" in reads and "Loader" not in reads and "loader" not in reads
+
+
 def test_a_function_defined_in_another_reads_its_names_and_its_self() -> None:
     """A closure's read of a name of the function around it may see any binding of it there
     (the closure may run after each); ``self`` of the method around it is the method's, unless

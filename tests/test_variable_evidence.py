@@ -767,6 +767,21 @@ def test_module_bindings_are_libcsts(source: str) -> None:
             assert bindings[0].qualified_names_for(spelt) == {q.name for q in theirs[0].get_qualified_names_for(spelt)}, name
 
 
+@pytest.mark.parametrize("source", MODULE_SOURCES)
+def test_module_bindings_skip_the_walrus_search_only_where_no_walrus_is_spelt(source: str) -> None:
+    """Told the code spells no ``:=``, the search for walrus targets is skipped: the same
+    answer wherever that is so; where a walrus is spelt the search finds its targets."""
+    from torchfix_device.syntax.module_bindings import module_bindings
+
+    module = cst.parse_module(source)
+    full, skipped = module_bindings(module), module_bindings(module, walruses=False)
+    describe = lambda found: ({k: [id(b.node) for b in v] for k, v in found.by_name.items()}, found.unknown)  # noqa: E731
+    if ":=" not in source:
+        assert describe(skipped) == describe(full)
+    else:
+        assert {"n", "m", "p"} & set(full.by_name) and not {"n", "m", "p"} & set(skipped.by_name)
+
+
 def _walk_names(module: cst.Module):
 
     return [n for n in traversal.walk(module) if isinstance(n, cst.Name)]

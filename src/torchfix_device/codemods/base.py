@@ -43,6 +43,7 @@ from torchfix_device.syntax import scopes
 
 from torchfix_device.facts import star_names
 from torchfix_device.facts import values as facts_values
+from torchfix_device.facts.tree import tree_facts
 from torchfix_device.devices.source import DeviceSource
 from torchfix_device.finding import Finding
 from torchfix_device.options import RunOptions
@@ -301,6 +302,15 @@ class Codemod(VisitorBasedCodemodCommand):
             return answer
         return star_names.widened(self.star_imports, node, answer, self._star_where)
 
+    def names_an_import(self, node: cst.CSTNode) -> bool:
+        """``node`` is (part of) the dotted name of an import (``torch.utils`` in ``from
+        torch.utils.data import X``): no read, so no star import's binding competes with it."""
+        parents = tree_facts(self.visited_module).parents
+        above = parents.get(id(node))
+        while isinstance(above, cst.Attribute):
+            above = parents.get(id(above))
+        return isinstance(above, (cst.ImportFrom, cst.ImportAlias))
+
     def star_doubt(self, node: cst.CSTNode, name: str | None = None) -> str | None:
         """Why a star import of the file may bind the first name of ``node`` (or ``name``, read
         where ``node`` is) to something not shown to be what an import names (for a review
@@ -310,6 +320,8 @@ class Codemod(VisitorBasedCodemodCommand):
     def _star_where(self, name: str, node: cst.CSTNode) -> str:
         """Where ``name`` read at ``node`` resolves in the file, which a star import's binding
         competes with (:data:`star_names.Where <torchfix_device.facts.star_names.Where>`)."""
+        if self.names_an_import(node):
+            return star_names.LOCAL  # the import's own name: no star import binds it
         return star_names.where_bound(self.bindings_visible_at(name, node))
 
     def _plain_qualified_names(

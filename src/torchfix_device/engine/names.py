@@ -70,6 +70,8 @@ class FastNameAnswers:
         scope analysis where ``symtable`` tells: nowhere, where no scope of the file binds it
         (``Variable`` that only a star import gives); at module level, wherever ``node`` is,
         where only the module's own statements bind it."""
+        if self.names_an_import(node):  # type: ignore[attr-defined]
+            return star_names.LOCAL  # the import's own name: no star import binds it
         fast = self._fast_names()
         told = None
         if fast is not None and fast.bound_nowhere(name):
@@ -115,6 +117,8 @@ class FastNameAnswers:
 
     def parent_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         found = self._statement_parents().get(id(node))
+        if found is None:  # elsewhere in the module: the whole tree's parents, shared
+            found = tree_facts(self.visited_module).parents.get(id(node))  # type: ignore[attr-defined]
         if found is None or CHECK_FAST_NAMES:
             whole = super().parent_of(node)  # type: ignore[misc]
             assert found is None or found is whole

@@ -132,11 +132,16 @@ class AnyNodeNames:
             return None  # a class body, lambda or comprehension at module level
         return self._module_bindings(name)
 
+    def _may_hold_walruses(self) -> bool:
+        """False where the code of the module visited spells no ``:=`` (its walk for them is skipped)."""
+        code = getattr(self.codemod, "source_code", None) if self.module is self.codemod.visited_module else None
+        return not isinstance(code, str) or ":=" in code
+
     def _module_bindings(self, name: str) -> set[Any] | None:
         if self._globals is None:
             self._globals, self._bound = self.tree_facet("module bindings", lambda: (
                 {n.value for g in traversal.walk_statements(self.module) if isinstance(g, cst.Global) for n in (a.name for a in g.names)},
-                module_bindings(self.module),
+                module_bindings(self.module, walruses=self._may_hold_walruses()),
             ))
         if name in self._globals or self._bound.everything_unknown or name in self._bound.unknown:
             return None  # a function may bind it, or a form only libcst's analysis follows

@@ -221,25 +221,33 @@ def stored_from_outside(source: str | bytes) -> frozenset[str]:
     if tree is None:
         return frozenset({EVERY_ATTRIBUTE})
     found: set[str] = set()
-    selves: set[int] = set()
-    for cls in ast.walk(tree):
-        if not isinstance(cls, ast.ClassDef):
-            continue
-        for method in cls.body:  # a method's first parameter, not any function's
-            arguments = method.args.posonlyargs + method.args.args if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
-            if arguments and not any(_dotted(d) in ("staticmethod", "classmethod") for d in method.decorator_list):
-                for inner in ast.walk(method):
-                    if isinstance(inner, ast.Name) and inner.id == arguments[0].arg:
-                        selves.add(id(inner))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and id(node.value) not in selves:
-            found.add(node.attr)
+    # One walk; with each node, the first parameters of the methods around it (a name spelt so
+    # anywhere inside a method, nested functions included, is that method's receiver)
+    stack: list[tuple[ast.AST, frozenset[str]]] = [(tree, frozenset())]
+    while stack:
+        node, selves = stack.pop()
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if not (isinstance(node.value, ast.Name) and node.value.id in selves):
+                found.add(node.attr)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and len(node.args) >= 2:
-            if id(node.args[0]) in selves:
-                continue  # a class's own setattr: its class has no table
-            name = node.args[1]
-            found.add(name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else EVERY_ATTRIBUTE)
+            receiver, name = node.args[0], node.args[1]
+            if not (isinstance(receiver, ast.Name) and receiver.id in selves):  # a class's own setattr: no table
+                found.add(name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else EVERY_ATTRIBUTE)
+        methods = _receivers(node) if isinstance(node, ast.ClassDef) else {}
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, selves | {methods[id(child)]} if id(child) in methods else selves))
     return frozenset(found)
+
+
+def _receivers(cls: ast.ClassDef) -> dict[int, str]:
+    """The methods of ``cls`` (by ``id``) that take a receiver, with its name: the first parameter
+    of a function of the class's own body, not a static or class method."""
+    found = {}
+    for method in cls.body:
+        arguments = method.args.posonlyargs + method.args.args if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+        if arguments and not any(_dotted(d) in ("staticmethod", "classmethod") for d in method.decorator_list):
+            found[id(method)] = arguments[0].arg
+    return found
 
 
 # -- the run -------------------------------------------------------------------------------

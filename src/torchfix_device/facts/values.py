@@ -345,20 +345,21 @@ class ModuleValues:
                 yield None
 
     def name_reads(self, scope: cst.CSTNode) -> dict[str, list[cst.Name]]:
-        """Every ``Name`` under ``scope`` that is not an attribute's or a keyword's name, by its
-        name (memoised per scope): the places a name may be read."""
+        """Every ``Name`` under ``scope`` that is not an attribute's or a keyword's name nor in an
+        import (``from data.loader import X`` reads no ``data``), by its name (memoised per scope):
+        the places a name may be read."""
         memo = self.tree_facet("name reads", dict)
         known = memo.get(id(scope))
         if known is None:
-            known = {}
-            for node in traversal.walk(scope):
+            known, stack = {}, [scope]
+            while stack:
+                node = stack.pop()
                 if isinstance(node, cst.Name):
                     above = self.parent(node)
-                    if isinstance(above, cst.Attribute) and above.attr is node:
-                        continue
-                    if isinstance(above, cst.Arg) and above.keyword is node:
-                        continue
-                    known.setdefault(node.value, []).append(node)
+                    if not (isinstance(above, cst.Attribute) and above.attr is node or isinstance(above, cst.Arg) and above.keyword is node):
+                        known.setdefault(node.value, []).append(node)
+                elif not isinstance(node, (cst.Import, cst.ImportFrom)):
+                    stack.extend(reversed(traversal.children(node)))
             memo[id(scope)] = known
         return known
 

@@ -51,49 +51,51 @@ class ModuleBindings:
     everything_unknown: bool
 
 
-def module_bindings(module: cst.Module) -> ModuleBindings:
-    """Every module-level binding of ``module`` (see the module docstring)."""
+def module_bindings(module: cst.Module, walruses: bool = True) -> ModuleBindings:
+    """Every module-level binding of ``module`` (see the module docstring); ``walruses=False``:
+    the module's code holds no ``:=``, so its expressions are not searched for one."""
     found: dict[str, list[ModuleBinding]] = defaultdict(list)
     unknown: set[str] = set()
+    search = _walrus_targets if walruses else _no_walruses
     for statement in traversal.module_scope_statements(module):
         if isinstance(statement, (cst.Match, cst.TypeAlias)):
             return ModuleBindings({}, set(), True)
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
             found[statement.name.value].append(ModuleBinding(statement.name.value, statement))
-            _walruses(statement.decorators, found, unknown)
+            search(statement.decorators, found, unknown)
             continue
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
                     continue  # libcst records no binding for it (facts.star_names widens the answers)
-                _small(small, found, unknown)
+                _small(small, found, unknown, search)
             continue
         if isinstance(statement, cst.For):
             _targets(statement.target, found)
-            _walruses([statement.iter], found, unknown)
+            search([statement.iter], found, unknown)
         elif isinstance(statement, cst.With):
             for item in statement.items:
-                _walruses([item.item], found, unknown)
+                search([item.item], found, unknown)
                 if item.asname is not None:
                     _targets(item.asname.name, found)
         elif isinstance(statement, (cst.ExceptHandler, cst.ExceptStarHandler)):
             if statement.name is not None:
                 _targets(statement.name.name, found)
             if statement.type is not None:
-                _walruses([statement.type], found, unknown)
+                search([statement.type], found, unknown)
         elif isinstance(statement, (cst.If, cst.While)):
-            _walruses([statement.test], found, unknown)
+            search([statement.test], found, unknown)
     return ModuleBindings(dict(found), unknown, False)
 
 
-def _small(small: cst.BaseSmallStatement, found: dict[str, list[ModuleBinding]], unknown: set[str]) -> None:
+def _small(small: cst.BaseSmallStatement, found: dict[str, list[ModuleBinding]], unknown: set[str], search) -> None:  # noqa: ANN001
     if isinstance(small, cst.Assign):
         for target in small.targets:
             _targets(target.target, found)
-        _walruses([small.value], found, unknown)
+        search([small.value], found, unknown)
     elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
         _targets(small.target, found)
-        _walruses([small.value] if small.value is not None else [], found, unknown)
+        search([small.value] if small.value is not None else [], found, unknown)
     elif isinstance(small, cst.Import):
         for alias in small.names:
             dotted = _nodes.dotted_name(alias.name) or ""
@@ -112,7 +114,7 @@ def _small(small: cst.BaseSmallStatement, found: dict[str, list[ModuleBinding]],
             source = f"{base}.{name}" if base and not base.endswith(".") else f"{base}{name}"
             found[bound].append(ModuleBinding(bound, small, source))
     else:
-        _walruses([small], found, unknown)
+        search([small], found, unknown)
 
 
 def _targets(target: cst.BaseExpression, found: dict[str, list[ModuleBinding]]) -> None:
@@ -125,7 +127,11 @@ def _targets(target: cst.BaseExpression, found: dict[str, list[ModuleBinding]]) 
         _targets(target.value, found)
 
 
-def _walruses(nodes: list, found: dict[str, list[ModuleBinding]], unknown: set[str]) -> None:  # noqa: ANN001
+def _no_walruses(nodes: list, found: dict[str, list[ModuleBinding]], unknown: set[str]) -> None:  # noqa: ANN001
+    """What :func:`_walrus_targets` finds in code that spells no ``:=``: nothing."""
+
+
+def _walrus_targets(nodes: list, found: dict[str, list[ModuleBinding]], unknown: set[str]) -> None:  # noqa: ANN001
     """The walrus targets in ``nodes`` (expressions of the module's scope): bindings, or names
     left unknown where a comprehension holds them (libcst does not put those at module level)."""
     stack = [(n, False) for n in nodes]

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from typing import Any
 
@@ -44,11 +45,19 @@ from libcst._flatten_sentinel import FlattenSentinel
 from libcst._maybe_sentinel import MaybeSentinel
 from libcst._nodes.base import CSTNode, CSTValidationError
 from libcst._removal_sentinel import RemovalSentinel
+from libcst._batched_visitor import _BatchedCSTVisitor
+from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedTransformerFunctions, CSTTypedVisitorFunctions
 from libcst._visitors import CSTVisitor
 
 from torchfix_device.syntax import node_classes  # noqa: F401  (isinstance as plain classes answer it)
 
 _LIBCST_VISIT = CSTNode.visit
+_FIELD_HOOK = re.compile(r"(visit|leave)_[A-Za-z]+_\w+")
+"""The name of a per-field hook (``visit_Call_func``), or of some other method a visitor holds."""
+_LIBCST_DEFAULTS = (CSTTypedBaseFunctions, CSTTypedVisitorFunctions, CSTTypedTransformerFunctions, object)
+"""The classes of libcst's empty default hooks (one for every node and field)."""
+_CLASS_FIELD_HOOKS: dict[type, bool] = {}
+"""Plain visitor class → whether it overrides the per-field hooks or holds such a method."""
 _HELPERS = frozenset({
     "visit_required", "visit_optional", "visit_sentinel", "visit_sequence", "visit_iterable",
     "visit_body_sequence", "visit_body_iterable",
@@ -134,12 +143,30 @@ def _visit(node: CSTNode, visitor: Any) -> Any:
     if fields is None:
         return _LIBCST_VISIT(node, visitor)
     if plain:
-        _walk(node, visitor)
+        _walk(node, visitor, _has_field_hooks(visitor))
         return node
     return _transform(node, fields, visitor)
 
 
-def _walk(node: CSTNode, visitor: CSTVisitor) -> None:
+def _has_field_hooks(visitor: CSTVisitor) -> bool:
+    """Whether a plain visitor's per-field hooks (``on_visit_attribute``) may run anything: a
+    batched visitor (the metadata providers') holding a ``visit_Call_func``-like method, or a
+    visitor that defines one or overrides the hooks themselves. libcst's default hooks only
+    look such a method up by name, for every field of every node."""
+    cls = type(visitor)
+    if cls is _BatchedCSTVisitor:
+        return any(_FIELD_HOOK.fullmatch(name) for name in visitor.visitor_methods)
+    known = _CLASS_FIELD_HOOKS.get(cls)
+    if known is None:
+        known = _CLASS_FIELD_HOOKS[cls] = (
+            cls.on_visit_attribute is not CSTVisitor.on_visit_attribute
+            or cls.on_leave_attribute is not CSTVisitor.on_leave_attribute
+            or any(_FIELD_HOOK.fullmatch(name) for klass in cls.__mro__ if klass not in _LIBCST_DEFAULTS for name in vars(klass))
+        )
+    return known or any(_FIELD_HOOK.fullmatch(name) for name in vars(visitor))
+
+
+def _walk(node: CSTNode, visitor: CSTVisitor, field_hooks: bool = True) -> None:
     cls = type(node)
     fields = _FIELDS[cls] if cls in _FIELDS else fields_of(cls)
     if fields is None:
@@ -150,14 +177,16 @@ def _walk(node: CSTNode, visitor: CSTVisitor) -> None:
             value = getattr(node, name)
             if value is None and skipped_when_none:
                 continue
-            visitor.on_visit_attribute(node, name)
+            if field_hooks:
+                visitor.on_visit_attribute(node, name)
             kind = type(value)
             if kind is tuple or kind is list:
                 for child in value:
-                    _walk(child, visitor)
+                    _walk(child, visitor, field_hooks)
             elif value is not None and kind is not MaybeSentinel:
-                _walk(value, visitor)
-            visitor.on_leave_attribute(node, name)
+                _walk(value, visitor, field_hooks)
+            if field_hooks:
+                visitor.on_leave_attribute(node, name)
     visitor.on_leave(node)
 
 
