@@ -95,6 +95,11 @@ class Codemod(VisitorBasedCodemodCommand):
     ``safe = False`` never marks one finding safe: without ``--unsafe-fixes`` it only reports."""
     triggers: ClassVar[tuple[str, ...]] = ()
     """Substrings of which at least one must occur in a file's text for this codemod to match."""
+    skips_within_statements: ClassVar[bool] = False
+    """True for a codemod whose hooks read and change nothing but the statements holding its
+    ``sites`` (a ``leave_Call`` at the call; nothing gathered from the statements around it):
+    inside a statement holding a site, the engine then skips the statements, at any depth,
+    that hold none, as it skips the top-level statements that hold none."""
     DESCRIPTION: ClassVar[str] = "torchfix-device's base class (not a codemod by itself)"
 
     # Set by whoever runs the codemod (the engine); the defaults suit a run on its own.

@@ -80,6 +80,7 @@ class FactoryWithoutDevice(Codemod):
     """
 
     code = "TFD003"
+    skips_within_statements = True
     name = "factory-without-device"
     summary = "Tensor factories inside nn.Module methods create CPU tensors: pass `device=`"
     safe = True

@@ -101,6 +101,7 @@ class HostTransferWithoutCpu(Codemod):
     """
 
     code = "TFD018"
+    skips_within_statements = True
     name = "host-transfer-without-cpu"
     summary = "`x.numpy()`, `np.array(x)` and plotting fail on a GPU tensor: add `.cpu()` where it may be on the device"
     safe = True

@@ -56,6 +56,7 @@ class IntegerArangeAsFloat(Codemod):
     """
 
     code = "TFD026"
+    skips_within_statements = True
     name = "integer-arange-as-float"
     summary = "`torch.arange` of integers was a float tensor in 0.3 and is int64 since 0.4: add `dtype=torch.float` where floating point is needed"
     safe = True

@@ -66,6 +66,7 @@ class LossTargetShape(Codemod):
     """
 
     code = "TFD024"
+    skips_within_statements = True
     name = "loss-target-shape"
     summary = "An elementwise loss whose target has another shape than its input: 0.3 read both in order, 2.x raises or broadcasts"
     safe = True

@@ -89,6 +89,7 @@ class TorchLoadWithoutMapLocation(Codemod):
     """
 
     code = "TFD005"
+    skips_within_statements = True
     name = "torch-load-without-map-location"
     summary = "`torch.load` without `map_location` fails on machines without the saving device"
     safe = True

@@ -74,6 +74,7 @@ class ViewOfElementwiseResult(Codemod):
     """
 
     code = "TFD025"
+    skips_within_statements = True
     name = "view-of-elementwise-result"
     summary = "`.view` of an elementwise result on a transposed tensor: 0.3 made it contiguous, 2.x keeps the layout and raises"
     safe = True

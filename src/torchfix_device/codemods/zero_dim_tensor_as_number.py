@@ -94,6 +94,7 @@ class ZeroDimTensorAsNumber(Codemod):
     """
 
     code = "TFD019"
+    skips_within_statements = True
     name = "zero-dim-tensor-as-number"
     summary = "A 0.3 Python number (`x.sum()`, `t[0]` of a 1-dim tensor) is a 0-dim tensor since 0.4: use `.item()`"
     safe = True

@@ -5,7 +5,10 @@ members of a top-level class, one level further into a nested class) hold a site
 (:class:`~torchfix_device.prefilter.candidates.StatementSites`). :class:`StatementTracking` matches those
 ``ast`` statements with libcst's, skips the others, and tracks the statement, class member and
 nested member being visited, so that a position is computed by rendering that piece alone
-(with the indentation it has in the file) instead of the whole module.
+(with the indentation it has in the file) instead of the whole module. For a codemod with
+``skips_within_statements``, it also skips, inside a statement it visits, the statements of
+its blocks (at any depth) that stage 1's outline shows to hold no site
+(:func:`statements_within_without_sites`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 
 if TYPE_CHECKING:
     from torchfix_device.prefilter.candidates import ClassOutline, StatementSites
+    from torchfix_device.prefilter.nested_sites import Outline
     from torchfix_device.engine.shared import SharedWrapper
 
 
@@ -51,6 +55,8 @@ class StatementTracking:
         """The same for the members of a class that is a member being visited (one level down)."""
         self._inner_indent: tuple[str, ...] = ()
         self._current_inner: cst.CSTNode | None = None
+        self._within: dict[int, Outline] = {}
+        """``id`` of each statement to visit whose own statements stage 1 outlined → that outline."""
 
     @property
     def current_statement(self) -> cst.CSTNode | None:
@@ -61,6 +67,8 @@ class StatementTracking:
         self._skipped_statements, self._statement_lines, self._ast_indices = _statements_without_sites(
             module, self.statements_with_sites
         )
+        nested = self.statements_with_sites.nested if self.statements_with_sites is not None else {}
+        self._within = {id(s): nested[i] for s in module.body if (i := self._ast_indices.get(id(s), -1)) in nested}
 
     def enter_statement(self, node: cst.CSTNode) -> bool:
         """Called before ``node`` is visited: False to skip it. Marks the top-level statements
@@ -86,6 +94,11 @@ class StatementTracking:
             self._replacements_before[id(node)] = self._replacements  # type: ignore[attr-defined]
         elif id(node) in self._inner_lines:
             self._current_inner = node
+        outline = self._within.get(id(node))
+        if outline is not None:
+            skipped, deeper = statements_within_without_sites(node, outline)
+            self._skipped_statements.update(skipped)
+            self._within.update(deeper)
         return True
 
     def leaving_skipped(self, original_node: cst.CSTNode) -> bool:
@@ -167,6 +180,58 @@ def _statements_without_sites(
             nested = {member: found for (outer, member), found in sites.inner.items() if outer == index}
             skipped.update(_members_without_sites(statement, *sites.members[index], nested))
     return skipped, lines, indices
+
+
+def statements_within_without_sites(statement: cst.CSTNode, outline: "Outline") -> tuple[list[int], "dict[int, Outline]"]:
+    """``id``s of the statements in the blocks of ``statement`` that hold no site by stage 1's
+    ``outline`` of it (:mod:`~torchfix_device.prefilter.nested_sites`), and the outlines of those
+    that hold one in some of their own statements; nothing in a block that is a suite (``if x:
+    a; b``) or whose statements the two parsers count differently."""
+    blocks = _blocks(statement)
+    skipped: list[int] = []
+    deeper: dict[int, Outline] = {}
+    if blocks is None or len(blocks) != len(outline):
+        return skipped, deeper
+    for block, entries in zip(blocks, outline):
+        if block is None:
+            continue
+        planned, index = [], 0
+        for child in block:
+            count = _ast_statement_count(child)
+            planned.append((child, entries[index:index + count]))
+            index += count
+        if index != len(entries):
+            continue
+        for child, found in planned:
+            if not any(found):
+                skipped.append(id(child))
+            elif len(found) == 1 and isinstance(found[0], tuple):
+                deeper[id(child)] = found[0]
+    return skipped, deeper
+
+
+def _blocks(statement: cst.CSTNode) -> "list[Sequence[cst.BaseStatement] | None] | None":
+    """The statements of each block of a compound ``statement``, in the order of CPython's
+    ``ast`` (an ``elif`` is a block holding one ``if``); None for a suite's; None for any other
+    statement."""
+    def own(block: cst.BaseSuite) -> Sequence[cst.BaseStatement] | None:
+        return block.body if isinstance(block, cst.IndentedBlock) else None
+
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef, cst.With)):
+        return [own(statement.body)]
+    if isinstance(statement, (cst.For, cst.While)):
+        return [own(statement.body), *([own(statement.orelse.body)] if statement.orelse is not None else [])]
+    if isinstance(statement, cst.If):
+        orelse = statement.orelse
+        rest = [] if orelse is None else [[orelse]] if isinstance(orelse, cst.If) else [own(orelse.body)]
+        return [own(statement.body), *rest]
+    if isinstance(statement, (cst.Try, cst.TryStar)):
+        return [
+            own(statement.body), *(own(h.body) for h in statement.handlers),
+            *([own(statement.orelse.body)] if statement.orelse is not None else []),
+            *([own(statement.finalbody.body)] if statement.finalbody is not None else []),
+        ]
+    return None
 
 
 def _members_without_sites(

@@ -40,7 +40,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence, TypeVar
 
+from torchfix_device.prefilter import nested_sites
 from torchfix_device.prefilter import scan as ast_scan
+from torchfix_device.prefilter.nested_sites import Outline
 from torchfix_device.prefilter.scan import AstScan, first_line, walk_in_context
 
 
@@ -233,6 +235,10 @@ class StatementSites(NamedTuple):
     inner: dict[tuple[int, int], tuple[set[int], int]] = {}
     """The same one level down, for a class that is such a member: (index of the top-level
     class, index of the member) → its members holding a site, and their number."""
+    nested: "dict[int, Outline]" = {}
+    """For a codemod that visits only its sites' statements (``skips_within_statements``): the
+    index of each compound top-level statement holding a site → where in it the sites are
+    (:mod:`~torchfix_device.prefilter.nested_sites`)."""
 
 
 def statements_with_sites(facts: FileFacts, codemod: Stage1Codemod) -> StatementSites | None:
@@ -245,6 +251,7 @@ def statements_with_sites(facts: FileFacts, codemod: Stage1Codemod) -> Statement
     sites = codemod.sites(facts)
     if sites is None:
         return StatementSites(set(range(len(starts))), starts, {}, {})
+    sites = list(sites)
     lines_by_statement: dict[int, list[int]] = {}
     for node in sites:
         index = bisect.bisect_right(starts, node.lineno) - 1
@@ -264,7 +271,14 @@ def statements_with_sites(facts: FileFacts, codemod: Stage1Codemod) -> Statement
             nested = _site_lines_by_member(nested_outline, member_lines)
             if nested is not None:
                 inner[index, member] = set(nested), len(nested_outline.member_lines)  # type: ignore[union-attr]
-    return StatementSites(set(lines_by_statement), starts, members, inner)
+    nested: dict[int, Outline] = {}
+    if getattr(codemod, "skips_within_statements", False):
+        extents = [(n.lineno, getattr(n, "end_lineno", None) or n.lineno) for n in sites]
+        for index in lines_by_statement:
+            found = nested_sites.outline(facts.tree.body[index], extents)
+            if isinstance(found, tuple):
+                nested[index] = found
+    return StatementSites(set(lines_by_statement), starts, members, inner, nested)
 
 
 class ClassOutline(NamedTuple):

@@ -157,6 +157,7 @@ class CudaCall(Codemod):
     """
 
     code = "TFD001"
+    skips_within_statements = True
     name = "cuda-call"
     summary = "`.cuda()` hard-codes CUDA: use `.to(device)` with one device expression"
     safe = True

@@ -139,6 +139,7 @@ class LossDataIndex(Codemod):
     """
 
     code = "TFD006"
+    skips_within_statements = True
     name = "loss-data-index"
     summary = "`loss.data[0]` raises on 0-dim tensors since PyTorch 0.4: use `loss.item()`"
     safe = True
