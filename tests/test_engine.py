@@ -395,7 +395,7 @@ def test_a_codemod_with_a_per_field_hook_gets_it_called() -> None:
     that defines such a hook still has it called, in libcst's order."""
     from torchfix_device.codemods.base import Codemod
     from torchfix_device.codemods.catalog import REGISTRY
-    from torchfix_device.engine.visiting import _has_attribute_hooks
+    from torchfix_device.syntax.visits import defines_field_hooks
 
     calls: list[str] = []
 
@@ -417,8 +417,8 @@ def test_a_codemod_with_a_per_field_hook_gets_it_called() -> None:
             calls.append("visit args")
 
     try:
-        assert _has_attribute_hooks(FieldHooks)
-        assert not any(_has_attribute_hooks(c) for c in all_codemods() if c is not FieldHooks)
+        assert defines_field_hooks(FieldHooks)
+        assert not any(defines_field_hooks(c) for c in all_codemods() if c is not FieldHooks)
         transform_unfiltered("spam(1)\n", [FieldHooks])
         assert calls == ["visit func", "leave func", "visit args"]
     finally:

@@ -43,7 +43,6 @@ from torchfix_device.syntax import scopes
 
 from torchfix_device.facts import star_names
 from torchfix_device.facts import values as facts_values
-from torchfix_device.facts.tree import tree_facts
 from torchfix_device.devices.source import DeviceSource
 from torchfix_device.finding import Finding
 from torchfix_device.options import RunOptions
@@ -310,10 +309,9 @@ class Codemod(VisitorBasedCodemodCommand):
     def names_an_import(self, node: cst.CSTNode) -> bool:
         """``node`` is (part of) the dotted name of an import (``torch.utils`` in ``from
         torch.utils.data import X``): no read, so no star import's binding competes with it."""
-        parents = tree_facts(self.visited_module).parents
-        above = parents.get(id(node))
+        above = self.parent_of(node)
         while isinstance(above, cst.Attribute):
-            above = parents.get(id(above))
+            above = self.parent_of(above)
         return isinstance(above, (cst.ImportFrom, cst.ImportAlias))
 
     def star_doubt(self, node: cst.CSTNode, name: str | None = None) -> str | None:
@@ -327,6 +325,10 @@ class Codemod(VisitorBasedCodemodCommand):
         competes with (:data:`star_names.Where <torchfix_device.facts.star_names.Where>`)."""
         if self.names_an_import(node):
             return star_names.LOCAL  # the import's own name: no star import binds it
+        return self._star_where_read(name, node)
+
+    def _star_where_read(self, name: str, node: cst.CSTNode) -> str:
+        """:meth:`_star_where` for a read (libcst's bindings of ``name`` visible at ``node``)."""
         return star_names.where_bound(self.bindings_visible_at(name, node))
 
     def _plain_qualified_names(

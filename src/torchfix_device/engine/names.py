@@ -65,13 +65,11 @@ class FastNameAnswers:
             raise AssertionError(f"fast qualified names {sorted(answer)} != libcst's {sorted(exact)} for {_nodes.code_of(node)!r}")
         return answer
 
-    def _star_where(self, name: str, node: cst.CSTNode) -> str:
+    def _star_where_read(self, name: str, node: cst.CSTNode) -> str:
         """Where a star import's name read at ``node`` resolves in the file, without libcst's
         scope analysis where ``symtable`` tells: nowhere, where no scope of the file binds it
         (``Variable`` that only a star import gives); at module level, wherever ``node`` is,
         where only the module's own statements bind it."""
-        if self.names_an_import(node):  # type: ignore[attr-defined]
-            return star_names.LOCAL  # the import's own name: no star import binds it
         fast = self._fast_names()
         told = None
         if fast is not None and fast.bound_nowhere(name):
@@ -116,9 +114,8 @@ class FastNameAnswers:
         return scope
 
     def parent_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        found = self._statement_parents().get(id(node))
-        if found is None:  # elsewhere in the module: the whole tree's parents, shared
-            found = tree_facts(self.visited_module).parents.get(id(node))  # type: ignore[attr-defined]
+        # the whole tree's parents, shared with the facts and every codemod visiting the tree
+        found = tree_facts(self.visited_module).parents.get(id(node))  # type: ignore[attr-defined]
         if found is None or CHECK_FAST_NAMES:
             whole = super().parent_of(node)  # type: ignore[misc]
             assert found is None or found is whole
@@ -155,20 +152,6 @@ class FastNameAnswers:
         if self.shared is None or wrapper is None:
             return None
         return self.shared.names_for(wrapper, self.source_code)
-
-    def _statement_parents(self) -> dict[int, cst.CSTNode]:
-        """Node ``id`` → parent, for the nodes of the top-level statement being visited."""
-        statement = self.current_statement  # type: ignore[attr-defined]
-        if statement is None:
-            return {}
-        known = self.__dict__.setdefault("_parents_by_statement", {})
-        if id(statement) not in known:
-            found: dict[int, cst.CSTNode] = {id(statement): self.visited_module}  # type: ignore[attr-defined]
-            for parent in traversal.walk(statement):
-                for child in traversal.children(parent):
-                    found[id(child)] = parent
-            known[id(statement)] = found
-        return known[id(statement)]
 
     def _reads_of_only_binding(self, imp: cst.ImportFrom) -> list[cst.CSTNode] | None:
         """The reads of the names ``imp`` binds, where ``symtable`` shows that this import at

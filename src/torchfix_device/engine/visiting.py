@@ -22,13 +22,11 @@ unreported and unchanged.
 from __future__ import annotations
 
 import functools
-import re
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import libcst as cst
-from libcst._typed_visitor import CSTTypedBaseFunctions, CSTTypedTransformerFunctions
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -37,6 +35,7 @@ from torchfix_device.options import RunOptions
 from torchfix_device.engine.names import FastNameAnswers
 from torchfix_device.engine.shared import SharedWrapper
 from torchfix_device.engine.statements import StatementTracking
+from torchfix_device.syntax import visits
 from torchfix_device.syntax.qualified_names import CHECK_FAST_NAMES
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
         self._memos = memos
         super().__init__(context, options)  # type: ignore[call-arg]
         self._matcher_decorated = _MATCHER_DECORATED[type(self)]
-        self._no_attribute_hooks = not self._matcher_decorated and not _has_attribute_hooks(type(self))
+        self._no_attribute_hooks = not self._matcher_decorated and not visits.defines_field_hooks(type(self))
         self._replacements = 0
         """How many times a hook has returned something other than the node it was given, in
         the current (or last) :meth:`transform_module`."""
@@ -277,21 +276,7 @@ class EngineVisiting(FastNameAnswers, StatementTracking):
 _MATCHER_DECORATED: dict[type, bool] = {}
 """Engine class → whether it uses libcst's matcher decorators (learnt from its first instance)."""
 
-_LIBCST_DEFAULT_HOOKS = (CSTTypedBaseFunctions, CSTTypedTransformerFunctions)
 _HOOKS: dict[tuple[type, str, type, str | None], Callable[..., Any] | None] = {}
-_ATTRIBUTE_HOOK_RE = re.compile(r"(visit|leave)_[A-Za-z]+_\w+")
-
-
-@functools.lru_cache(maxsize=None)
-def _has_attribute_hooks(cls: type) -> bool:
-    """Whether ``cls`` defines a per-field hook (``visit_Call_func``, ``leave_If_test``)
-    anywhere above libcst's own empty defaults."""
-    return any(
-        _ATTRIBUTE_HOOK_RE.fullmatch(name)
-        for klass in cls.__mro__
-        if klass not in _LIBCST_DEFAULT_HOOKS and klass is not object
-        for name in vars(klass)
-    )
 
 
 def _hook(cls: type, prefix: str, node_type: type, attribute: str | None = None) -> Callable[..., Any] | None:
@@ -306,7 +291,7 @@ def _hook(cls: type, prefix: str, node_type: type, attribute: str | None = None)
     found: Callable[..., Any] | None = None
     for klass in cls.__mro__:
         if name in klass.__dict__:
-            found = None if klass in _LIBCST_DEFAULT_HOOKS else klass.__dict__[name]
+            found = None if klass in visits.LIBCST_DEFAULTS else klass.__dict__[name]
             break
     _HOOKS[key] = found
     return found

@@ -50,6 +50,7 @@ class Stage1Codemod(Protocol):
     """What stage 1 asks a codemod (:class:`torchfix_device.codemods.base.Codemod` answers it)."""
 
     code: str
+    skips_within_statements: bool
 
     @classmethod
     def may_match(cls, facts: "FileFacts") -> bool: ...
@@ -271,14 +272,14 @@ def statements_with_sites(facts: FileFacts, codemod: Stage1Codemod) -> Statement
             nested = _site_lines_by_member(nested_outline, member_lines)
             if nested is not None:
                 inner[index, member] = set(nested), len(nested_outline.member_lines)  # type: ignore[union-attr]
-    nested: dict[int, Outline] = {}
-    if getattr(codemod, "skips_within_statements", False):
+    outlines: dict[int, Outline] = {}
+    if codemod.skips_within_statements:
         extents = [(n.lineno, getattr(n, "end_lineno", None) or n.lineno) for n in sites]
         for index in lines_by_statement:
             found = nested_sites.outline(facts.tree.body[index], extents)
             if isinstance(found, tuple):
-                nested[index] = found
-    return StatementSites(set(lines_by_statement), starts, members, inner, nested)
+                outlines[index] = found
+    return StatementSites(set(lines_by_statement), starts, members, inner, outlines)
 
 
 class ClassOutline(NamedTuple):

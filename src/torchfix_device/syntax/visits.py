@@ -36,6 +36,7 @@ fixture, and the trees and code a transformer makes with each.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 import textwrap
@@ -54,10 +55,8 @@ from torchfix_device.syntax import node_classes  # noqa: F401  (isinstance as pl
 _LIBCST_VISIT = CSTNode.visit
 _FIELD_HOOK = re.compile(r"(visit|leave)_[A-Za-z]+_\w+")
 """The name of a per-field hook (``visit_Call_func``), or of some other method a visitor holds."""
-_LIBCST_DEFAULTS = (CSTTypedBaseFunctions, CSTTypedVisitorFunctions, CSTTypedTransformerFunctions, object)
+LIBCST_DEFAULTS = (CSTTypedBaseFunctions, CSTTypedVisitorFunctions, CSTTypedTransformerFunctions, object)
 """The classes of libcst's empty default hooks (one for every node and field)."""
-_CLASS_FIELD_HOOKS: dict[type, bool] = {}
-"""Plain visitor class → whether it overrides the per-field hooks or holds such a method."""
 _HELPERS = frozenset({
     "visit_required", "visit_optional", "visit_sentinel", "visit_sequence", "visit_iterable",
     "visit_body_sequence", "visit_body_iterable",
@@ -156,14 +155,19 @@ def _has_field_hooks(visitor: CSTVisitor) -> bool:
     cls = type(visitor)
     if cls is _BatchedCSTVisitor:
         return any(_FIELD_HOOK.fullmatch(name) for name in visitor.visitor_methods)
-    known = _CLASS_FIELD_HOOKS.get(cls)
-    if known is None:
-        known = _CLASS_FIELD_HOOKS[cls] = (
-            cls.on_visit_attribute is not CSTVisitor.on_visit_attribute
-            or cls.on_leave_attribute is not CSTVisitor.on_leave_attribute
-            or any(_FIELD_HOOK.fullmatch(name) for klass in cls.__mro__ if klass not in _LIBCST_DEFAULTS for name in vars(klass))
-        )
-    return known or any(_FIELD_HOOK.fullmatch(name) for name in vars(visitor))
+    return (
+        cls.on_visit_attribute is not CSTVisitor.on_visit_attribute
+        or cls.on_leave_attribute is not CSTVisitor.on_leave_attribute
+        or defines_field_hooks(cls)
+        or any(_FIELD_HOOK.fullmatch(name) for name in vars(visitor))
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def defines_field_hooks(cls: type) -> bool:
+    """Whether ``cls`` defines a per-field hook (``visit_Call_func``, ``leave_If_test``) anywhere
+    above libcst's own empty defaults."""
+    return any(_FIELD_HOOK.fullmatch(name) for klass in cls.__mro__ if klass not in LIBCST_DEFAULTS for name in vars(klass))
 
 
 def _walk(node: CSTNode, visitor: CSTVisitor, field_hooks: bool = True) -> None:
