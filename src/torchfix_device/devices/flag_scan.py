@@ -274,7 +274,7 @@ class FlagScan:
     def _scan_expression(self, node: cst.CSTNode, where: Where) -> None:
         reads = self.module_reads.setdefault((where.top, -1 if where.main is None else where.main), set()) \
             if where.function is None else None
-        for n in traversal.walk(node):
+        for n in traversal.of_classes_under(self.module, node, cst.Name, cst.IfExp, cst.NamedExpr, cst.Call):
             if isinstance(n, cst.Name):
                 if reads is not None:
                     reads.add(n.value)

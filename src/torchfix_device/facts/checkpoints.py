@@ -61,8 +61,8 @@ def _saves(values: "ModuleValues") -> list[cst.BaseExpression]:
     """The first argument of every ``torch.save`` call of the module (memoised per version)."""
     def compute() -> list[cst.BaseExpression]:
         found = []
-        for node in traversal.walk(values.module):
-            if isinstance(node, cst.Call) and isinstance(node.func, (cst.Name, cst.Attribute)) \
+        for node in traversal.of_classes(values.module, cst.Call):
+            if isinstance(node.func, (cst.Name, cst.Attribute)) \
                     and _last_part(node.func) == "save" and values.torch_names(node.func) & SAVES:
                 positional = [a for a in node.args if a.keyword is None and not a.star]
                 saved = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "obj"), None)

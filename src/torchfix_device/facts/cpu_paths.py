@@ -54,7 +54,7 @@ def placements(values: "ModuleValues", scope: cst.CSTNode | None = None) -> list
 
 def _placements(values: "ModuleValues", scope: cst.CSTNode) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
-    for node in traversal.walk(scope):
+    for node in traversal.of_classes_under(values.module, scope, cst.Attribute, cst.Call, cst.Arg):
         if isinstance(node, cst.Attribute) and node.attr.value == "cuda":
             above = values.parent(node)
             if not (isinstance(above, cst.Attribute) and above.value is node and above.attr.value in NOT_PLACING_CUDA):
@@ -226,7 +226,7 @@ def _flag_key(values: "ModuleValues", test: cst.BaseExpression) -> object | None
 
 def _self_stores(values: "ModuleValues") -> dict[str, int]:
     counts: dict[str, int] = {}
-    for node in traversal.walk(values.module):
+    for node in traversal.of_classes(values.module, cst.AssignTarget, cst.AugAssign, cst.AnnAssign):
         targets: list[cst.BaseExpression] = []
         if isinstance(node, cst.AssignTarget):
             targets = [n for n in traversal.walk(node.target) if isinstance(n, cst.Attribute)]

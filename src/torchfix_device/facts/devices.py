@@ -276,7 +276,7 @@ def moves_to_a_device(values: "facts_values.ModuleValues") -> bool:
 
 def _moves(values: "facts_values.ModuleValues") -> bool:
     loads, type_tests = [], set()
-    for node in traversal.walk(values.module):
+    for node in traversal.of_classes(values.module, cst.Call, cst.Arg, cst.Attribute, cst.ImportAlias):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "isinstance" \
                 and len(node.args) == 2 and not any(a.keyword or a.star for a in node.args):
             type_tests.update(id(n) for n in traversal.walk(node.args[1].value))

@@ -48,15 +48,15 @@ def aliases(evidence: "Evidence", name: str, scope: cst.CSTNode) -> list[str]:
 
 
 class ScopeIndex:
-    """The ``Name`` nodes of a scope by name, and its copies (``y = x``): one walk per scope."""
+    """The ``Name`` nodes of a scope by name, and its copies (``y = x``), from the module's index."""
 
-    def __init__(self, where: cst.CSTNode) -> None:
+    def __init__(self, module: cst.Module, where: cst.CSTNode) -> None:
         self.names: dict[str, list[cst.Name]] = {}
         self.copies: list[tuple[str, str]] = []
-        for node in traversal.walk(where):
-            if isinstance(node, cst.Name):
-                self.names.setdefault(node.value, []).append(node)
-            elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Name):
+        for node in traversal.of_classes_under(module, where, cst.Name):
+            self.names.setdefault(node.value, []).append(node)
+        for node in traversal.of_classes_under(module, where, cst.Assign):
+            if isinstance(node.value, cst.Name):
                 self.copies.extend((node.value.value, t.target.value) for t in node.targets if isinstance(t.target, cst.Name))
 
 
@@ -66,7 +66,7 @@ def index_of(evidence: "Evidence", scope: cst.CSTNode) -> ScopeIndex:
     holder = getattr(evidence, "values", evidence)  # one index per scope for the module's facts
     indexes: dict[int, ScopeIndex] = holder.__dict__.setdefault("_scope_indexes", {})
     if id(where) not in indexes:
-        indexes[id(where)] = ScopeIndex(where)
+        indexes[id(where)] = ScopeIndex(evidence.module, where)
     return indexes[id(where)]
 
 

@@ -206,7 +206,7 @@ def may_be_packed(values: "ModuleValues", receiver: cst.BaseExpression) -> bool:
     packs = values.facets.get("packs sequences")
     if packs is None:  # one walk per module version
         packs = values.facets["packs sequences"] = any(
-            isinstance(node, cst.Name) and node.value in PACKING for node in traversal.walk(values.module)
+            node.value in PACKING for node in traversal.of_classes(values.module, cst.Name)
         )
     return packs and not is_tensor(values, receiver)
 

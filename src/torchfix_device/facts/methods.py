@@ -76,11 +76,10 @@ def _by_name(values: "ModuleValues") -> tuple[dict[str, list[cst.FunctionDef]], 
     def index() -> tuple[dict[str, list[cst.FunctionDef]], dict[str, list[cst.Attribute]]]:
         functions: dict[str, list[cst.FunctionDef]] = {}
         attributes: dict[str, list[cst.Attribute]] = {}
-        for node in traversal.walk(values.module):
-            if isinstance(node, cst.FunctionDef):
-                functions.setdefault(node.name.value, []).append(node)
-            elif isinstance(node, cst.Attribute):
-                attributes.setdefault(node.attr.value, []).append(node)
+        for node in traversal.of_classes(values.module, cst.FunctionDef):
+            functions.setdefault(node.name.value, []).append(node)
+        for node in traversal.of_classes(values.module, cst.Attribute):
+            attributes.setdefault(node.attr.value, []).append(node)
         return functions, attributes
 
     return values.tree_facet("functions and attributes by name", index)

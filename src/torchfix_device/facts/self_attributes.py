@@ -113,7 +113,7 @@ class SelfAttributeEvidence(ProofMemo):
         rebinds: dict = self.__dict__.setdefault("_rebinds_self", {})
         key = (id(above), receiver.value)
         if key not in rebinds:  # one walk per method, not one per attribute read
-            rebinds[key] = any(_binds(node, receiver.value) for node in traversal.walk(above.body))
+            rebinds[key] = any(_binds(node, receiver.value) for node in traversal.of_classes_under(self.module, above.body, *BINDING))
         return None if rebinds[key] else above  # type: ignore[return-value]
 
     def _bases_shown(self, cls: cst.ClassDef, local: dict[str, cst.ClassDef], seen: set[int]) -> bool:
@@ -340,13 +340,12 @@ class _AttributeIndex:
         self.attributes: dict[str, list[cst.Attribute]] = {}
         self.registering: list[cst.Call] = []
         self.dynamic = False
-        for node in traversal.walk(module):
-            if isinstance(node, cst.Attribute):
-                self.attributes.setdefault(node.attr.value, []).append(node)
-            elif isinstance(node, cst.Name) and node.value in ("setattr", "vars", "__dict__", "__setattr__"):
-                self.dynamic = True
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in REGISTERING:
-                self.registering.append(node)
+        for node in traversal.of_classes(module, cst.Attribute):
+            self.attributes.setdefault(node.attr.value, []).append(node)
+        self.dynamic = any(node.value in ("setattr", "vars", "__dict__", "__setattr__") for node in traversal.of_classes(module, cst.Name))
+        self.registering = [
+            node for node in traversal.of_classes(module, cst.Call) if isinstance(node.func, cst.Attribute) and node.func.attr.value in REGISTERING
+        ]
 
 
 def _torch_classes(names: set[str]) -> bool:
@@ -364,6 +363,10 @@ def _body(cls: cst.ClassDef) -> list[cst.BaseStatement]:
 
 def _small_statements(statement: cst.CSTNode) -> list[cst.BaseSmallStatement]:
     return list(statement.body) if isinstance(statement, cst.SimpleStatementLine) else []
+
+
+BINDING = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)
+"""The nodes that may bind a name (:func:`_binds`)."""
 
 
 def _binds(node: cst.CSTNode, name: str) -> bool:

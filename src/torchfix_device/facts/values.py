@@ -351,15 +351,14 @@ class ModuleValues:
         memo = self.tree_facet("name reads", dict)
         known = memo.get(id(scope))
         if known is None:
-            known, stack = {}, [scope]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, cst.Name):
+            known = {}
+            imports = traversal.of_classes_under(self.module, scope, cst.Import, cst.ImportFrom)
+            spelt = {id(n) for statement in imports for n in traversal.walk(statement)} if imports else ()
+            for node in traversal.of_classes_under(self.module, scope, cst.Name):
+                if id(node) not in spelt:
                     above = self.parent(node)
                     if not (isinstance(above, cst.Attribute) and above.attr is node or isinstance(above, cst.Arg) and above.keyword is node):
                         known.setdefault(node.value, []).append(node)
-                elif not isinstance(node, (cst.Import, cst.ImportFrom)):
-                    stack.extend(reversed(traversal.children(node)))
             memo[id(scope)] = known
         return known
 
@@ -370,7 +369,7 @@ class ModuleValues:
         loop target or an import)."""
         def compute() -> frozenset[str]:
             found: set[str] = set()
-            for node in traversal.walk(self.module):
+            for node in traversal.of_classes(self.module, cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.NamedExpr):
                 if isinstance(node, cst.AssignTarget):
                     found.update(n.value for n in traversal.walk(node.target) if isinstance(n, cst.Name))
                 elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):

@@ -229,8 +229,8 @@ def free_at_module_level(module: cst.Module, name: str, scope_of: Any) -> bool:
     global_scope = scope_of(module)
     if global_scope is None or global_scope.assignments[name]:
         return False
-    for node in traversal.walk(module):
-        if isinstance(node, cst.Name) and node.value == name:
+    for node in traversal.of_classes(module, cst.Name):
+        if node.value == name:
             scope = scope_of(node)
             if scope is None:
                 continue

@@ -3,6 +3,7 @@ and module-level units, names read and counted, a module's code from rendered pi
 
 from __future__ import annotations
 
+import bisect
 import functools
 from typing import Callable, Iterator, ParamSpec, Sequence, TypeVar
 
@@ -44,8 +45,9 @@ def children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
     return found
 
 def forget_children() -> None:
-    """Drop what :func:`children` remembers."""
+    """Drop what :func:`children` and :func:`of_classes` remember."""
     _CHILDREN.clear()
+    _INDEXES.clear()
 
 def forgetting_children(func: Callable[P, R]) -> Callable[P, R]:
     """``func``, forgetting what :func:`children` remembered once it returns (the runner's
@@ -76,6 +78,99 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = stack.pop()
         yield current
         stack.extend(reversed(children(current)))
+
+class _ClassIndex:
+    """The nodes of one tree by class, in walk order, each with its number in the walk, and the
+    numbers each node's own nodes take (from its own to its last descendant's)."""
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        self.root = root  # held: no other tree takes its id meanwhile
+        self.nodes: dict[type, list[cst.CSTNode]] = {}
+        self.serials: dict[type, list[int]] = {}
+        self.spans: dict[int, tuple[int, int]] = {}
+        nodes, serials, spans, known = self.nodes, self.serials, self.spans, _CHILDREN
+        stack: list = [root]
+        serial = 0
+        while stack:  # :func:`walk`, inlined (the index is made of every tree a fact asks about),
+            node = stack.pop()  # with the id of a node pushed below its children: its span ends there
+            kind = node.__class__
+            if kind is int:
+                spans[node] = (spans[node][0], serial - 1)
+                continue
+            found = nodes.get(kind)
+            if found is None:
+                found = nodes[kind] = []
+                serials[kind] = []
+            found.append(node)
+            serials[kind].append(serial)
+            held = known.get(id(node))
+            below = held[1] if held is not None else children(node)
+            if below:
+                spans[id(node)] = (serial, serial)
+                stack.append(id(node))
+                stack.extend(reversed(below))
+            serial += 1
+        self.merged: dict[tuple[type, ...], list[cst.CSTNode]] = {}
+
+    def of(self, classes: tuple[type, ...]) -> list[cst.CSTNode]:
+        held = [kind for kind in classes if kind in self.nodes]
+        if len(held) <= 1:
+            return self.nodes[held[0]] if held else []
+        known = self.merged.get(classes)
+        if known is None:
+            known = self.merged[classes] = self._merged(held, {kind: (0, len(self.nodes[kind])) for kind in held})
+        return known
+
+    def under(self, node: cst.CSTNode, classes: tuple[type, ...]) -> list[cst.CSTNode] | None:
+        """:meth:`of` for the nodes under ``node`` (itself included); None where ``node`` is no
+        inner node of this tree."""
+        span = self.spans.get(id(node))
+        if span is None:
+            return None
+        first, last = span
+        ranges = {}
+        for kind in classes:
+            serials = self.serials.get(kind)
+            if serials:
+                low = bisect.bisect_left(serials, first)
+                high = bisect.bisect_right(serials, last, low)
+                if high > low:
+                    ranges[kind] = (low, high)
+        if len(ranges) <= 1:
+            return [found for kind, (low, high) in ranges.items() for found in self.nodes[kind][low:high]]
+        return self._merged(list(ranges), ranges)
+
+    def _merged(self, kinds: list[type], ranges: dict[type, tuple[int, int]]) -> list[cst.CSTNode]:
+        pairs = sorted(
+            (serial, i, found) for i, kind in enumerate(kinds)
+            for serial, found in zip(self.serials[kind][ranges[kind][0]:ranges[kind][1]], self.nodes[kind][ranges[kind][0]:ranges[kind][1]])
+        )
+        return [found for _, _, found in pairs]
+
+
+_INDEXES: list[_ClassIndex] = []
+"""The class indexes of the two trees asked about last (the tree being rewritten and the original,
+which the engine visits again), until :func:`forget_children`."""
+
+def of_classes(root: cst.CSTNode, *classes: type) -> list[cst.CSTNode]:
+    """The nodes :func:`walk` gives of ``root`` whose class is one of ``classes`` (exact classes:
+    ``cst.If``, not ``cst.BaseCompoundStatement``), in the same order. The codemods and facts of
+    one file ask this of the same few trees many times: each is walked once, and the answer is a
+    list held for the next asker (never to be changed)."""
+    return _index_of(root).of(classes)
+
+def of_classes_under(root: cst.CSTNode, node: cst.CSTNode, *classes: type) -> list[cst.CSTNode]:
+    """:func:`of_classes` of ``node``, a node of the tree ``root`` (from ``root``'s index; a node
+    it does not hold, or a leaf, is walked)."""
+    found = _index_of(root).under(node, classes)
+    return found if found is not None else [inner for inner in walk(node) if inner.__class__ in classes]
+
+def _index_of(root: cst.CSTNode) -> _ClassIndex:
+    index = next((known for known in _INDEXES if known.root is root), None)
+    if index is None:
+        index = _ClassIndex(root)
+        _INDEXES[:] = [index, *_INDEXES[:1]]
+    return index
 
 STATEMENT_SCAFFOLD = (
     cst.Module,

@@ -37,7 +37,7 @@ def cuda_only_library(module: cst.Module) -> str | None:
 
 def _blocks(module: cst.Module):
     yield module.body
-    for node in traversal.walk(module):
+    for node in traversal.walk_statements(module):
         body = getattr(node, "body", None)
         if isinstance(body, cst.IndentedBlock) and not isinstance(node, cst.ClassDef):
             yield body.body

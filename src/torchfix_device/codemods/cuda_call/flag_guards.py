@@ -39,10 +39,10 @@ class FlagGuards:
         guards = flags.analysis.by_guard if flags.analysis.scan.guards else {}
         if not guards:
             return
-        for node in traversal.walk(module):
+        for node in traversal.of_classes(module, cst.If, cst.IfExp):
             if id(node) in guards:
                 body = node.body if isinstance(node, cst.IfExp) else node.body  # type: ignore[attr-defined]
-                for inner in traversal.walk(body):
+                for inner in traversal.of_classes_under(module, body, cst.Call):
                     if m.matches(inner, CUDA_CALL):
                         self._guard_of[id(inner)] = node  # the innermost guard wins: walked last
         for statement in traversal.walk_statements(module):

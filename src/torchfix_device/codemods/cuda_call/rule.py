@@ -317,14 +317,14 @@ class CudaCall(Codemod):
         """``.cuda()`` calls guarded by a tensor's device (``if boxes.is_cuda:``, ``x.cuda() if
         t.is_cuda else x``) → that tensor's device (``boxes.device``)."""
         found: dict[int, str] = {}
-        for node in traversal.walk(module):
-            if isinstance(node, (cst.If, cst.IfExp)) and guard_kind(node.test) == "tensor":
+        for node in traversal.of_classes(module, cst.If, cst.IfExp):
+            if guard_kind(node.test) == "tensor":
                 tensor = cst.ensure_type(node.test, cst.Attribute).value
                 if rebinds(node.body, tensor):
                     continue  # `t.device` may no longer be the device that was tested
                 device = f"{nodes.code_of(tensor)}.device"
-                for n in traversal.walk(node.body):
-                    if isinstance(n, cst.Call) and m.matches(n.func, m.Attribute(attr=m.Name("cuda"))):
+                for n in traversal.of_classes_under(module, node.body, cst.Call):
+                    if m.matches(n.func, m.Attribute(attr=m.Name("cuda"))):
                         found.setdefault(id(n), device)
         return found
 
@@ -418,9 +418,9 @@ class CudaCall(Codemod):
         """``.cuda()`` calls under a guard asking ``torch.cuda.is_available()`` itself: they take
         the default device, which asks the same, and not a user flag's."""
         found: set[int] = set()
-        for node in traversal.walk(module):
-            if isinstance(node, (cst.If, cst.IfExp)) and isinstance(node.test, cst.Call) and self._is_cuda_condition(node.test):
-                found.update(id(n) for n in traversal.walk(node.body) if m.matches(n, m.Call(func=m.Attribute(attr=m.Name("cuda")))))
+        for node in traversal.of_classes(module, cst.If, cst.IfExp):
+            if isinstance(node.test, cst.Call) and self._is_cuda_condition(node.test):
+                found.update(id(n) for n in traversal.of_classes_under(module, node.body, cst.Call) if m.matches(n.func, m.Attribute(attr=m.Name("cuda"))))
         return found
 
     def _guard_may_go(self, test: cst.BaseExpression) -> bool:

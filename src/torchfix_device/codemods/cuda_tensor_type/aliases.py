@@ -132,11 +132,10 @@ def _attribute_reads(module: cst.Module, found: dict[str, list[Alias]]) -> None:
     when the attribute is bound more than once."""
     by_attribute = {name.partition(".")[2]: aliases for name, aliases in found.items()}
     targets: dict[str, int] = {}
-    for node in traversal.walk(module):
-        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.For, cst.With)):
-            for target in traversal.walk(_binding_part(node)) if not isinstance(node, cst.Del) else traversal.walk(node.target):
-                if isinstance(target, cst.Attribute) and target.attr.value in by_attribute:
-                    targets[target.attr.value] = targets.get(target.attr.value, 0) + 1
+    for node in traversal.of_classes(module, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.For, cst.With):
+        for target in traversal.walk(_binding_part(node)) if not isinstance(node, cst.Del) else traversal.walk(node.target):
+            if isinstance(target, cst.Attribute) and target.attr.value in by_attribute:
+                targets[target.attr.value] = targets.get(target.attr.value, 0) + 1
     for attribute, aliases in by_attribute.items():
         alias = aliases[0]
         target = alias.statement.body[0].targets[0].target  # type: ignore[attr-defined]
@@ -145,8 +144,8 @@ def _attribute_reads(module: cst.Module, found: dict[str, list[Alias]]) -> None:
                 each.reason = f"`.{attribute}` is bound more than once in the file"
             continue
         alias.reads = [
-            node for node in traversal.walk(module)
-            if isinstance(node, cst.Attribute) and node.attr.value == attribute and node is not target
+            node for node in traversal.of_classes(module, cst.Attribute)
+            if node.attr.value == attribute and node is not target
         ]
 
 
@@ -236,7 +235,7 @@ def _calls_or_binds(statement: cst.CSTNode, names: set[str]) -> bool:
 
 def _bound_in_expressions(module: cst.Module, name: str) -> bool:
     """A lambda parameter or comprehension target of that name (it would hide the alias)."""
-    for node in traversal.walk(module):
+    for node in traversal.of_classes(module, cst.Lambda, cst.CompFor):
         if isinstance(node, cst.Lambda) and any(p.name.value == name for p in _cst_lambda_params(node)):
             return True
         if isinstance(node, cst.CompFor) and name in traversal.all_names(node.target):

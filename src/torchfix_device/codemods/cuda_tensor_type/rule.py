@@ -450,7 +450,7 @@ def _a_method_reads_its_own(owner: cst.ClassDef, chain: list, read: cst.BaseExpr
 
 
 def _attribute_names(module: cst.Module) -> set[str]:
-    return {node.attr.value for node in traversal.walk(module) if isinstance(node, cst.Attribute)}
+    return {node.attr.value for node in traversal.of_classes(module, cst.Attribute)}
 
 
 class _Read(NamedTuple):

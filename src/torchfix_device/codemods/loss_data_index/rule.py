@@ -215,7 +215,7 @@ class LossDataIndex(Codemod):
         def compute() -> tuple[frozenset[str], frozenset[str]]:
             items: set[str] = set()
             datas: set[str] = set()
-            for node in traversal.walk(self.evidence.values.module):
+            for node in traversal.of_classes(self.evidence.values.module, cst.For, cst.CompFor, cst.AssignTarget, cst.Assign):
                 if isinstance(node, (cst.For, cst.CompFor)) and isinstance(node.target, cst.Name):
                     items.add(node.target.value)
                 elif isinstance(node, cst.AssignTarget) and isinstance(node.target, (cst.Tuple, cst.List)):

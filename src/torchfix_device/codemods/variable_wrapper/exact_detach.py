@@ -39,12 +39,11 @@ if TYPE_CHECKING:
 @lru_cache(maxsize=1)  # asked once per fallback site, of the same module; the file's own pass only
 def defines_tensor_subclass(module: cst.Module) -> bool:
     """A class in the file whose base is a tensor class (by the base's last name)."""
-    for node in traversal.walk(module):
-        if isinstance(node, cst.ClassDef):
-            for base in node.bases:
-                last = (nodes.dotted_name(base.value) or "").rpartition(".")[2]
-                if last.endswith("Tensor") or last in ("Variable", "Parameter"):
-                    return True
+    for node in traversal.of_classes(module, cst.ClassDef):
+        for base in node.bases:
+            last = (nodes.dotted_name(base.value) or "").rpartition(".")[2]
+            if last.endswith("Tensor") or last in ("Variable", "Parameter"):
+                return True
     return False
 
 

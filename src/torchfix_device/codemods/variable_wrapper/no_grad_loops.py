@@ -165,8 +165,8 @@ def loops_to_wrap(
     wrapped, why (``id`` of the call → reason)."""
     chosen: dict[int, cst.For | cst.While] = {}
     reasons: dict[int, str] = {}
-    for node in traversal.walk(module):
-        if not (isinstance(node, cst.Call) and any(a.keyword is not None and a.keyword.value == "volatile" for a in node.args)):
+    for node in traversal.of_classes(module, cst.Call):
+        if not any(a.keyword is not None and a.keyword.value == "volatile" for a in node.args):
             continue
         if not is_volatile_variable(node):
             continue
