@@ -176,3 +176,34 @@ def test_tensor_type_aliases_nothing_reads_go_from_a_script_no_file_imports(tmp_
     kept = (shared / "prep.py").read_text(encoding="utf-8")
     assert "FloatTensor = torch.cuda.FloatTensor if USE_CUDA else torch.FloatTensor" in kept
     assert run_script("use.py", cwd=shared).returncode == 0
+
+
+def test_importable_answers_the_plain_rule_for_every_pair_of_files(tmp_path: Path) -> None:
+    """``Resolver.importable`` (remembered per folder of roots, each file's folders read once):
+    a file is importable from another where it lies under one of the importer's roots at a path
+    of identifiers, whichever importer asks first and however often."""
+    root = tmp_path / "p"
+    names = ["a.py", "pkg/__init__.py", "pkg/b.py", "pkg/sub/c.py", "my-dir/d.py", "pkg/my-file.py", "pkg/sub/deep/e.py"]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("import importlib\n", encoding="utf-8")
+    outside = tmp_path / "q" / "f.py"
+    outside.parent.mkdir()
+    outside.write_text("x = 1\n", encoding="utf-8")
+    files = [root / n for n in names] + [outside]
+    resolver = Resolver([root])
+
+    def plain(importer: Path, path: Path) -> bool:
+        path = resolver.absolute(path)
+        for folder in resolver.roots_of(resolver.absolute(importer)):
+            if folder in path.parents and all(p.isidentifier() for p in path.relative_to(folder).with_suffix("").parts):
+                return True
+        return False
+
+    for _ in range(2):  # the second round is answered from what the first remembered
+        for importer in files:
+            can = resolver.importable(importer)
+            assert {p for p in files if can(p)} == {p for p in files if plain(importer, p)}, importer
+    assert resolver.importable(root / "pkg" / "b.py")(root / "pkg" / "sub" / "c.py")
+    assert not resolver.importable(root / "a.py")(root / "my-dir" / "d.py")
+    assert not resolver.importable(root / "a.py")(outside)

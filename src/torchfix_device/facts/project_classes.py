@@ -299,9 +299,13 @@ def reachable_classes(
         for spelt, level in modules:
             targets.update(target for target in resolve(spelt, level, path) if target != path)
     reached: dict[Path, frozenset[str]] = {}
-    def anything(importer: Path) -> set[str]:
-        can = importable(importer)
-        return {c for path, classes in defined.items() if path == importer or can(path) for c in classes}
+    any_of: dict[Path, frozenset[str]] = {}  # asked again at every start whose imports reach the file
+
+    def anything(importer: Path) -> frozenset[str]:
+        if importer not in any_of:
+            can = importable(importer)
+            any_of[importer] = frozenset(c for path, classes in defined.items() if path == importer or can(path) for c in classes)
+        return any_of[importer]
 
     for start in imports:
         if imports[start] is None:

@@ -194,13 +194,17 @@ def function_callers(
             else:
                 unsure.setdefault(target, set()).add(name)
     result: dict[Path, Callers] = {}
+    codes: dict[Path, bytes] = {}  # each file's own digest, made once (a file reaches many targets)
     for target in {target for target, _ in importers}:
         digest, reached, frontier = hashlib.sha256(), set(), {target}
         for _ in range(MAX_HOPS):  # the callers' callers, as far as a loss is followed
             frontier = {path for step in frontier for path in readers.get(step, ())} - reached - {target}
             reached |= frontier
         for path in sorted(reached):
-            digest.update(str(path).encode() + b"\0" + hashlib.sha256(programs[path]).digest())
+            code = codes.get(path)
+            if code is None:
+                code = codes[path] = str(path).encode() + b"\0" + hashlib.sha256(programs[path]).digest()
+            digest.update(code)
         files = {name: tuple(sorted(entries)) for name, entries in found.get(target, {}).items()}
         names = {name for known, name in importers if known == target} if target in doubtful else unsure.get(target, ())
         result[target] = Callers(files, frozenset(names), digest.hexdigest()[:16])

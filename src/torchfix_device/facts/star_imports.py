@@ -195,6 +195,8 @@ class Resolver:
         """(module, level, folder of the importer) → :meth:`module_files` (asked ~70 times a file)."""
         self.reached: dict[Path, set[str]] = {}
         """Module → the files whose star imports reached it (as shown)."""
+        self._importable: dict[tuple[Path, ...], dict[Path, bool]] = {}
+        self._ancestors: dict[Path, tuple[Path, frozenset[Path]]] = {}
 
     @staticmethod
     def absolute(path: Path) -> Path:
@@ -336,18 +338,31 @@ class Resolver:
     def importable(self, importer: Path):  # noqa: ANN201 - a predicate
         """Whether a file could be imported (by an absolute name) from ``importer``: it lies under
         one of the folders ``importer`` looks for modules in, at a path of identifiers."""
-        roots = self.roots_of(self.absolute(importer))
+        roots = tuple(self.roots_of(self.absolute(importer)))
+        known = self._importable.setdefault(roots, {})  # the files of one folder share their roots
 
         def can(path: Path) -> bool:
-            path = self.absolute(path)
-            for root in roots:
-                if root in path.parents:
-                    parts = path.relative_to(root).with_suffix("").parts
-                    if all(part.isidentifier() for part in parts):
-                        return True
-            return False
+            answer = known.get(path)
+            if answer is None:
+                answer = known[path] = self._under(roots, path)
+            return answer
 
         return can
+
+    def _under(self, roots: tuple[Path, ...], path: Path) -> bool:
+        """``path`` lies under one of ``roots`` at a path of identifiers (asked for every pair of a
+        file that imports dynamically and a file of the run: each file's folders are read once)."""
+        found = self._ancestors.get(path)
+        if found is None:
+            absolute = self.absolute(path)
+            found = self._ancestors[path] = (absolute, frozenset(absolute.parents))
+        absolute, parents = found
+        for root in roots:
+            if root in parents:
+                parts = absolute.relative_to(root).with_suffix("").parts
+                if all(part.isidentifier() for part in parts):
+                    return True
+        return False
 
     def _module_file(self, base: Path, parts: list[str]) -> Path | None:
         """``base/a/b.py`` or ``base/a/b/__init__.py`` for ``a.b`` (the package first, as
