@@ -110,42 +110,35 @@ class _ClassIndex:
                 stack.append(id(node))
                 stack.extend(reversed(below))
             serial += 1
+        self.last = serial - 1
         self.merged: dict[tuple[type, ...], list[cst.CSTNode]] = {}
 
     def of(self, classes: tuple[type, ...]) -> list[cst.CSTNode]:
-        held = [kind for kind in classes if kind in self.nodes]
-        if len(held) <= 1:
-            return self.nodes[held[0]] if held else []
+        if len(classes) == 1:
+            return self.nodes.get(classes[0], [])
         known = self.merged.get(classes)
         if known is None:
-            known = self.merged[classes] = self._merged(held, {kind: (0, len(self.nodes[kind])) for kind in held})
+            known = self.merged[classes] = self._between(0, self.last, classes)
         return known
 
     def under(self, node: cst.CSTNode, classes: tuple[type, ...]) -> list[cst.CSTNode] | None:
         """:meth:`of` for the nodes under ``node`` (itself included); None where ``node`` is no
         inner node of this tree."""
         span = self.spans.get(id(node))
-        if span is None:
-            return None
-        first, last = span
-        ranges = {}
-        for kind in classes:
-            serials = self.serials.get(kind)
-            if serials:
-                low = bisect.bisect_left(serials, first)
-                high = bisect.bisect_right(serials, last, low)
-                if high > low:
-                    ranges[kind] = (low, high)
-        if len(ranges) <= 1:
-            return [found for kind, (low, high) in ranges.items() for found in self.nodes[kind][low:high]]
-        return self._merged(list(ranges), ranges)
+        return None if span is None else self._between(span[0], span[1], classes)
 
-    def _merged(self, kinds: list[type], ranges: dict[type, tuple[int, int]]) -> list[cst.CSTNode]:
-        pairs = sorted(
-            (serial, i, found) for i, kind in enumerate(kinds)
-            for serial, found in zip(self.serials[kind][ranges[kind][0]:ranges[kind][1]], self.nodes[kind][ranges[kind][0]:ranges[kind][1]])
-        )
-        return [found for _, _, found in pairs]
+    def _between(self, first: int, last: int, classes: tuple[type, ...]) -> list[cst.CSTNode]:
+        """The nodes of ``classes`` numbered ``first`` to ``last``, in the walk's order."""
+        runs = []
+        for kind in classes:
+            serials = self.serials.get(kind, ())
+            low = bisect.bisect_left(serials, first)
+            high = bisect.bisect_right(serials, last, low)
+            if high > low:
+                runs.append((serials[low:high], self.nodes[kind][low:high]))
+        if len(runs) <= 1:
+            return runs[0][1] if runs else []
+        return [found for _, found in sorted((pair for run in runs for pair in zip(*run)), key=lambda pair: pair[0])]
 
 
 _INDEXES: list[_ClassIndex] = []
