@@ -1,5 +1,5 @@
 """Processor time and peak memory of the facts a run learns over all its files before it looks
-at any (``run/runner.py:_project_facts``: the classes that move themselves, star imports, the
+at any (``run/run_facts.py:project_facts``: the classes that move themselves, star imports, the
 attributes and functions files import from each other, the legacy autograd Functions, the files
 no file imports), on one folder, as ``check`` finds its files.
 
@@ -23,11 +23,14 @@ CHILD = """
 import resource, sys, time
 from pathlib import Path
 from torchfix_device.files.selection import find_files
-from torchfix_device.run import runner
+try:
+    from torchfix_device.run.run_facts import project_facts
+except ImportError:  # a build before run/run_facts.py
+    from torchfix_device.run.runner import _project_facts as project_facts
 root = Path(sys.argv[1])
 files, _ = find_files([root], (), respect_gitignore=True, force_exclude=False)
 start = time.process_time()
-runner._project_facts(files, [root], legacy=True)
+project_facts(files, [root], legacy=True)
 cpu = time.process_time() - start
 print(f"{len(files)} files, {cpu:.1f} CPU-s, peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
 """

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import run_cli, run_script
 from torchfix_device.facts.star_imports import Resolver
-from torchfix_device.run.runner import unimported_files
+from torchfix_device.run.run_facts import unimported_files
 from torchfix_device.facts.project_classes import imported_modules
 from torchfix_device.facts.project_attributes import resolved_imports
 

@@ -38,11 +38,10 @@ import ast
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from torchfix_device.facts.project_classes import Imports, Resolve, parsed
+from torchfix_device.facts.project_classes import Imports, Resolve, kept_per_run, parsed
 from torchfix_device.facts.project_functions import Callers, function_callers, imported_functions
 
 if TYPE_CHECKING:
@@ -108,7 +107,7 @@ def _value_kind(value: ast.expr, collections: Mapping[str, str], classes: frozen
     return None
 
 
-@lru_cache(maxsize=64)
+@kept_per_run
 def class_attributes(source: str | bytes) -> dict[str, dict[str, str]]:
     """Each top-level class of ``source`` → its attributes that have a kind (see the module
     docstring; the stores from outside the class are not looked at here: :func:`stored_from_outside`)."""
@@ -211,7 +210,7 @@ def _with_bases(name: str, classes: dict[str, ast.ClassDef], own, seen: set[str]
     return merged
 
 
-@lru_cache(maxsize=64)
+@kept_per_run
 def stored_from_outside(source: str | bytes) -> frozenset[str]:
     """The attribute names ``source`` stores through a receiver that is not a method's first
     parameter (``x.attr = v``, ``x.attr += v``, ``del x.attr``, ``setattr(x, "attr", v)``);

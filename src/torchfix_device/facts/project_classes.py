@@ -21,9 +21,9 @@ from __future__ import annotations
 import ast
 from collections import deque
 from contextlib import contextmanager
-from functools import lru_cache
+from functools import lru_cache, update_wrapper
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.syntax.legacy import python_tree
@@ -56,6 +56,30 @@ KEPT_SOURCE_BYTES = 4_000_000
 class _Kept:
     trees: "dict[str | bytes, ast.Module | None] | None" = None
     size = 0
+    answers: "dict[Callable, dict] | None" = None
+
+
+_T = TypeVar("_T")
+
+
+def kept_per_run(function: Callable[[Any], _T]) -> Callable[[Any], _T]:
+    """``function`` of a file's code, its answers kept for the whole gathering inside
+    :func:`trees_kept` (the last 64 only outside): the runner asks each file's questions while
+    its tree is at hand (:func:`~torchfix_device.run.run_facts.project_facts`), and the later passes
+    that ask them again parse nothing (each file was parsed four times on the torch tree)."""
+    recent = lru_cache(maxsize=64)(function)
+
+    def asked(source):  # noqa: ANN001, ANN202
+        kept = _Kept.answers
+        if kept is None:
+            return recent(source)
+        table = kept.setdefault(function, {})
+        answer = table.get(source, _Kept)
+        if answer is _Kept:
+            answer = table[source] = recent(source)
+        return answer
+
+    return update_wrapper(asked, function)  # type: ignore[return-value]
 
 
 @contextmanager
@@ -65,12 +89,12 @@ def trees_kept() -> Iterator[None]:
     only were kept: each file was parsed three times)."""
     outer = _Kept.trees
     if outer is None:
-        _Kept.trees, _Kept.size = {}, 0
+        _Kept.trees, _Kept.size, _Kept.answers = {}, 0, {}
     try:
         yield
     finally:
         if outer is None:
-            _Kept.trees, _Kept.size = None, 0
+            _Kept.trees, _Kept.size, _Kept.answers = None, 0, None
 
 
 @lru_cache(maxsize=64)
@@ -290,42 +314,14 @@ def reachable_classes(
     """For each file of ``imports`` (the run's), the classes with their own moves that it can
     reach: its own (``defined``) and those of every module it imports, followed through the
     run's files. ``imports[f]`` None (a dynamic import): ``f`` may reach every class of a module
-    it could import, ``importable(f)``."""
-    edges: dict[Path, set[Path]] = {}
-    for path, modules in imports.items():
-        if modules is None:
-            continue
-        targets = edges.setdefault(path, set())
-        for spelt, level in modules:
-            targets.update(target for target in resolve(spelt, level, path) if target != path)
-    reached: dict[Path, frozenset[str]] = {}
-    any_of: dict[Path, frozenset[str]] = {}  # asked again at every start whose imports reach the file
+    it could import, ``importable(f)``. (One question of an
+    :class:`~torchfix_device.facts.import_graph.ImportGraph`.)"""
+    from torchfix_device.facts.import_graph import ImportGraph
 
-    def anything(importer: Path) -> frozenset[str]:
-        if importer not in any_of:
-            can = importable(importer)
-            any_of[importer] = frozenset(c for path, classes in defined.items() if path == importer or can(path) for c in classes)
-        return any_of[importer]
-
-    for start in imports:
-        if imports[start] is None:
-            reached[start] = frozenset(anything(start))
-            continue
-        seen, stack, found = {start}, [start], set(defined.get(start, ()))
-        while stack:
-            here = stack.pop()
-            if here != start and imports.get(here, ()) is None:
-                found |= anything(here)
-                continue
-            for target in edges.get(here, ()):
-                if target not in seen:
-                    seen.add(target)
-                    found.update(defined.get(target, ()))
-                    stack.append(target)
-        reached[start] = frozenset(found)
-    return reached
+    return ImportGraph(imports, resolve, importable).reach(defined)
 
 
+@kept_per_run
 def class_bases(data: bytes) -> dict[str, frozenset[str]]:
     """Each class of a file's code → the last names of its bases (``nn.Module`` → ``Module``);
     empty for a file that cannot be parsed."""
@@ -358,11 +354,12 @@ def subclasses_of(
     grown = dict(defined)
     reached = reach(grown)
     bases_of: dict[Path, dict[str, frozenset[str]]] = {}
+    words = {path: frozenset(_WORD.findall(data)) for path, data in programs.items() if b"class " in data}
     while True:
-        known = frozenset().union(*grown.values())
+        known = frozenset(name.encode() for name in frozenset().union(*grown.values()))
         changed = False
         for path, data in programs.items():
-            if b"class " not in data or not any(name.encode() in data for name in known):
+            if path not in words or known.isdisjoint(words[path]):  # a base it names is a word of it
                 continue
             if path not in bases_of:
                 bases_of[path] = class_bases(data)
@@ -376,6 +373,7 @@ def subclasses_of(
         reached = reach(grown)
 
 
+_WORD = __import__("re").compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _CLASS_LINE = __import__("re").compile(rb"^[ \t]*class[ \t]+([A-Za-z_][A-Za-z_0-9]*)", __import__("re").M)
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from torchfix_device.facts.project_classes import Imports, parsed
+from torchfix_device.facts.project_classes import Imports, kept_per_run, parsed
 
 MAX_HOPS = 3
 """How many files a value passed to a function is followed back through its callers."""
@@ -40,6 +40,7 @@ Summary = tuple[dict[str, int], list[tuple[str, int]], frozenset[str] | None, di
 """What :func:`module_functions` reads of a file."""
 
 
+@kept_per_run
 def module_functions(data: bytes) -> Summary:
     """The module-level functions (and undecorated classes) of a file a caller may summarise (name → how many times the
     module binds the name), its star imports ``(module, level)``, its ``__all__`` (None where
@@ -173,20 +174,17 @@ def function_callers(
     for path, (table, _) in functions.items():
         for qualified, (where, name) in table.items():
             importers.setdefault((Path(where), name), {}).setdefault(path, []).append(qualified)
-    words: dict[Path, frozenset[bytes]] = {}
-
-    def spelt(path: Path) -> frozenset[bytes]:
-        if path not in words:
-            words[path] = frozenset(re.findall(rb"[A-Za-z_][A-Za-z0-9_]*", programs.get(path, b"")))
-        return words[path]
-
+    wanted = {name.encode() for _, name in importers}
+    holders: dict[bytes, list[Path]] = {}  # each name asked about → the files spelling it
+    for path in programs:
+        for word in wanted.intersection(re.findall(rb"[A-Za-z_][A-Za-z0-9_]*", programs[path])):
+            holders.setdefault(word, []).append(path)
     found: dict[Path, dict[str, list[tuple[str, str, tuple[str, ...]]]]] = {}
     unsure: dict[Path, set[str]] = {}
     readers: dict[Path, set[Path]] = {}
     for (target, name), users in importers.items():
-        key = name.encode()
-        for path in programs:
-            if path == target or key not in spelt(path) or (reaching is not None and path not in reaching(target)):
+        for path in holders.get(name.encode(), ()):
+            if path == target or (reaching is not None and path not in reaching(target)):
                 continue
             readers.setdefault(target, set()).add(path)
             if path in users:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple, Sequence
 
 from torchfix_device.facts.project_classes import parsed as python_tree
+from torchfix_device.files.disk_log import is_file, module_bytes, submodule_names
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.facts.star_exports import DOUBT, IMPORT, OTHER, STDLIB, Bound, Namespace, module_namespace
 
@@ -286,10 +287,7 @@ class Resolver:
         if known is not None:
             return known
         shown = self.shown(target)
-        try:
-            data = read_regular(target).data if os.stat(target).st_size <= MAX_MODULE_BYTES else None
-        except OSError:
-            data = None
+        data = module_bytes(target, MAX_MODULE_BYTES)
         tree = python_tree(data) if data is not None else None
         if tree is None:
             result = Namespace({}, f"{shown} cannot be read or parsed")
@@ -369,11 +367,11 @@ class Resolver:
         Python's finder does); ``base/__init__.py`` for no parts."""
         folder = base.joinpath(*parts)
         package = folder / "__init__.py"
-        if _is_file(package):
+        if is_file(package):
             return package
         if parts and all(p.isidentifier() for p in parts):
             module = folder.with_name(parts[-1] + ".py")
-            if _is_file(module):
+            if is_file(module):
                 return module
         return None
 
@@ -381,14 +379,7 @@ class Resolver:
         """The submodule names of the package whose ``__init__.py`` is ``init``."""
         folder = init.parent
         if folder not in self._listings:
-            try:
-                entries = os.listdir(folder)
-            except OSError:
-                entries = []
-            self._listings[folder] = frozenset(
-                e[:-3] if e.endswith(".py") else e for e in entries
-                if (e.endswith(".py") and e != "__init__.py") or (os.path.isdir(folder / e) and e.isidentifier())
-            )
+            self._listings[folder] = submodule_names(folder)
         return self._listings[folder]
 
     def has_submodule(self, init: Path, name: str) -> bool:
@@ -399,13 +390,6 @@ def _reasons(found: Namespace) -> Iterable[str]:
     yield from (b.value for b in found.names.values() if b.kind == DOUBT)
     if found.rest is not None:
         yield found.rest
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:
-        return False
 
 
 def _star_imports(tree: ast.Module) -> list[tuple[ast.ImportFrom, bool]]:

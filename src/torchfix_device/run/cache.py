@@ -31,7 +31,7 @@ import os
 from dataclasses import asdict, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Mapping, NamedTuple, Sequence
 
 from torchfix_device import __version__
 from torchfix_device.finding import Finding
@@ -61,7 +61,7 @@ class CachedResult(NamedTuple):
     """A notebook's cells left as they are, and why (``TransformOutput.problems``)."""
 
 
-FORMAT = "5"
+FORMAT = "6"
 
 
 @lru_cache(maxsize=1)
@@ -103,8 +103,39 @@ class ResultCache:
         self.folder = folder
         codes = ",".join(c.code for c in codemods)
         settings = json.dumps({"unsafe": options.applies(safe=False), "device_expression": options.device_expression})
-        self._salt = f"{tool_fingerprint()}|{codes}|{settings}|".encode()
+        self._salt = _chained(b"", f"{tool_fingerprint()}|{codes}|{settings}|".encode())
         self._usable = self._prepare()
+        self.file_salts: Mapping[str, str] | None = None
+        """Each file's salt as a run kept it (:mod:`torchfix_device.run.run_memo`), used instead of
+        the salt the run's facts give: a warm run then need not learn them."""
+
+    @property
+    def usable(self) -> bool:
+        return self._usable
+
+    @property
+    def salt(self) -> str:
+        """What keys every entry of this cache with the file's bytes: a SHA-256 chained over the
+        tool, the codemods, the options, then what each ``for_*`` added (32 bytes, hex)."""
+        return self._salt.hex()
+
+    def with_file_salts(self, salts: Mapping[str, str]) -> "ResultCache":
+        """This cache, each file keyed by its entry in ``salts`` (see :attr:`file_salts`)."""
+        salted = copy.copy(self)
+        salted.file_salts = salts
+        return salted
+
+    def at_salt(self, salt: str) -> "ResultCache":
+        """This cache with the salt ``salt`` (a :attr:`salt` a run kept)."""
+        salted = copy.copy(self)
+        salted._salt = bytes.fromhex(salt)
+        salted.file_salts = None
+        return salted
+
+    def _with(self, part: bytes) -> "ResultCache":
+        salted = copy.copy(self)
+        salted._salt = _chained(self._salt, part)
+        return salted
 
     def for_classes(
         self, own_move_classes: frozenset[str], known_classes: frozenset[str] = frozenset(), taking_nothing: frozenset[str] = frozenset(),
@@ -114,29 +145,21 @@ class ResultCache:
         class gaining a ``cuda()`` in one file changes what is safe in the files importing it)."""
         if not own_move_classes:
             return self
-        salted = copy.copy(self)
-        salted._salt = self._salt + ",".join(sorted(own_move_classes)).encode() + b";" + ",".join(sorted(known_classes)).encode() + b";" + ",".join(sorted(taking_nothing)).encode() + b"|"
-        return salted
+        return self._with(",".join(sorted(own_move_classes)).encode() + b";" + ",".join(sorted(known_classes)).encode() + b";" + ",".join(sorted(taking_nothing)).encode() + b"|")
 
     def for_ignored(self, codes: frozenset[str]) -> "ResultCache":
         """This cache with entries keyed by the codemods ``per-file-ignores`` leaves out of a file."""
-        salted = copy.copy(self)
-        salted._salt = self._salt + b"ignored:" + ",".join(sorted(codes)).encode() + b"|"
-        return salted
+        return self._with(b"ignored:" + ",".join(sorted(codes)).encode() + b"|")
 
     def for_run_facts(self, label: str, digest: str) -> "ResultCache":
         """This cache with entries keyed by another fact learnt over the run's files too (the
         legacy autograd Functions: a use of one in a file changes what the others may do)."""
-        salted = copy.copy(self)
-        salted._salt = self._salt + label.encode() + b":" + digest.encode() + b"|"
-        return salted
+        return self._with(label.encode() + b":" + digest.encode() + b"|")
 
     def for_stars(self, digest: str) -> "ResultCache":
         """This cache with entries keyed by what a file's star imports bind too (a module it
         star-imports changing its imports changes what is safe in the file)."""
-        salted = copy.copy(self)
-        salted._salt = self._salt + b"stars:" + digest.encode() + b"|"
-        return salted
+        return self._with(b"stars:" + digest.encode() + b"|")
 
     def _prepare(self) -> bool:
         try:
@@ -198,6 +221,11 @@ class ResultCache:
             atomic_write(entry, json.dumps(data).encode("utf-8"), ENTRY_MODE, durable=False)
         except OSError:
             pass
+
+
+def _chained(salt: bytes, part: bytes) -> bytes:
+    """The salt after ``part`` is added to ``salt``: one digest, however long the parts were."""
+    return hashlib.sha256(salt + part).digest()
 
 
 def _checksum(key: str, result: dict) -> str:

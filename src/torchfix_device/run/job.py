@@ -127,7 +127,10 @@ def process_file(
 def _keyed_by_run_facts(cache: "ResultCache", path: Path, options: RunOptions) -> "ResultCache":
     """``cache`` with entries keyed by what the run's other files tell about ``path`` too: what
     its star imports bind, the classes with their own moves it reaches, the project's attributes
-    and functions it imports, whether some file of the run imports it."""
+    and functions it imports, whether some file of the run imports it. A cache holding each file's
+    keys as a run kept them (:attr:`~torchfix_device.run.cache.ResultCache.file_salts`) uses those."""
+    if cache.file_salts is not None:
+        return cache.at_salt(cache.file_salts[str(path)])
     stars = options.star_imports.of(path) if options.star_imports else None
     if stars is not None:
         cache = cache.for_stars(stars.digest)
@@ -139,6 +142,14 @@ def _keyed_by_run_facts(cache: "ResultCache", path: Path, options: RunOptions) -
     if str(path) not in options.unimported:  # the answer of most files unsalted
         cache = cache.for_run_facts("imported", "1")
     return cache
+
+
+def file_salt(path: Path, codemods: Sequence["CodemodRef | type[Codemod]"], options: RunOptions, cache: "ResultCache") -> str:
+    """The salt :func:`process_file` keys ``path``'s entries in ``cache`` with, for a run whose
+    facts ``options`` holds (what :mod:`torchfix_device.run.run_memo` keeps for a warm run)."""
+    _, ignoring = _for_this_file(path, codemods, options, cache)
+    assert ignoring is not None
+    return _keyed_by_run_facts(ignoring, path, options).salt
 
 
 def _for_this_file(

@@ -1,7 +1,8 @@
 """``--jobs N``: files spread over a pool of processes, results kept in display order.
 
 Where workers are forked (Linux), the engine and the codemods are imported before the pool
-starts, so that no worker imports them again. Work is handed out biggest file first (a large file started last would keep one worker busy
+starts, so that no worker imports them again. Each worker gets the run's options (its facts:
+77 MB pickled on the torch tree) and cache once, when it starts; a task is a path. Work is handed out biggest file first (a large file started last would keep one worker busy
 after the others finish); progress is reported as each file finishes, and the results are put
 in the order of ``files``, so the output is the same as with one process. Workers ignore SIGINT and SIGTERM (the main process decides): on Ctrl-C or
 SIGTERM each finishes the file it is on (writes are atomic), the files not started are dropped,
@@ -49,8 +50,16 @@ def _exit_now(signum: int, frame: object) -> None:
     os._exit(1)
 
 
-def _init_worker(parent: int) -> None:
-    """A worker: Ctrl-C and SIGTERM are the main process's to handle; exit when it is gone."""
+_shared: dict[str, object] = {}
+"""A worker's options and cache (:func:`_process_shared`), given once when it starts."""
+
+
+def _init_worker(parent: int, shared: "dict[str, object] | None" = None) -> None:
+    """A worker: Ctrl-C and SIGTERM are the main process's to handle; exit when it is gone.
+    ``shared``: the options and cache of every file it will get (forked: not pickled at all)."""
+    if shared is not None:
+        _shared.clear()
+        _shared.update(shared)
     for signum in STOP_SIGNALS:  # Ctrl-C, SIGTERM, SIGHUP
         signal.signal(signum, signal.SIG_IGN)
     if PARENT_GONE is not None:
@@ -101,6 +110,13 @@ def _preload(codemods: Sequence["CodemodRef | type[Codemod]"]) -> None:
     load_codemods(codemods)
 
 
+def _process_shared(path: Path, codemods: Sequence["CodemodRef | type[Codemod]"], root: Path | None) -> FileResult | None:
+    """One file in a worker, with the options and cache it was given when it started: the run's
+    facts (on the torch tree, every file's reachable classes, tables and star imports) went with
+    every file, pickled and unpickled again each time."""
+    return process_file(path, codemods, root=root, **_shared)  # type: ignore[arg-type]
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -144,7 +160,7 @@ def process_in_pool(
 
     _preload(codemods)
     try:
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=_init_worker, initargs=(os.getpid(),))
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(files)), initializer=_init_worker, initargs=(os.getpid(), settings))
     except (OSError, NotImplementedError, ValueError):
         for index in range(len(files)):
             try:
@@ -157,7 +173,7 @@ def process_in_pool(
     futures: dict[int, Future] = {}
     try:
         for index in sorted(range(len(files)), key=lambda i: -_size(files[i])):
-            futures[index] = pool.submit(process_file, files[index], codemods, root=root_of(files[index], roots), **settings)
+            futures[index] = pool.submit(_process_shared, files[index], codemods, root_of(files[index], roots))
         index_of = {future: index for index, future in futures.items()}
         for future in as_completed(futures.values()):  # progress as files finish, not in path order
             index = index_of[future]

@@ -26,24 +26,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from torchfix_device.facts.legacy_function_run import RunLegacyFunctions, scan_run
-from torchfix_device.facts.legacy_functions import CODE as LEGACY_CODE, may_define
-from torchfix_device.files.selection import MAX_FILE_BYTES, display_path, find_files, skip_reason
+from torchfix_device.files.disk_log import recording
+from torchfix_device.files.selection import display_path, find_files
 from torchfix_device.files.sources import remove_stale_temp_files
 from torchfix_device.run import interrupts
 from torchfix_device.run.interrupts import signal_of
-from torchfix_device.run.job import finished_before, process_file
+from torchfix_device.run.job import finished_before, process_file, write_result
+from torchfix_device.run.run_memo import RunMemo, answered
 from torchfix_device.options import DEFAULT_OPTIONS, RunOptions
-from torchfix_device.facts.project_attributes import Imports, RunAttributes, resolved_imports, run_attributes
-from torchfix_device.facts.project_placements import groups_on_cpu, places
-from torchfix_device.facts.project_classes import (
-    class_bases, class_names, classes_of_data, cuda_taking_nothing, imported_modules, reachable_classes, subclassed_classes, subclasses_of,
-    trees_kept,
-)
-from torchfix_device.files.safe_paths import read_regular
-from torchfix_device.facts.star_imports import Resolver, RunStars, may_hold_star_import, resolve_star_imports
 from torchfix_device.results import FileResult, Interrupted
 from torchfix_device.files.safe_paths import root_of
 
@@ -85,10 +77,31 @@ def run(
         settings = options or DEFAULT_OPTIONS
         files, problems = find_files(paths, exclude, respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
         roots = [p for p in paths if p.is_dir() and not p.is_symlink()]
+        memo = RunMemo(cache, files, roots, settings) if cache is not None else None
+        kept = memo.kept() if memo is not None else None
+        if kept is not None:  # a tree as the last run saw it: every result may be in the cache
+            assert cache is not None
+            chosen = shard.select(files, display_path) if shard is not None else files
+            if tidy:
+                _remove_stale_temp_files(chosen)
+            early = answered(kept, cache, chosen, codemods, settings, roots)
+            if early is not None:  # written one by one, as jobs write: a Ctrl-C reports what was
+                files = chosen
+                if progress is not None:
+                    progress.start(len(files))
+                for result in early:
+                    if settings.write and result.status == "changed":
+                        write_result(result)
+                    results.append(result)
+                    if progress is not None:
+                        progress.advance(result.path)
+                return problems + results
+        from torchfix_device.run.run_facts import LEGACY_CODE, MAX_MODULE_BYTES  # the facts: not for a run the cache answers whole
+
+        learns_legacy = any(c.code == LEGACY_CODE for c in codemods)
         # over every file, before sharding: one answer for all shards
-        own, known, bare, stars, legacy, attributes, unimported = _project_facts(
-            files, roots, settings, legacy=any(c.code == LEGACY_CODE for c in codemods)
-        )
+        with recording() as noted:
+            own, known, bare, stars, legacy, attributes, unimported = _project_facts(files, roots, settings, legacy=learns_legacy)
         if attributes or unimported:
             options = replace(options or DEFAULT_OPTIONS, project_attributes=attributes, unimported=unimported)
         if legacy:
@@ -98,6 +111,8 @@ def run(
             options = replace(options or DEFAULT_OPTIONS, own_move_classes=own, known_classes=known, cuda_taking_nothing=bare)
         if stars:
             options = replace(options or DEFAULT_OPTIONS, star_imports=stars)
+        if memo is not None and cache is not None:
+            cache = cache.with_file_salts(memo.keep(files, codemods, options or DEFAULT_OPTIONS, cache, noted, MAX_MODULE_BYTES))
         if shard is not None:
             files = shard.select(files, display_path)
         if tidy:
@@ -118,138 +133,12 @@ def run(
 
 def _project_facts(
     files: Sequence[Path], roots: Sequence[Path], options: RunOptions = DEFAULT_OPTIONS, *, legacy: bool = False,
-) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], frozenset[str], RunStars, RunLegacyFunctions, RunAttributes, frozenset[str]]:
-    """What the codemods learn from every file of the run, each file read once: for each file,
-    the classes that move themselves that it can reach by import and, where there are such
-    classes, the other classes of the run it reaches (an instance of one does not move itself),
-    and those of them whose every ``cuda()`` in the run takes no argument
-    (:mod:`torchfix_device.facts.project_classes`); what the star imports bind
-    (:mod:`torchfix_device.facts.star_imports`); and, with ``legacy`` (TFD017 is selected), the
-    legacy autograd Functions and their uses (:mod:`torchfix_device.facts.legacy_function_run`;
-    the files are read again only when there is one); what the attributes of the classes each
-    file imports from the run hold (:mod:`torchfix_device.facts.project_attributes`), and whether its
-    import group keeps its values on the CPU (:mod:`torchfix_device.facts.project_placements`); and the files
-    that no file of the run imports (:func:`unimported_files`). Unreadable files are left out (the run
-    reports them)."""
-    with trees_kept():  # the passes below over every file parse each once
-        return _gathered(files, roots, options, legacy=legacy)
+) -> tuple:
+    """What the codemods learn from every file of the run (:func:`torchfix_device.run.run_facts.project_facts`),
+    imported only by a run the cache does not answer whole."""
+    from torchfix_device.run import run_facts
 
-
-def _gathered(
-    files: Sequence[Path], roots: Sequence[Path], options: RunOptions, *, legacy: bool,
-) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]], frozenset[str], RunStars, RunLegacyFunctions, RunAttributes, frozenset[str]]:
-    resolver = Resolver(roots)
-    defined: dict[Path, frozenset[str]] = {}
-    programs: dict[Path, bytes] = {}
-    starred: dict[Path, bytes] = {}
-    defining: dict[Path, bytes] = {}
-    for path in files:
-        if path.suffix not in (".py", ".ipynb"):
-            continue
-        try:
-            data = read_regular(path).data  # never a FIFO or a device: a read that never ends
-        except OSError:
-            continue
-        if path.suffix == ".ipynb":  # its cells as one program (``from main import *`` in a cell)
-            program = _notebook_program(data) if may_hold_star_import(data) or b"import" in data else None
-            if program is not None:
-                programs[path] = program.encode("utf-8")
-                if may_hold_star_import(data):
-                    starred[path] = programs[path]
-            continue
-        programs[path] = data
-        classes = classes_of_data(data)
-        if classes:
-            defined[resolver.absolute(path)] = classes
-        if may_hold_star_import(data):
-            starred[path] = data
-        if legacy and may_define(data):
-            defining[path] = data
-    stars = resolve_star_imports(files, starred, roots) if starred else RunStars({})
-    absolute = {resolver.absolute(path): data for path, data in programs.items()}
-    imports: dict[Path, "list[tuple[str, int]] | None"] = {}
-    placing: set[Path] = set()
-    bases: dict[Path, dict[str, frozenset[str]]] = {}
-    taking: dict[Path, frozenset[str]] = {}
-    for path, data in absolute.items():  # one parse of each file serves them all (``parsed`` keeps the last 64)
-        imports[path] = imported_modules(data)
-        if places(data):
-            placing.add(path)
-        if b"class " in data:
-            bases[path] = class_bases(data)
-        if path in defined:
-            taking[path] = cuda_taking_nothing(data) & defined[path]
-    functions = RunLegacyFunctions()
-    if defining:
-        limit = options.max_file_bytes or MAX_FILE_BYTES
-
-        def will_skip(path: Path, text: str) -> bool:
-            return skip_reason(text, options) is not None or len(text.encode("utf-8", "replace")) > limit
-
-        def reach(defined: Mapping[Path, frozenset[str]]) -> Mapping[Path, frozenset[str]]:
-            return reachable_classes(defined, imports, resolver.module_files, resolver.importable)
-
-        functions = scan_run(files, defining, _read_or_none, will_skip=will_skip, shown=display_path, reach=reach, notebook_code=_notebook_program)
-    shown = {resolver.absolute(path): str(path) for path in programs}
-    resolved = resolved_imports(imports, resolver.module_files)
-    attributes = run_attributes(
-        absolute, shown, resolved, resolver.importable, groups_on_cpu(absolute, resolved, resolver.importable, placing),
-        subclassed_classes(bases, resolved),
-    )
-    unimported = unimported_files(absolute, shown, resolved, resolver)
-    if not defined:
-        return {}, {}, frozenset(), stars, functions, attributes, unimported
-
-    grown, reached = subclasses_of(
-        defined, absolute, lambda classes: reachable_classes(classes, imports, resolver.module_files, resolver.importable)
-    )
-    everything = reachable_classes(
-        {path: class_names(data) for path, data in absolute.items()}, imports, resolver.module_files, resolver.importable
-    )
-    own = {str(path): reached[resolver.absolute(path)] for path in programs}
-    known = {str(path): everything[resolver.absolute(path)] - reached[resolver.absolute(path)] for path in programs}
-    own = {name: classes for name, classes in own.items() if classes}
-    bare = _taking_nothing(grown, taking)
-    return own, {name: c for name, c in known.items() if c}, bare, stars, functions, attributes, unimported
-
-
-def _taking_nothing(grown: Mapping[Path, frozenset[str]], taking: Mapping[Path, frozenset[str]]) -> frozenset[str]:
-    """The names of the run's classes that move themselves (``grown``, subclasses included) every
-    class of which has a ``cuda(self)`` of its own taking nothing (``taking``, by file:
-    :func:`~torchfix_device.facts.project_classes.cuda_taking_nothing`); a subclass that inherits
-    its move, or a class of the same name elsewhere that takes more, keeps the name out."""
-    other = {name for path, classes in grown.items() for name in classes - taking.get(path, frozenset())}
-    return frozenset().union(*taking.values()) - other
-
-
-def unimported_files(absolute: dict[Path, bytes], shown: dict[Path, str], resolved: Imports, resolver: Resolver) -> frozenset[str]:
-    """The files of ``absolute`` (the run's programs, notebooks' included) that no other file of the
-    run imports (``resolved``: each file's imports), nor may import (a file importing dynamically
-    may import any file it can reach). The run is taken as the project, as for the classes that
-    move themselves: a file left out of it is not seen. (Whether a file was named or found in a
-    folder named changes nothing: a warm run finds its cached results whichever way the files are
-    named.)"""
-    imported: set[Path] = set()
-    for path, found in resolved.items():
-        if found is None:
-            can = resolver.importable(path)
-            imported.update(other for other in absolute if other != path and can(other))
-        else:
-            imported.update(target for _, _, target in found)
-    return frozenset(shown[path] for path in absolute if path not in imported)
-
-
-def _read_or_none(path: Path) -> bytes | None:
-    try:
-        return read_regular(path).data
-    except OSError:
-        return None
-
-
-def _notebook_program(data: bytes) -> str | None:
-    from torchfix_device.run import notebook  # libcst and nbformat: only for a notebook that may spell a name asked about
-
-    return notebook.program_of(data)
+    return run_facts.project_facts(files, roots, options, legacy=legacy)
 
 
 def _process_files(
