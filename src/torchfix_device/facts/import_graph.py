@@ -25,7 +25,7 @@ class ImportGraph:
     ) -> None:
         self.imports, self.importable = imports, importable
         self.nodes: list[Path] = list(imports)
-        index = {path: number for number, path in enumerate(self.nodes)}
+        self.index = index = {path: number for number, path in enumerate(self.nodes)}
         self.dynamic = {index[path] for path, modules in imports.items() if modules is None}
         self.edges: list[set[int]] = [set() for _ in self.nodes]
         for path, modules in imports.items():
@@ -38,6 +38,10 @@ class ImportGraph:
                             self.edges.append(set())
                         self.edges[index[path]].add(index[target])
         self.parts = _strong_parts(self.edges)
+        self.part_of = [0] * len(self.nodes)
+        for number, members in enumerate(self.parts):
+            for node in members:
+                self.part_of[node] = number
 
     def reach(self, defined: Mapping[Path, frozenset[str]]) -> dict[Path, frozenset[str]]:
         """For each file of the run, the classes of ``defined`` it can reach (see
@@ -47,7 +51,7 @@ class ImportGraph:
             for name in classes:
                 bit.setdefault(name, 1 << len(bit))
         own = [0] * len(self.nodes)
-        where = {path: number for number, path in enumerate(self.nodes)}
+        where, part_of = self.index, self.part_of
         outside_paths: list[tuple[Path, int]] = []  # files the graph does not hold: a dynamic importer may reach them
         for path, classes in defined.items():
             value = sum(bit[name] for name in classes)
@@ -56,10 +60,6 @@ class ImportGraph:
             else:
                 outside_paths.append((path, value))
         value_of = [0] * len(self.parts)
-        part_of = [0] * len(self.nodes)
-        for number, members in enumerate(self.parts):
-            for node in members:
-                part_of[node] = number
         for number, members in enumerate(self.parts):  # sinks first
             if len(members) == 1 and members[0] in self.dynamic:
                 value_of[number] = self._anything(members[0], own, outside_paths)

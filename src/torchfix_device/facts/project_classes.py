@@ -25,6 +25,7 @@ from functools import lru_cache, update_wrapper
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
+from torchfix_device.facts.import_graph import ImportGraph, Resolve
 from torchfix_device.files.safe_paths import read_regular
 from torchfix_device.syntax.legacy import python_tree
 
@@ -259,11 +260,9 @@ def _takes_only_self(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 DYNAMIC_IMPORTS = (b"importlib", b"__import__", b"exec(", b"runpy")
 """A file holding one of these may import any module of the run."""
 
-Resolve = Callable[[str, int, Path], "list[Path]"]
 Imports = dict[Path, "list[tuple[str, int, Path]] | None"]
 """Each file of a run → ``(module spelt, level, file it resolves to)`` of its imports; None for a
 file that imports dynamically (:func:`~torchfix_device.facts.project_attributes.resolved_imports`)."""
-"""``(module spelt, relative level, importing file)`` → the files that module may be."""
 
 
 def imported_modules(data: bytes) -> list[tuple[str, int]] | None:
@@ -316,8 +315,6 @@ def reachable_classes(
     run's files. ``imports[f]`` None (a dynamic import): ``f`` may reach every class of a module
     it could import, ``importable(f)``. (One question of an
     :class:`~torchfix_device.facts.import_graph.ImportGraph`.)"""
-    from torchfix_device.facts.import_graph import ImportGraph
-
     return ImportGraph(imports, resolve, importable).reach(defined)
 
 
