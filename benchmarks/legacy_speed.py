@@ -8,13 +8,17 @@ file made of the corpus's files.
 1. **The corpus.** The ``dev`` tier of ``real_corpus/repos.csv``, extracted from the bare
    mirrors under ``--mirror-root`` with :func:`real_repos.extract` (``*.py`` and ``*.ipynb``;
    blobs a mirror lacks are left out and listed) into ``--workdir`` (never committed).
-2. **The tools**, each on the whole corpus folder, cold: ``torchfix-device check --no-cache``
+2. **The tools**, cold, on the corpus's ``*.py`` files alone (linked into ``corpus-py``: the files
+   TorchFix reads, so that all are timed on the same files): ``torchfix-device check --no-cache``
    from ``--src`` (default: this checkout) and from ``--base-src`` (an earlier build's ``src``,
    e.g. ``git worktree add /tmp/base-1d58ef4 1d58ef4``), and ``torchfix --select ALL`` (TorchFix
    0.7, ``--torchfix``, else installed into a virtual environment under ``--workdir``; it reads
    the ``*.py`` files only), all with ``--jobs`` processes. ``--runs`` rounds; in each round
    every tool runs once, the order rotating from round to round, so that the load of a shared
-   machine falls on all alike.
+   machine falls on all alike. Then the two builds on the whole corpus, notebooks included
+   (``--skip-notebooks`` leaves it out). A run whose stderr holds a traceback (1d58ef4 dies on a
+   notebook output without ``output_type``, leaving the files after it unchecked) is marked
+   ``crashed`` and given no ratio.
 3. **One large file**: the corpus's ``*.py`` files that compile, in path order, concatenated
    until ``--big-lines`` lines (``from __future__`` imports moved to the top), checked with
    ``check --no-cache --jobs 1`` by each build (``--big-timeout`` seconds at most).
@@ -56,7 +60,11 @@ cmd, env, cwd, timeout = json.loads(sys.argv[1])
 start = time.perf_counter()
 try:
     done = subprocess.run(cmd, env={**os.environ, **env}, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
-    rc, err = done.returncode, done.stderr.decode(errors="replace")[-600:]
+    stderr = done.stderr.decode(errors="replace")
+    rc, err = done.returncode, stderr[-600:]
+    if "Traceback" in stderr:  # a tool that dies on one file leaves the rest undone: not a time
+        rc = "crashed"
+        err = stderr[stderr.rindex("Traceback"):][:300] + " ... " + err[-300:]
 except subprocess.TimeoutExpired:
     rc, err = "timeout", ""
 wall = time.perf_counter() - start
@@ -84,6 +92,24 @@ def build_corpus(mirror_root: Path, workdir: Path) -> tuple[Path, dict[str, int]
         log(f"{name}: {len(missing)} blobs missing from the mirror, left out")
     counts_file.write_text(json.dumps(counts, indent=1))
     return root, counts
+
+
+def python_files_only(corpus: Path, workdir: Path) -> Path:
+    """The corpus's ``*.py`` files alone, linked under ``workdir/corpus-py`` (made once): the
+    files TorchFix reads, so that every tool is timed on the same files."""
+    root = workdir / "corpus-py"
+    done = workdir / "corpus-py.done"
+    if root.is_dir() and done.exists():
+        return root
+    for path in sorted(corpus.rglob("*.py")):
+        if not path.is_file():
+            continue
+        target = root / path.relative_to(corpus)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            os.link(path, target)
+    done.write_text("")
+    return root
 
 
 def build_big_file(corpus: Path, lines: int, target: Path) -> tuple[int, int]:
@@ -180,6 +206,10 @@ def table(results: dict[str, list[dict]], reference: str) -> list[str]:
     for name, runs in results.items():
         if name == reference:
             continue
+        unfinished = sorted({str(r["rc"]) for r in [*ours, *runs] if r["rc"] not in (0, 1)})
+        if unfinished:
+            rows.append(f"- {reference} / {name}: none: a run did not finish its files (exit {', '.join(unfinished)})")
+            continue
         paired = [a["cpu"] / b["cpu"] for a, b in zip(ours, runs) if b["cpu"] > 0]
         rows.append(
             f"- {reference} / {name}: **{_median(ours, 'cpu') / _median(runs, 'cpu'):.2f}×** of the medians "
@@ -196,6 +226,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--base-name", default=None, help="how the table names the earlier build (default: its folder)")
     parser.add_argument("--torchfix", help="TorchFix 0.7's executable (default: installed into a venv under --workdir)")
     parser.add_argument("--skip-torchfix", action="store_true")
+    parser.add_argument("--skip-notebooks", action="store_true", help="skip the builds' runs over the whole corpus, notebooks included")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes for every tool (default: cores)")
     parser.add_argument("--mirror-root", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/legacy-speed"), help="the corpus and the large file (never committed)")
@@ -215,14 +246,22 @@ def main(argv: list[str]) -> int:
 
     new_name = f"torchfix-device ({Path(args.src).resolve().parent.name})"
     base_name = args.base_name or (f"torchfix-device ({Path(args.base_src).resolve().parent.name})" if args.base_src else "")
-    tools: dict[str, tuple[list[str], dict[str, str]]] = {new_name: tfd_command(args.src, args.jobs, "corpus")}
+    python_only = python_files_only(corpus, args.workdir)
+    tools: dict[str, tuple[list[str], dict[str, str]]] = {new_name: tfd_command(args.src, args.jobs, python_only.name)}
     if args.base_src:
-        tools[base_name] = tfd_command(args.base_src, args.jobs, "corpus")
+        tools[base_name] = tfd_command(args.base_src, args.jobs, python_only.name)
     if not args.skip_torchfix:
         exe = torchfix_executable(args.workdir, args.torchfix)
-        tools["TorchFix 0.7 --select ALL"] = ([str(exe), "--select", "ALL", "--jobs", str(args.jobs), "corpus"], {})
-    log(f"cold runs over the corpus, {args.runs} rounds, --jobs {args.jobs}")
+        tools["TorchFix 0.7 --select ALL"] = ([str(exe), "--select", "ALL", "--jobs", str(args.jobs), python_only.name], {})
+    log(f"cold runs over the corpus's *.py files, {args.runs} rounds, --jobs {args.jobs}")
     corpus_results = interleaved(tools, args.runs, args.workdir)
+    whole_tools = {new_name: tfd_command(args.src, args.jobs, corpus.name)}
+    if args.base_src:
+        whole_tools[base_name] = tfd_command(args.base_src, args.jobs, corpus.name)
+    whole_results: dict[str, list[dict]] = {}
+    if not args.skip_notebooks:
+        log(f"cold runs over the whole corpus (notebooks too), {args.runs} rounds")
+        whole_results = interleaved(whole_tools, args.runs, args.workdir)
 
     big_section: list[str] = []
     if args.big_lines:
@@ -250,21 +289,28 @@ def main(argv: list[str]) -> int:
         "",
         f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} cores. {args.note}".rstrip(),
         "",
-        f"## Cold check over the dev corpus: {len(counts)} repos, {len(files)} files ({len(py)} `*.py`, {lines:,} lines; "
-        f"{len(files) - len(py)} `*.ipynb`, which TorchFix does not read)",
+        f"## Cold check over the dev corpus's `*.py` files: {len(counts)} repos, {len(py)} files, {lines:,} lines",
         "",
-        f"Each tool on the whole corpus folder with `--jobs {args.jobs}`: `torchfix-device check --no-cache`, "
+        f"The files TorchFix reads (its {len(files) - len(py)} `*.ipynb` files left out, linked into one folder), "
+        f"each tool with `--jobs {args.jobs}`: `torchfix-device check --no-cache`, "
         "`torchfix --select ALL`. Processor time is user + system of the whole process tree. "
-        f"{args.runs} rounds, the order of the tools rotating from round to round.",
+        f"{args.runs} rounds, the order of the tools rotating from round to round. A run whose output "
+        "holds a traceback did not check every file: its exit reads `crashed` and it has no ratio.",
         "",
         *table(corpus_results, new_name),
         "",
+        *([
+            f"## Cold check over the whole dev corpus: {len(files)} files, notebooks included",
+            "",
+            *table(whole_results, new_name),
+            "",
+        ] if whole_results else []),
         *big_section,
     ]) + "\n"
     print(text)
     if args.output:
         args.output.write_text(text, encoding="utf-8")
-    (args.workdir / "results.json").write_text(json.dumps({"corpus": corpus_results}, indent=1))
+    (args.workdir / "results.json").write_text(json.dumps({"python files": corpus_results, "whole corpus": whole_results}, indent=1))
     return 0
 
 

@@ -251,3 +251,53 @@ def _none_acts(codemods: list, text: str) -> bool:
     except Exception:
         return False
     return not out.findings and out.text == text and not rewrites
+
+
+# -- TFD019: only the sites whose value may reach a use that shows a number was meant -----------
+# Each snippet: TFD019 reports a site only through the flow named (a method's return through
+# `self.best(...)`, a nested function's return into a counter, an aliased `json.dumps`, a dict
+# key, `in`, `.data[i]`); stage 1 must keep it, and skip no statement it acts in.
+ZERO_DIM_FLOWS = [
+    'import torch\nclass A:\n    def best(self, scores):\n        return torch.max(scores, 1)[1][0]\n    def run(self, scores, names):\n        b = self.best(scores)\n        return names[b]\n',
+    'import torch\ndef train(loader, model):\n    def batch_correct(x, y):\n        pred = torch.zeros(3)\n        return pred.eq(y).sum()\n    correct = 0\n    for x, y in loader:\n        correct += batch_correct(x, y)\n    print(correct)\n',
+    'import torch\nfrom json import dumps as to_json\npred = torch.zeros(3)\nacc = pred.eq(pred).sum()\ns = to_json({"acc": acc})\n',
+    'import torch\npred = torch.zeros(3)\ntop = pred.sum()\nseen = {top: 1}\n',
+    'import torch\npred = torch.zeros(3)\nseen = {}\nif pred.sum() in seen:\n    pass\n',
+    'import torch\nx = torch.zeros(3)\nv = x.data[0]\nprint(v)\n',
+]
+
+
+@pytest.mark.parametrize("text", ZERO_DIM_FLOWS)
+def test_zero_dim_sites_follow_the_value_to_a_use_meaning_a_number(text: str) -> None:
+    codemod = [c for c in all_codemods() if c.code == "TFD019"]
+    options = RunOptions(unsafe_fixes=True)
+    unfiltered = transform_unfiltered(text, codemod, filename="x.py", options=options)
+    assert [f.code for f in unfiltered.findings] == ["TFD019"]
+    facts = parse_facts(text)
+    assert facts is not None and [c.code for c in candidate_codemods(facts, codemod)] == ["TFD019"]
+    assert transform_source(text, codemod, filename="x.py", options=options) == unfiltered
+
+
+def test_zero_dim_condition_leaves_out_elements_used_only_as_tensors_or_passed_on() -> None:
+    """A file of subscripts and reductions none of whose values reaches a key, JSON, a gym
+    action, a counter or a return (most of torch's own sources): TFD019 never sees it."""
+    text = (
+        "import torch\n\ndef f(x, table):\n    y = x[0]\n    z = y.sum(1)\n    helper(z[1], x.sum())\n"
+        "    w = x[0, 1]\n    table[w, 2] = 3\n    print(x.max())\n"
+    )
+    facts = parse_facts(text)
+    codemod = [c for c in all_codemods() if c.code == "TFD019"]
+    assert facts is not None and candidate_codemods(facts, codemod) == []
+    assert not transform_unfiltered(text, codemod, filename="x.py", options=RunOptions(unsafe_fixes=True)).findings
+
+
+def test_zero_dim_condition_keeps_what_a_module_function_returns() -> None:
+    """Another file of the run may call it and use the value as a key: kept, with no call here."""
+    codemod = [c for c in all_codemods() if c.code == "TFD019"]
+    for text in ("import torch\n\ndef best(scores):\n    return torch.max(scores, 1)[1][0]\n",
+                 "import torch\n\ndef count(x):\n    n = x.sum()\n    return (n, 1)\n"):
+        facts = parse_facts(text)
+        assert facts is not None and [c.code for c in candidate_codemods(facts, codemod)] == ["TFD019"], text
+    nested = "import torch\n\ndef outer(x):\n    def inner(y):\n        return y.sum()\n    return 1\n"
+    facts = parse_facts(nested)
+    assert facts is not None and candidate_codemods(facts, codemod) == []

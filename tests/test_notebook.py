@@ -128,7 +128,7 @@ def test_bad_notebooks_are_named_and_left_alone(tmp_path: Path) -> None:
     out = run_cli("apply", ".", cwd=tmp_path)
     stderr = out.stderr.decode()
     assert out.returncode == 1
-    assert "failed: broken.ipynb: not a readable notebook" in stderr
+    assert "failed: broken.ipynb: not a readable notebook: not JSON (line 1, column 2: Expecting property name enclosed in double quotes)" in stderr
     # one cell that does not parse: named with its line, left as it is, the others read
     assert "not read: syntax.ipynb:cell 2:2:8: syntax error: expected ':'; cell left as it is" in stderr, stderr
     assert (tmp_path / "syntax.ipynb").read_bytes() == before
@@ -386,3 +386,28 @@ def test_a_rewrite_that_breaks_compilation_is_still_an_internal_error(tmp_path: 
     with pytest.raises(SyntaxError) as other:
         compile("def f(:\n", "<x>", "exec")
     assert not _fails_as_well("import os\nfrom __future__ import division\n", other.value)
+
+
+def test_a_notebook_is_read_as_json_whatever_its_outputs_hold(tmp_path: Path) -> None:
+    """Outputs are never read: one without ``output_type`` (which nbformat's own reader stumbles
+    on when it lays the notebook out again) does not stop the rewrite; an unknown nbformat
+    version and a source holding a number are named."""
+    from torchfix_device.run.notebook import NotebookError, read_notebook
+
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [{"text": ["odd output"]}],
+            "source": ["import torch\n", "state = torch.load('m.pt')\n"]}
+    text = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 2}, indent=1)
+    (tmp_path / "odd.ipynb").write_text(text)
+    out = run_cli("apply", "odd.ipynb", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()
+    after = json.loads((tmp_path / "odd.ipynb").read_text())
+    assert "map_location=device" in "".join(after["cells"][0]["source"])
+    assert after["cells"][0]["outputs"] == cell["outputs"]
+    assert read_notebook(text.encode())["cells"][0]["source"] == "import torch\nstate = torch.load('m.pt')\n"
+    for bad, message in [
+        ({"cells": [], "nbformat": 5}, "unsupported nbformat version 5"),
+        ({"cells": [{"cell_type": "code", "source": ["x = 1\n", 5]}], "nbformat": 4}, "cell 1: not a valid cell"),
+        ([1, 2], "its JSON is not an object"),
+    ]:
+        with pytest.raises(NotebookError, match=message):
+            read_notebook(json.dumps(bad).encode())

@@ -258,3 +258,77 @@ def test_a_task_of_the_pool_carries_a_path_not_the_runs_facts(tree: Path, monkey
     fresh = _run(cached=False)
     assert _run(cached=False, jobs=2) == fresh
     assert len(sizes) == 2 and max(sizes) < 4096, sizes
+
+
+BROKEN = "import torch\n\ndef f(:\n    return torch.zeros(2).cuda()\n"
+
+
+def test_a_file_that_does_not_parse_keeps_its_error_and_the_warm_run_learns_nothing(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A syntax error depends only on the bytes, the tool and the Python version: it is kept, so a
+    warm run over a tree holding a broken file parses nothing and answers from the run entry."""
+    from torchfix_device import engine
+
+    (tree / "broken.py").write_text(BROKEN)
+    fresh = _run(cached=False)
+    [failed] = [r for r in fresh if r[1] == "failed"]
+    assert failed[0].endswith("broken.py")
+    assert _run(cached=True) == fresh
+    learnt = Learnt(monkeypatch)
+
+    def refuse(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("parsed although the cache holds the result")
+
+    monkeypatch.setattr(engine, "transform_source", refuse)
+    monkeypatch.setattr(engine.cst, "parse_module", refuse)
+    assert _run(cached=True) == fresh
+    assert _run(cached=True, jobs=2) == fresh
+    assert learnt.count == 0
+    cache = ResultCache(Path(CACHE_DIR_NAME), all_codemods(), RunOptions())
+    results = runner.run([Path("proj")], all_codemods(), options=RunOptions(), cache=cache)
+    assert {r.display: r.cached for r in results if r.status == "failed"} == {failed[0]: True}
+
+
+def test_a_syntax_error_kept_under_another_python_version_is_a_miss(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython's grammar grows and its parser places the error: another version parses again."""
+    from torchfix_device import engine
+    from torchfix_device.run import cache as cache_module
+
+    (tree / "broken.py").write_text(BROKEN)
+    fresh = _run(cached=False)
+    with pytest.MonkeyPatch.context() as other_python:
+        other_python.setattr(cache_module, "_python", lambda: "3.99")
+        _run(cached=True)
+    parsed: list[str] = []
+    real = engine.transform_source
+
+    def counted(text, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        parsed.append(kwargs.get("filename", ""))
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "transform_source", counted)
+    assert _run(cached=True) == fresh
+    assert [p for p in parsed if p.endswith("broken.py")], "the broken file must be parsed again"
+    parsed.clear()
+    assert _run(cached=True) == fresh
+    assert parsed == []  # now kept for this version
+
+
+def test_an_internal_error_is_not_kept(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A codemod's bug is reported on every run until it is fixed, never answered from the cache."""
+    from torchfix_device import engine
+
+    calls: list[str] = []
+
+    def broken(text, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        calls.append(kwargs.get("filename", ""))
+        raise KeyError("a codemod bug")
+
+    monkeypatch.setattr(engine, "transform_source", broken)
+    first = _run(cached=True)
+    assert all(status == "failed" for _, status, _, _ in first)
+    count = len(calls)
+    assert count == 2
+    assert _run(cached=True) == first
+    assert len(calls) == 2 * count

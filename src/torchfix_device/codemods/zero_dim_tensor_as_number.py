@@ -5,7 +5,7 @@ import libcst as cst
 from torchfix_device.codemods.base import Codemod
 from torchfix_device.facts.sizes import METHOD_REDUCTIONS, TORCH_REDUCTIONS, Number03, number_in_03
 from torchfix_device.facts.refusals import refused_first
-from torchfix_device.facts.uses import MEANT, Place, Use, uses_of
+from torchfix_device.facts.uses import FLOWING_BUILTINS, GROWING, KEY_METHODS, MEANT, Place, Use, uses_of
 from torchfix_device.prefilter.candidates import FileFacts
 from torchfix_device.syntax import nodes
 
@@ -107,19 +107,25 @@ class ZeroDimTensorAsNumber(Codemod):
 
     @classmethod
     def sites(cls, facts: FileFacts) -> Iterator[ast.AST]:
-        """Subscripts with one index (not a slice) and calls that may be full reductions."""
+        """Subscripts with one index (not a slice) and calls that may be full reductions, read
+        with ``.data[i]`` or whose value may reach a use that shows a number was meant
+        (:func:`_may_reach_a_meant_use`): the codemod reports nothing else."""
         if not facts.torch_imported:
             return
         scan = facts.scan
         for node, _, _ in facts.contexts:
             if isinstance(node, ast.Subscript) and _ast_element_form(node):
-                yield node
+                base = node.value
+                if (isinstance(base, ast.Attribute) and base.attr == "data") or _may_reach_a_meant_use(facts, node):
+                    yield node
             elif isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Attribute) and func.attr in METHOD_REDUCTIONS and not node.args and not node.keywords:
-                    yield node
+                    if _may_reach_a_meant_use(facts, node):
+                        yield node
                 elif len(node.args) == 1 and not node.keywords and scan.may_name(func, TORCH_REDUCTION_NAMES):
-                    yield node
+                    if _may_reach_a_meant_use(facts, node):
+                        yield node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         return self._decide(original_node, updated_node)
@@ -168,6 +174,130 @@ def _ast_element_form(node: ast.Subscript) -> bool:
         base = base.value if base.attr == "data" else base
         return isinstance(base, AST_BASES) or isinstance(base, ast.Attribute) and base.attr in ("values", "indices")
     return isinstance(base, AST_BASES)
+
+
+def _may_reach_a_meant_use(facts: FileFacts, site: ast.AST) -> bool:
+    """Whether the value of ``site`` may reach a use that shows a number was meant
+    (:data:`~torchfix_device.facts.uses.MEANT`) as :func:`~torchfix_device.facts.uses.uses_of`
+    follows it, over-approximated on the stdlib ``ast``: up through arithmetic, boolean
+    operations, a conditional's branches, the builtins a value flows through and the literals
+    holding it; to every read of a name it is bound to (by spelling, in any scope) and of a list
+    it is appended to; a ``return`` may reach the calls of any file, a counter is one. A site it
+    says no for cannot be reported: TFD019 acts only where a use shows a number was meant, or on
+    ``t.data[i]``, which :meth:`ZeroDimTensorAsNumber.sites` keeps whatever its uses."""
+    parents, reads, scan = facts.parents, facts.name_reads, facts.scan
+    work: list[ast.AST] = [site]
+    followed: set[str] = set()
+    returned: set[int] = set()
+    while work:
+        expr = work.pop()
+        names: list[ast.Name] = []
+        while True:
+            parent = parents.get(id(expr))
+            kind = type(parent)
+            if kind is ast.keyword:  # an argument by keyword: as one by position (a superset)
+                expr, parent = parent, parents.get(id(parent))
+                kind = type(parent)
+            if kind in _FLOWING or (kind is ast.UnaryOp and not isinstance(parent.op, ast.Not)) or (kind is ast.IfExp and parent.test is not expr):
+                expr = parent
+            elif kind in _LITERALS:
+                holder = parents.get(id(parent))
+                if type(holder) is ast.Subscript and holder.slice is parent and _parenthesized(parent):
+                    return True  # `d[(a, v)]`: part of a key (`x[a, v]` indexes by two: unknown)
+                expr = parent
+            elif kind is ast.Dict:
+                if any(key is expr for key in parent.keys):
+                    return True
+                expr = parent
+            elif kind is ast.Subscript:
+                if parent.slice is expr:
+                    return True  # an index or a key (`v[0]`: only a tensor has elements)
+                break
+            elif kind is ast.Compare:
+                if parent.left is expr and any(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops):
+                    return True
+                break
+            elif kind is ast.Call and parent.func is not expr:
+                func = parent.func
+                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if name in _MEANT_METHODS or scan.may_name(func, _JSON_WRITERS):
+                    return True
+                if name in FLOWING_BUILTINS:
+                    expr = parent
+                elif name in GROWING and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                    names = [func.value]  # the list's reads hold it
+                    break
+                else:
+                    break
+            elif kind is ast.Assign or kind is ast.AnnAssign:
+                names = [n for t in (parent.targets if kind is ast.Assign else [parent.target]) for n in _bound_names(t)]
+                break
+            elif kind is ast.AugAssign:
+                return True  # a counter, a list grown
+            elif kind is ast.Return:
+                function = _enclosing_function(parents, parent)
+                if function is None or id(function) in returned:
+                    break
+                returned.add(id(function))
+                calls = _calls_of(facts, function)
+                if calls is None:
+                    return True  # a module's function: the calls of any file of the run
+                work.extend(calls)
+                break
+            else:
+                break
+        for name in names:
+            if name.id not in followed:
+                followed.add(name.id)
+                work.extend(reads.get(name.id, ()))
+    return False
+
+
+def _parenthesized(literal: ast.AST) -> bool:
+    """A tuple written in parentheses (``d[(a, v)]``, one index) rather than bare (``x[a, v]``)."""
+    elements = getattr(literal, "elts", None)
+    return not elements or (literal.lineno, literal.col_offset) != (elements[0].lineno, elements[0].col_offset)
+
+
+def _enclosing_function(parents: dict[int, ast.AST], statement: ast.Return) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function a ``return`` returns from, where its calls are followed (not decorated)."""
+    function = parents.get(id(statement))
+    while function is not None and not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        function = parents.get(id(function))
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.decorator_list:
+        return None
+    return function
+
+
+def _calls_of(facts: FileFacts, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call] | None:
+    """The calls a value ``function`` returns may reach, as :func:`~torchfix_device.facts.uses.calls_of`
+    finds them, over-approximated: a module's function may be called from any file of the run
+    (None); a method, by every ``x.<name>(...)`` of the file; a nested function, by every call of
+    its name."""
+    parents = facts.parents
+    owner = parents.get(id(function))
+    if isinstance(owner, ast.Module):
+        return None
+    reads: list[ast.AST] = list(facts.attributes.get(function.name, ()) if isinstance(owner, ast.ClassDef) else facts.name_reads.get(function.name, ()))
+    return [call for read in reads if isinstance(call := parents.get(id(read)), ast.Call) and call.func is read]
+
+
+def _bound_names(target: ast.AST) -> Iterator[ast.Name]:
+    """The names an assignment target binds (not ``self.x``, not ``d[k]``)."""
+    if isinstance(target, ast.Name):
+        yield target
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _bound_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _bound_names(target.value)
+
+
+_FLOWING = (ast.BinOp, ast.BoolOp, ast.Starred)
+_LITERALS = (ast.Tuple, ast.List, ast.Set)
+_MEANT_METHODS = KEY_METHODS | {"step"}
+"""Methods that take a value as a key or as a gym action (by their last name)."""
+_JSON_WRITERS = frozenset({"json.dump", "json.dumps"})
 
 
 def _why(meant: list[Place], number: Number03) -> str:

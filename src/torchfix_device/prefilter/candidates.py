@@ -100,6 +100,30 @@ class FileFacts:
         return AstScan(self.tree, self.contexts)
 
     @cached_property
+    def parents(self) -> dict[int, ast.AST]:
+        """``id`` of each node → its parent (asked by the conditions that follow a value up)."""
+        assert self.tree is not None
+        return ast_scan.parent_index(self.tree, self.contexts)
+
+    @cached_property
+    def name_reads(self) -> dict[str, list[ast.Name]]:
+        """Each name → every place it is read, in any scope."""
+        found: dict[str, list[ast.Name]] = {}
+        for node, _, _ in self.contexts:
+            if type(node) is ast.Name and type(node.ctx) is ast.Load:
+                found.setdefault(node.id, []).append(node)
+        return found
+
+    @cached_property
+    def attributes(self) -> dict[str, list[ast.Attribute]]:
+        """Each attribute name → every ``x.<name>`` of the file."""
+        found: dict[str, list[ast.Attribute]] = {}
+        for node, _, _ in self.contexts:
+            if type(node) is ast.Attribute:
+                found.setdefault(node.attr, []).append(node)
+        return found
+
+    @cached_property
     def lines(self) -> list[str]:
         return ast_scan.source_lines(self.text)
 

@@ -88,6 +88,22 @@ def walk_in_context(tree: ast.AST) -> list[ContextNode]:
     return found[1:]
 
 
+def parent_index(tree: ast.AST, nodes: list[ContextNode]) -> dict[int, ast.AST]:
+    """``id`` of every node below ``tree`` (``nodes``: :func:`walk_in_context`'s) → its parent."""
+    found: dict[int, ast.AST] = {}
+    node_type = ast.AST
+    for node in (tree, *(n for n, _, _ in nodes)):
+        for name in _CHILD_FIELDS.get(type(node)) or ():
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_type):
+                        found[id(item)] = node
+            elif isinstance(value, node_type):
+                found[id(value)] = node
+    return found
+
+
 _BINDING_TYPES = frozenset({
     ast.Import, ast.ImportFrom, ast.Name, *FUNCTIONS, ast.ClassDef, ast.ExceptHandler, ast.Global, ast.Nonlocal,
     ast.MatchAs, ast.MatchStar, ast.MatchMapping,

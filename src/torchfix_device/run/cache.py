@@ -5,8 +5,11 @@ so an edited checkout never reads stale results), the selected codemods and the 
 change results (``--unsafe-fixes``, the device expression). It holds the transform's result —
 the rewritten text when the file changes, the findings, the checkpoint notes, the findings
 ``# noqa`` suppressed — so ``apply`` still writes a file whose
-cached result says it changes. Files that fail (syntax errors, internal errors) are not cached:
-they are analysed again and reported as before.
+cached result says it changes. A file that does not parse keeps its syntax error, for the
+Python version that found it (CPython's parser places the error, and its grammar grows): the
+error depends on nothing else, and a warm run over a tree holding one broken file should not
+parse that file again, nor learn the run's facts again. Other failures (a codemod's internal
+error, input nested too deeply for the parser) are not cached: they are analysed again.
 
 Where the cache lives: ``.torchfix_device_cache/`` next to the nearest ``pyproject.toml`` above
 the first path given (the file the settings are read from), with a ``.gitignore`` holding ``*``
@@ -28,6 +31,7 @@ import copy
 import hashlib
 import json
 import os
+import sys
 from dataclasses import asdict, fields
 from functools import lru_cache
 from pathlib import Path
@@ -59,9 +63,11 @@ class CachedResult(NamedTuple):
     """The file's ``@generated``/skip-file comments: whether a run skips it needs no tokenizing."""
     problems: tuple[str, ...] = ()
     """A notebook's cells left as they are, and why (``TransformOutput.problems``)."""
+    error: str | None = None
+    """The syntax error the file failed with (then nothing else is kept: no rewrite, no findings)."""
 
 
-FORMAT = "6"
+FORMAT = "7"
 
 
 @lru_cache(maxsize=1)
@@ -197,6 +203,8 @@ class ResultCache:
         suppressed: Sequence[Finding],
         marks: Marks,
         problems: Sequence[str] = (),
+        *,
+        error: str | None = None,
     ) -> None:
         """Keep a transform's result (``new_text`` None when unchanged) for a file holding
         ``raw``, with the file's :class:`~torchfix_device.files.selection.Marks` (and, for a
@@ -212,6 +220,7 @@ class ResultCache:
             "suppressed": [asdict(f) for f in suppressed],
             "marks": [marks.generated_line, marks.skip_file],
             "problems": list(problems),
+            "error": None if error is None else [_python(), error],
         }
         data = {"format": FORMAT, "version": __version__, "key": key, "result": result, "checksum": _checksum(key, result)}
         try:
@@ -221,6 +230,15 @@ class ResultCache:
             atomic_write(entry, json.dumps(data).encode("utf-8"), ENTRY_MODE, durable=False)
         except OSError:
             pass
+
+    def put_failure(self, raw: bytes, error: str, marks: Marks) -> None:
+        """Keep the syntax error a file holding ``raw`` failed with (under this Python version:
+        another reads the entry as a miss, and parses the file itself)."""
+        self.put(raw, None, (), (), (), marks, error=error)
+
+
+def _python() -> str:
+    return "%d.%d" % sys.version_info[:2]
 
 
 def _chained(salt: bytes, part: bytes) -> bytes:
@@ -264,7 +282,9 @@ def _validated(data: object, key: str) -> CachedResult:
     assert isinstance(data, dict)
     result = data["result"]
     _check(data["key"] == key and isinstance(result, dict) and data["checksum"] == _checksum(key, result))
-    text, notes, marks, problems = result["text"], result["notes"], result["marks"], result["problems"]
+    text, notes, marks, problems, error = result["text"], result["notes"], result["marks"], result["problems"], result["error"]
+    # a syntax error holds for the Python version that found it: another reads a miss
+    _check(error is None or (isinstance(error, list) and len(error) == 2 and error[0] == _python() and isinstance(error[1], str)))
     _check(text is None or isinstance(text, str))
     _check(isinstance(notes, list) and all(isinstance(n, str) for n in notes))
     _check(isinstance(problems, list) and all(isinstance(p, str) for p in problems))
@@ -278,4 +298,5 @@ def _validated(data: object, key: str) -> CachedResult:
         tuple(_finding(f) for f in result["suppressed"]),
         Marks(marks[0], marks[1]),
         tuple(problems),
+        None if error is None else error[1],
     )

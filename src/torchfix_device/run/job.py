@@ -97,6 +97,8 @@ def process_file(
     skip = file_selection.skip_reason(source.text, options, marks)
     if skip is not None:
         return FileResult(path, shown, "skipped", error=skip.message, source=source, skip_kind=skip.kind)
+    if hit is not None and hit.error is not None:
+        return FileResult(path, shown, "failed", error=hit.error, source=source, cached=True)
     try:
         if hit is not None:
             output = TransformOutput(source.text if hit.new_text is None else hit.new_text, hit.findings, hit.notes, hit.suppressed)
@@ -106,7 +108,11 @@ def process_file(
     except budget.OverBudget as over:  # reported, left untouched; the run goes on
         return FileResult(path, shown, "skipped", error=over.message, source=source, skip_kind=over.kind)
     except Exception as exc:  # a parse error, or a codemod bug: it must not stop the other files
-        return failure_result(exc, path, shown, source)
+        failed = failure_result(exc, path, shown, source)
+        if cache is not None and _is_syntax_error(exc):  # these bytes never parse: kept
+            assert marks is not None and failed.error is not None
+            cache.put_failure(source.raw, failed.error, marks)
+        return failed
     result = FileResult(
         path, shown, "unchanged", findings=output.findings, source=source, notes=output.notes, suppressed=list(output.suppressed),
         cached=hit is not None,
@@ -190,7 +196,7 @@ def process_notebook(
             return _notebook_result(output, path, shown, source, options, cached=True)
         if cached_only:
             return None
-    from torchfix_device.run import notebook  # libcst, and nbformat
+    from torchfix_device.run import notebook  # libcst
 
     try:
         nb = notebook.read_notebook(raw)
@@ -271,7 +277,7 @@ def _transform_and_keep(
     marks: "file_selection.Marks | None",
 ) -> TransformOutput:
     """:func:`torchfix_device.engine.transform_source` (libcst is imported on the first call),
-    its result kept in ``cache`` when there is one (failures are not cached)."""
+    its result kept in ``cache`` when there is one (a syntax error is kept by the caller)."""
     from torchfix_device import engine
 
     options = options or DEFAULT_OPTIONS
@@ -330,6 +336,13 @@ def failure_result(exc: Exception, path: Path, shown: str, source: SourceFile) -
     else:
         error = f"internal error: {type(exc).__name__}: {exc}"
     return FileResult(path, shown, "failed", error=error, source=source)
+
+
+def _is_syntax_error(exc: Exception) -> bool:
+    """Whether ``exc`` says the file does not parse (not that the parser ran out of stack)."""
+    from libcst import ParserSyntaxError
+
+    return isinstance(exc, ParserSyntaxError)
 
 
 def finished_before(stop: BaseException) -> FileResult | None:

@@ -174,6 +174,6 @@ def _read_or_none(path: Path) -> bytes | None:
 
 
 def _notebook_program(data: bytes) -> str | None:
-    from torchfix_device.run import notebook  # libcst and nbformat: only for a notebook that may spell a name asked about
+    from torchfix_device.run import notebook  # libcst: only for a notebook that may spell a name asked about
 
     return notebook.program_of(data)
