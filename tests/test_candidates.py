@@ -263,6 +263,7 @@ ZERO_DIM_FLOWS = [
     'import torch\nfrom json import dumps as to_json\npred = torch.zeros(3)\nacc = pred.eq(pred).sum()\ns = to_json({"acc": acc})\n',
     'import torch\npred = torch.zeros(3)\ntop = pred.sum()\nseen = {top: 1}\n',
     'import torch\npred = torch.zeros(3)\nseen = {}\nif pred.sum() in seen:\n    pass\n',
+    'import torch\npred = torch.zeros(3)\ncounts = {}\ncounts[(pred.sum(), 1)] = 2\n',
     'import torch\nx = torch.zeros(3)\nv = x.data[0]\nprint(v)\n',
 ]
 
@@ -283,7 +284,7 @@ def test_zero_dim_condition_leaves_out_elements_used_only_as_tensors_or_passed_o
     action, a counter or a return (most of torch's own sources): TFD019 never sees it."""
     text = (
         "import torch\n\ndef f(x, table):\n    y = x[0]\n    z = y.sum(1)\n    helper(z[1], x.sum())\n"
-        "    w = x[0, 1]\n    table[w, 2] = 3\n    print(x.max())\n"
+        "    w = x[0, 1]\n    table[w, 2] = 3\n    print(x.max())\n    s = x.sum()\n    grid[s, 1] = 0\n"
     )
     facts = parse_facts(text)
     codemod = [c for c in all_codemods() if c.code == "TFD019"]

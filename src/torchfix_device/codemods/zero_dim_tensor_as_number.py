@@ -202,8 +202,10 @@ def _may_reach_a_meant_use(facts: FileFacts, site: ast.AST) -> bool:
                 expr = parent
             elif kind in _LITERALS:
                 holder = parents.get(id(parent))
-                if type(holder) is ast.Subscript and holder.slice is parent and _parenthesized(parent):
-                    return True  # `d[(a, v)]`: part of a key (`x[a, v]` indexes by two: unknown)
+                if type(holder) is ast.Subscript and holder.slice is parent:
+                    if _parenthesized(parent):
+                        return True  # `d[(a, v)]`: part of a key
+                    break  # `x[a, v]`: two indices, whose container is not followed
                 expr = parent
             elif kind is ast.Dict:
                 if any(key is expr for key in parent.keys):
